@@ -1,0 +1,31 @@
+"""n5mscodecs: N5 label multiset and CZI chunked codecs for numcodecs, zarr and dask."""
+
+from numcodecs.registry import register_codec as _register_codec
+
+from ._version import __version__
+from .errors import (
+    ChunkedFormatError,
+    CompressionError,
+    ConfigurationError,
+    LabelMultisetFormatError,
+    N5HeaderError,
+    N5msCodecsError,
+)
+
+__all__ = [
+    "__version__",
+    "N5msCodecsError",
+    "N5HeaderError",
+    "LabelMultisetFormatError",
+    "CompressionError",
+    "ChunkedFormatError",
+    "ConfigurationError",
+]
+
+_CODECS = []
+
+# --- codec registrations (one line per codec module) ---
+
+for _cls in _CODECS:
+    _register_codec(_cls)
+del _cls

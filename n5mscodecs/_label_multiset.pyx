@@ -1,0 +1,490 @@
+# cython: freethreading_compatible = True
+"""Byte-crunching kernels for label multiset payloads.
+
+Everything here runs without the GIL and only reports problems as status
+codes; the Python modules validate arguments, choose layouts and raise.
+
+Columnar model used throughout: ``index[v]`` is the list of voxel ``v``;
+list ``i`` owns entries ``list_offsets[i]:list_offsets[i + 1]`` of
+``ids``/``counts``.
+"""
+
+from cython.parallel cimport prange
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free, malloc, qsort
+from libc.string cimport memset
+
+import numpy as np
+
+ctypedef fused index_t:
+    int32_t
+    int64_t
+
+# Status codes shared with the Python layer (see multiset_kernels_errors).
+DEF OK = 0
+DEF ERR_TRUNCATED_COUNT = 1     # fewer than 4 bytes left for numEntries
+DEF ERR_ENTRIES_PAST_END = 2    # numEntries runs past the list data
+DEF ERR_NO_MEMORY = 3
+
+cdef uint64_t INVALID = 0xFFFFFFFFFFFFFFFEULL
+
+
+cdef inline uint32_t load_u32_le(const uint8_t* p) noexcept nogil:
+    return (<uint32_t>p[0]) | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
+
+cdef inline uint32_t load_u32_be(const uint8_t* p) noexcept nogil:
+    return (<uint32_t>p[3]) | (<uint32_t>p[2] << 8) | (<uint32_t>p[1] << 16) | (<uint32_t>p[0] << 24)
+
+
+cdef inline uint64_t load_u64_le(const uint8_t* p) noexcept nogil:
+    return (<uint64_t>load_u32_le(p)) | (<uint64_t>load_u32_le(p + 4) << 32)
+
+
+cdef inline void store_u32_le(uint8_t* p, uint32_t v) noexcept nogil:
+    p[0] = v & 0xFF
+    p[1] = (v >> 8) & 0xFF
+    p[2] = (v >> 16) & 0xFF
+    p[3] = (v >> 24) & 0xFF
+
+
+cdef inline void store_u32_be(uint8_t* p, uint32_t v) noexcept nogil:
+    p[3] = v & 0xFF
+    p[2] = (v >> 8) & 0xFF
+    p[1] = (v >> 16) & 0xFF
+    p[0] = (v >> 24) & 0xFF
+
+
+cdef inline void store_u64_le(uint8_t* p, uint64_t v) noexcept nogil:
+    store_u32_le(p, <uint32_t>(v & 0xFFFFFFFFULL))
+    store_u32_le(p + 4, <uint32_t>(v >> 32))
+
+
+cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
+    # splitmix64 finaliser: cheap and spreads sequential label ids well
+    x ^= x >> 30
+    x *= 0xBF58476D1CE4E5B9ULL
+    x ^= x >> 27
+    x *= 0x94D049BB133111EBULL
+    x ^= x >> 31
+    return x
+
+
+# ---------------------------------------------------------------------------
+# decoding
+# ---------------------------------------------------------------------------
+
+def scan_list_data(const uint8_t[::1] list_data):
+    """Walk the list data once; lists must tile it exactly.
+
+    Returns ``(status, position, n_lists, n_entries)``; ``position`` is the
+    byte offset of the first list that does not fit when ``status != 0``.
+    """
+    cdef Py_ssize_t size = list_data.shape[0]
+    cdef Py_ssize_t pos = 0, n_lists = 0, n_entries = 0
+    cdef uint64_t n
+    cdef int status = OK
+    with nogil:
+        while pos < size:
+            if size - pos < 4:
+                status = ERR_TRUNCATED_COUNT
+                break
+            n = load_u32_le(&list_data[pos])
+            if n > <uint64_t>((size - pos - 4) // 12):
+                status = ERR_ENTRIES_PAST_END
+                break
+            n_lists += 1
+            n_entries += <Py_ssize_t>n
+            pos += 4 + 12 * <Py_ssize_t>n
+    return status, pos, n_lists, n_entries
+
+
+def split_list_data(const uint8_t[::1] list_data, int64_t[::1] list_offsets,
+                    uint64_t[::1] ids, uint32_t[::1] counts, int32_t[::1] slot_of_word):
+    """Fill the CSR arrays from list data already validated by ``scan_list_data``.
+
+    ``slot_of_word[byte_offset // 4]`` receives the list number for every list
+    start (lists are 4 + 12 n bytes, so every start is a multiple of 4); the
+    caller pre-fills it with -1.
+    """
+    cdef Py_ssize_t size = list_data.shape[0]
+    cdef Py_ssize_t pos = 0, lst = 0, e = 0, j
+    cdef uint32_t n
+    with nogil:
+        list_offsets[0] = 0
+        while pos < size:
+            n = load_u32_le(&list_data[pos])
+            slot_of_word[pos >> 2] = <int32_t>lst
+            pos += 4
+            for j in range(n):
+                ids[e] = load_u64_le(&list_data[pos])
+                counts[e] = load_u32_le(&list_data[pos + 8])
+                pos += 12
+                e += 1
+            lst += 1
+            list_offsets[lst] = e
+
+
+def map_voxel_offsets(const uint8_t[::1] table, bint big_endian, int32_t[::1] slot_of_word,
+                      Py_ssize_t list_data_size, int32_t[::1] index, int num_threads):
+    """Translate each voxel's byte offset into its list number.
+
+    Bad offsets (negative, past the list data, not a list start) give index -1.
+    Returns the number of bad voxels.
+    """
+    cdef Py_ssize_t n_voxels = index.shape[0]
+    cdef Py_ssize_t v
+    cdef int64_t offset
+    cdef int32_t slot
+    cdef Py_ssize_t bad = 0
+    for v in prange(n_voxels, nogil=True, schedule="static", num_threads=num_threads,
+                    use_threads_if=n_voxels > 65536):
+        if big_endian:
+            offset = <int32_t>load_u32_be(&table[4 * v])   # Java writes signed int32
+        else:
+            offset = load_u32_le(&table[4 * v])
+        slot = -1
+        if offset >= 0 and offset < list_data_size and (offset & 3) == 0:
+            slot = slot_of_word[offset >> 2]
+        index[v] = slot
+        if slot < 0:
+            bad += 1
+    return bad
+
+
+def argmax_of_lists(const int64_t[::1] list_offsets, const uint64_t[::1] ids,
+                    const uint32_t[::1] counts, bint java_rule, int num_threads):
+    """Argmax per list.
+
+    Default rule (data type spec): highest count, ties to the smaller unsigned
+    id, empty list -> INVALID. ``java_rule`` mirrors ``LabelUtils.getArgMax``:
+    only positive counts compete and ties go to the smaller *signed* id, so a
+    list of zero counts also gives INVALID.
+    """
+    cdef Py_ssize_t n_lists = list_offsets.shape[0] - 1
+    result = np.empty(n_lists, dtype=np.uint64)
+    cdef uint64_t[::1] out = result
+    cdef Py_ssize_t i, e
+    cdef uint64_t best, label
+    cdef uint32_t best_count, c
+    for i in prange(n_lists, nogil=True, schedule="static", num_threads=num_threads,
+                    use_threads_if=n_lists > 4096):
+        best = INVALID
+        best_count = 0
+        for e in range(list_offsets[i], list_offsets[i + 1]):
+            c = counts[e]
+            label = ids[e]
+            if java_rule:
+                if c > best_count or (c == best_count and c > 0 and <int64_t>label < <int64_t>best):
+                    best = label
+                    best_count = c
+            else:
+                if c > best_count or (c == best_count and label < best):
+                    best = label
+                    best_count = c
+        out[i] = best
+    return result
+
+
+# ---------------------------------------------------------------------------
+# construction and dedup
+# ---------------------------------------------------------------------------
+
+cdef struct LabelTable:
+    uint64_t* keys
+    int64_t* values     # -1 marks an empty slot
+    Py_ssize_t mask
+
+
+cdef int table_init(LabelTable* t, Py_ssize_t expected) noexcept nogil:
+    cdef Py_ssize_t cap = 64
+    while cap < 2 * expected:
+        cap <<= 1
+    t.keys = <uint64_t*>malloc(cap * sizeof(uint64_t))
+    t.values = <int64_t*>malloc(cap * sizeof(int64_t))
+    if t.keys == NULL or t.values == NULL:
+        free(t.keys)
+        free(t.values)
+        return ERR_NO_MEMORY
+    memset(t.values, 0xFF, cap * sizeof(int64_t))
+    t.mask = cap - 1
+    return OK
+
+
+cdef void table_free(LabelTable* t) noexcept nogil:
+    free(t.keys)
+    free(t.values)
+
+
+cdef int table_grow(LabelTable* t) noexcept nogil:
+    cdef LabelTable bigger
+    cdef Py_ssize_t i, h
+    if table_init(&bigger, t.mask + 1) != OK:
+        return ERR_NO_MEMORY
+    for i in range(t.mask + 1):
+        if t.values[i] >= 0:
+            h = <Py_ssize_t>(mix64(t.keys[i]) & <uint64_t>bigger.mask)
+            while bigger.values[h] >= 0:
+                h = (h + 1) & bigger.mask
+            bigger.keys[h] = t.keys[i]
+            bigger.values[h] = t.values[i]
+    table_free(t)
+    t[0] = bigger
+    return OK
+
+
+def first_encounter_labels(const uint64_t[::1] labels, index_t[::1] index, uint64_t[::1] unique):
+    """Number the distinct labels in first-encounter order.
+
+    ``index[v]`` receives the number of ``labels[v]``; ``unique[k]`` the k-th
+    distinct label. Returns the number of distinct labels (or -1 on OOM).
+    """
+    cdef Py_ssize_t n = labels.shape[0]
+    cdef Py_ssize_t v, h, n_unique = 0
+    cdef uint64_t label, last_label = 0
+    cdef int64_t last_value = -1
+    cdef LabelTable table
+    cdef int status = OK
+    with nogil:
+        status = table_init(&table, 1024)
+        if status == OK:
+            for v in range(n):
+                label = labels[v]
+                # segmentations come in runs: skip the hash for a repeated label
+                if last_value >= 0 and label == last_label:
+                    index[v] = <index_t>last_value
+                    continue
+                h = <Py_ssize_t>(mix64(label) & <uint64_t>table.mask)
+                while table.values[h] >= 0 and table.keys[h] != label:
+                    h = (h + 1) & table.mask
+                if table.values[h] < 0:
+                    table.keys[h] = label
+                    table.values[h] = n_unique
+                    unique[n_unique] = label
+                    n_unique += 1
+                    if 2 * n_unique > table.mask:
+                        if table_grow(&table) != OK:
+                            status = ERR_NO_MEMORY
+                            break
+                        h = (<Py_ssize_t>mix64(label)) & table.mask
+                        while table.keys[h] != label or table.values[h] < 0:
+                            h = (h + 1) & table.mask
+                last_value = table.values[h]
+                last_label = label
+                index[v] = <index_t>last_value
+            table_free(&table)
+    if status != OK:
+        return -1
+    return n_unique
+
+
+cdef inline uint64_t list_hash(const int64_t* list_offsets, const uint64_t* ids,
+                               const uint32_t* counts, Py_ssize_t i) noexcept nogil:
+    cdef uint64_t h = mix64(<uint64_t>(list_offsets[i + 1] - list_offsets[i]) + 0x9E3779B97F4A7C15ULL)
+    cdef Py_ssize_t e
+    for e in range(list_offsets[i], list_offsets[i + 1]):
+        h = mix64(h ^ ids[e]) + counts[e]
+    return h
+
+
+cdef inline bint lists_equal(const int64_t* list_offsets, const uint64_t* ids,
+                             const uint32_t* counts, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    cdef Py_ssize_t n = list_offsets[a + 1] - list_offsets[a]
+    cdef Py_ssize_t k, ea = list_offsets[a], eb = list_offsets[b]
+    if n != list_offsets[b + 1] - list_offsets[b]:
+        return False
+    for k in range(n):
+        if ids[ea + k] != ids[eb + k] or counts[ea + k] != counts[eb + k]:
+            return False
+    return True
+
+
+def representative_lists(const int64_t[::1] list_offsets, const uint64_t[::1] ids,
+                         const uint32_t[::1] counts):
+    """For each list, the first list with identical content (entry order matters).
+
+    Returns an int64 array, or None when memory runs out.
+    """
+    cdef Py_ssize_t n_lists = list_offsets.shape[0] - 1
+    result = np.empty(n_lists, dtype=np.int64)
+    cdef int64_t[::1] rep = result
+    cdef Py_ssize_t i, h, cand
+    cdef uint64_t key
+    cdef LabelTable table
+    cdef int status
+    if n_lists == 0:
+        return result
+    with nogil:
+        status = table_init(&table, n_lists)
+        if status == OK:
+            for i in range(n_lists):
+                key = list_hash(&list_offsets[0], &ids[0] if ids.shape[0] else NULL,
+                                &counts[0] if counts.shape[0] else NULL, i)
+                h = <Py_ssize_t>(mix64(key) & <uint64_t>table.mask)
+                rep[i] = i
+                while table.values[h] >= 0:
+                    cand = table.values[h]
+                    if table.keys[h] == key and lists_equal(
+                            &list_offsets[0], &ids[0] if ids.shape[0] else NULL,
+                            &counts[0] if counts.shape[0] else NULL, cand, i):
+                        rep[i] = cand
+                        break
+                    h = (h + 1) & table.mask
+                if rep[i] == i:
+                    table.keys[h] = key
+                    table.values[h] = i
+            table_free(&table)
+    if status != OK:
+        return None
+    return result
+
+
+cdef struct Entry:
+    uint64_t id
+    uint32_t count
+
+
+cdef int compare_entries(const void* a, const void* b) noexcept nogil:
+    cdef uint64_t x = (<const Entry*>a).id
+    cdef uint64_t y = (<const Entry*>b).id
+    return (x > y) - (x < y)
+
+
+def canonicalize_lists(const int64_t[::1] list_offsets, uint64_t[::1] ids, uint32_t[::1] counts,
+                       int64_t[::1] new_lengths, int num_threads):
+    """Sort every list by unsigned id and merge duplicate ids, in place.
+
+    The merged entries of list i are left at the start of its old range and
+    its new length goes to ``new_lengths[i]``; the caller compacts. Counts
+    that overflow uint32 when merged saturate (Java would wrap; neither is
+    meaningful). Returns 0, or ERR_NO_MEMORY.
+    """
+    cdef Py_ssize_t n_lists = list_offsets.shape[0] - 1
+    cdef Py_ssize_t i, e, k, n, start, out_n, j
+    cdef Entry* scratch
+    cdef Entry tmp
+    cdef uint64_t total
+    cdef int failed = 0
+    for i in prange(n_lists, nogil=True, schedule="dynamic", num_threads=num_threads,
+                    use_threads_if=n_lists > 4096):
+        start = list_offsets[i]
+        n = list_offsets[i + 1] - start
+        if n <= 1:
+            new_lengths[i] = n
+            continue
+        scratch = <Entry*>malloc(n * sizeof(Entry))
+        if scratch == NULL:
+            failed = 1
+            new_lengths[i] = n
+            continue
+        for k in range(n):
+            scratch[k].id = ids[start + k]
+            scratch[k].count = counts[start + k]
+        if n <= 16:
+            # insertion sort: stable and fastest for the short lists that dominate
+            for k in range(1, n):
+                tmp = scratch[k]
+                j = k - 1
+                while j >= 0 and scratch[j].id > tmp.id:
+                    scratch[j + 1] = scratch[j]
+                    j = j - 1
+                scratch[j + 1] = tmp
+        else:
+            qsort(scratch, n, sizeof(Entry), compare_entries)
+        out_n = 0
+        for k in range(n):
+            if out_n > 0 and ids[start + out_n - 1] == scratch[k].id:
+                total = <uint64_t>counts[start + out_n - 1] + scratch[k].count
+                counts[start + out_n - 1] = <uint32_t>(total if total < 0xFFFFFFFFULL else 0xFFFFFFFFULL)
+            else:
+                ids[start + out_n] = scratch[k].id
+                counts[start + out_n] = scratch[k].count
+                out_n = out_n + 1
+        new_lengths[i] = out_n
+        free(scratch)
+    return ERR_NO_MEMORY if failed else OK
+
+
+def compact_lists(const int64_t[::1] old_offsets, const int64_t[::1] new_offsets,
+                  const uint64_t[::1] ids, const uint32_t[::1] counts,
+                  uint64_t[::1] new_ids, uint32_t[::1] new_counts, int num_threads):
+    """Copy the first ``new_offsets[i+1]-new_offsets[i]`` entries of each old list."""
+    cdef Py_ssize_t n_lists = old_offsets.shape[0] - 1
+    cdef Py_ssize_t i, k, src, dst
+    for i in prange(n_lists, nogil=True, schedule="static", num_threads=num_threads,
+                    use_threads_if=n_lists > 4096):
+        src = old_offsets[i]
+        dst = new_offsets[i]
+        for k in range(new_offsets[i + 1] - dst):
+            new_ids[dst + k] = ids[src + k]
+            new_counts[dst + k] = counts[src + k]
+
+
+# ---------------------------------------------------------------------------
+# encoding
+# ---------------------------------------------------------------------------
+
+def assign_list_positions(const index_t[::1] index, const int64_t[::1] representative,
+                          const int64_t[::1] list_offsets, int64_t[::1] byte_position,
+                          int64_t[::1] write_order):
+    """Lay out lists in first-encounter order over ``index`` (Java's order).
+
+    ``byte_position[list]`` (pre-filled with -1) receives the list-data offset
+    of each representative list that is used; every other list gets its
+    representative's offset. ``write_order`` receives the representatives in
+    layout order. Returns ``(n_written, list_data_size)``.
+    """
+    cdef Py_ssize_t n_voxels = index.shape[0]
+    cdef Py_ssize_t n_lists = representative.shape[0]
+    cdef Py_ssize_t v, i, r, n_written = 0
+    cdef int64_t next_position = 0
+    cdef int64_t last = -1
+    with nogil:
+        for v in range(n_voxels):
+            i = index[v]
+            if i == last:
+                continue
+            last = i
+            r = representative[i]
+            if byte_position[r] < 0:
+                byte_position[r] = next_position
+                next_position += 4 + 12 * (list_offsets[r + 1] - list_offsets[r])
+                write_order[n_written] = r
+                n_written += 1
+        for i in range(n_lists):
+            byte_position[i] = byte_position[representative[i]]
+    return n_written, next_position
+
+
+def write_voxel_offsets(uint8_t[::1] out, Py_ssize_t start, const index_t[::1] index,
+                        const int64_t[::1] byte_position, bint big_endian, int num_threads):
+    """Write one 32-bit list offset per voxel at ``out[start:]``."""
+    cdef Py_ssize_t n_voxels = index.shape[0]
+    cdef Py_ssize_t v
+    cdef uint32_t position
+    for v in prange(n_voxels, nogil=True, schedule="static", num_threads=num_threads,
+                    use_threads_if=n_voxels > 65536):
+        position = <uint32_t>byte_position[index[v]]
+        if big_endian:
+            store_u32_be(&out[start + 4 * v], position)
+        else:
+            store_u32_le(&out[start + 4 * v], position)
+
+
+def write_lists(uint8_t[::1] out, Py_ssize_t start, const int64_t[::1] write_order,
+                const int64_t[::1] list_offsets, const uint64_t[::1] ids,
+                const uint32_t[::1] counts):
+    """Append the lists named in ``write_order`` as little-endian list data."""
+    cdef Py_ssize_t n = write_order.shape[0]
+    cdef Py_ssize_t k, e, r
+    cdef Py_ssize_t pos = start
+    with nogil:
+        for k in range(n):
+            r = write_order[k]
+            store_u32_le(&out[pos], <uint32_t>(list_offsets[r + 1] - list_offsets[r]))
+            pos += 4
+            for e in range(list_offsets[r], list_offsets[r + 1]):
+                store_u64_le(&out[pos], ids[e])
+                store_u32_le(&out[pos + 8], counts[e])
+                pos += 12
+    return pos

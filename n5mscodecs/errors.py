@@ -1,0 +1,29 @@
+"""One error hierarchy for everything that rejects input.
+
+Every class is a :class:`ValueError`, so ``except ValueError`` keeps working for
+callers who do not care which format complained. Messages name the field.
+"""
+
+
+class N5msCodecsError(ValueError):
+    """Base class: input (bytes, arrays or configuration) that cannot be used."""
+
+
+class N5HeaderError(N5msCodecsError):
+    """An N5 block header is truncated or inconsistent."""
+
+
+class LabelMultisetFormatError(N5msCodecsError):
+    """A label multiset payload (N5 legacy or zarr-native) is malformed."""
+
+
+class CompressionError(N5msCodecsError):
+    """A compressed payload is corrupt or does not decompress to the expected size."""
+
+
+class ChunkedFormatError(N5msCodecsError):
+    """A CZI chunked (mode 7) payload is malformed."""
+
+
+class ConfigurationError(N5msCodecsError):
+    """A codec or dataset configuration is invalid."""

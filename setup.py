@@ -1,0 +1,84 @@
+"""Build the Cython kernels; all metadata lives in pyproject.toml.
+
+Every ``n5mscodecs/*.pyx`` becomes an extension module. OpenMP is used for
+``prange`` when the compiler accepts it (probe below) and skipped otherwise, so
+the build never depends on an OpenMP runtime being installed.
+Set ``N5MSCODECS_OPENMP=0`` to force a serial build.
+"""
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+
+def openmp_flags():
+    """Return (compile_args, link_args) for OpenMP, or ([], []) if unavailable."""
+    if os.environ.get("N5MSCODECS_OPENMP", "1") == "0":
+        return [], []
+    if sys.platform == "win32":
+        return ["/openmp"], []
+    if sys.platform == "darwin":
+        candidates = [(["-Xpreprocessor", "-fopenmp"], ["-lomp"])]
+    else:
+        candidates = [(["-fopenmp"], ["-fopenmp"])]
+    compiler = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    compiler = compiler.split()
+    if shutil.which(compiler[0]) is None:
+        return [], []
+    source = "#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "probe.c")
+        with open(src, "w") as f:
+            f.write(source)
+        for cflags, ldflags in candidates:
+            cmd = compiler + cflags + [src, "-o", os.path.join(tmp, "probe")] + ldflags
+            try:
+                ok = subprocess.run(cmd, capture_output=True, timeout=60).returncode == 0
+            except (OSError, subprocess.SubprocessError):
+                ok = False
+            if ok:
+                return cflags, ldflags
+    print("n5mscodecs: OpenMP not available, building serial kernels", file=sys.stderr)
+    return [], []
+
+
+def extensions():
+    cflags, ldflags = openmp_flags()
+    if sys.platform != "win32":
+        cflags = cflags + ["-O3"]
+    extra_c = os.environ.get("N5MSCODECS_EXTRA_CFLAGS", "").split()
+    extra_l = os.environ.get("N5MSCODECS_EXTRA_LDFLAGS", "").split()
+    exts = []
+    for pyx in sorted(glob.glob(os.path.join("n5mscodecs", "*.pyx"))):
+        name = "n5mscodecs." + os.path.splitext(os.path.basename(pyx))[0]
+        exts.append(
+            Extension(
+                name,
+                [pyx],
+                include_dirs=[numpy.get_include()],
+                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+                extra_compile_args=cflags + extra_c,
+                extra_link_args=ldflags + extra_l,
+            )
+        )
+    return cythonize(
+        exts,
+        language_level=3,
+        compiler_directives={
+            "boundscheck": False,
+            "wraparound": False,
+            "cdivision": True,
+            "initializedcheck": False,
+        },
+    )
+
+
+setup(ext_modules=extensions())
