@@ -22,10 +22,4 @@ __all__ = [
     "ConfigurationError",
 ]
 
-_CODECS = []
-
-# --- codec registrations (one line per codec module) ---
-
-for _cls in _CODECS:
-    _register_codec(_cls)
-del _cls
+# --- codec registrations: import each codec module and register its class ---
