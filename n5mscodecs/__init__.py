@@ -3,7 +3,7 @@
 from numcodecs.registry import register_codec as _register_codec
 
 from ._version import __version__
-from .errors import (
+from .errors import (  # noqa: I001 (order: errors first, codecs below)
     ChunkedFormatError,
     CompressionError,
     ConfigurationError,
@@ -20,6 +20,42 @@ __all__ = [
     "CompressionError",
     "ChunkedFormatError",
     "ConfigurationError",
+    "BACKGROUND",
+    "MAX_ID",
+    "OUTSIDE",
+    "INVALID",
+    "TRANSPARENT",
+    "LabelMultiset",
+    "LabelMultisetArray",
+    "N5BlockHeader",
+    "N5LabelMultiset",
+    "LabelMultisetCodec",
+    "N5Varlen",
+    "n5_label_multiset_encode",
+    "n5_label_multiset_decode",
+    "label_multiset_encode",
+    "label_multiset_decode",
+    "n5_varlen_encode",
+    "n5_varlen_decode",
+    "n5_block_header",
 ]
 
+from .multiset_array import (
+    BACKGROUND,
+    INVALID,
+    MAX_ID,
+    OUTSIDE,
+    TRANSPARENT,
+    LabelMultiset,
+    LabelMultisetArray,
+)
+from .n5_header import N5BlockHeader
+
 # --- codec registrations: import each codec module and register its class ---
+from .label_multiset import LabelMultisetCodec, label_multiset_decode, label_multiset_encode
+from .n5_label_multiset import N5LabelMultiset, n5_label_multiset_decode, n5_label_multiset_encode
+from .n5_varlen import N5Varlen, n5_block_header, n5_varlen_decode, n5_varlen_encode
+
+_register_codec(N5LabelMultiset)
+_register_codec(LabelMultisetCodec)
+_register_codec(N5Varlen)

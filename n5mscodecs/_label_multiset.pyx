@@ -314,19 +314,20 @@ def representative_lists(const int64_t[::1] list_offsets, const uint64_t[::1] id
     cdef int status
     if n_lists == 0:
         return result
+    cdef const int64_t* offsets_ptr = &list_offsets[0]
+    # empty id arrays have no element 0; an all-empty-lists input never reads them
+    cdef const uint64_t* ids_ptr = &ids[0] if ids.shape[0] else NULL
+    cdef const uint32_t* counts_ptr = &counts[0] if counts.shape[0] else NULL
     with nogil:
         status = table_init(&table, n_lists)
         if status == OK:
             for i in range(n_lists):
-                key = list_hash(&list_offsets[0], &ids[0] if ids.shape[0] else NULL,
-                                &counts[0] if counts.shape[0] else NULL, i)
+                key = list_hash(offsets_ptr, ids_ptr, counts_ptr, i)
                 h = <Py_ssize_t>(mix64(key) & <uint64_t>table.mask)
                 rep[i] = i
                 while table.values[h] >= 0:
                     cand = table.values[h]
-                    if table.keys[h] == key and lists_equal(
-                            &list_offsets[0], &ids[0] if ids.shape[0] else NULL,
-                            &counts[0] if counts.shape[0] else NULL, cand, i):
+                    if table.keys[h] == key and lists_equal(offsets_ptr, ids_ptr, counts_ptr, cand, i):
                         rep[i] = cand
                         break
                     h = (h + 1) & table.mask
@@ -364,7 +365,7 @@ def canonicalize_lists(const int64_t[::1] list_offsets, uint64_t[::1] ids, uint3
     cdef Entry* scratch
     cdef Entry tmp
     cdef uint64_t total
-    cdef int failed = 0
+    cdef Py_ssize_t failed = 0
     for i in prange(n_lists, nogil=True, schedule="dynamic", num_threads=num_threads,
                     use_threads_if=n_lists > 4096):
         start = list_offsets[i]
@@ -374,7 +375,7 @@ def canonicalize_lists(const int64_t[::1] list_offsets, uint64_t[::1] ids, uint3
             continue
         scratch = <Entry*>malloc(n * sizeof(Entry))
         if scratch == NULL:
-            failed = 1
+            failed += 1     # in-place op: an OpenMP reduction, not a private copy
             new_lengths[i] = n
             continue
         for k in range(n):

@@ -1,0 +1,499 @@
+"""In-memory label multisets: the columnar :class:`LabelMultisetArray` and its element type.
+
+A :class:`LabelMultisetArray` never holds one Python object per voxel: voxel
+``v`` refers to list ``index[v]``, and list ``i`` owns the entries
+``list_offsets[i]:list_offsets[i + 1]`` of ``ids`` (uint64) and ``counts``
+(uint32). Many voxels usually share one list.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import numpy as np
+
+from . import _label_multiset as _kernels
+from .errors import ConfigurationError, LabelMultisetFormatError
+
+BACKGROUND = 0
+MAX_ID = 0xFFFFFFFFFFFFFFFC
+OUTSIDE = 0xFFFFFFFFFFFFFFFD
+INVALID = 0xFFFFFFFFFFFFFFFE
+TRANSPARENT = 0xFFFFFFFFFFFFFFFF
+
+ARGMAX_RULES = ("spec", "java")
+
+
+def default_threads(threads=None):
+    """Number of kernel threads: ``threads`` if given, else every core."""
+    if threads is None:
+        return os.cpu_count() or 1
+    threads = int(threads)
+    if threads < 1:
+        raise ConfigurationError(f"threads must be >= 1, got {threads}")
+    return threads
+
+
+def _index_dtype(n_lists):
+    return np.int32 if n_lists < 2**31 else np.int64
+
+
+def _check_rule(rule):
+    if rule not in ARGMAX_RULES:
+        raise ConfigurationError(f"argmax rule must be one of {ARGMAX_RULES}, got {rule!r}")
+    return rule == "java"
+
+
+class LabelMultiset:
+    """One voxel's multiset of ``(id, count)`` entries; immutable and hashable.
+
+    ``ids`` and ``counts`` are read-only numpy arrays in stored order.
+    Equality and hashing compare the multisets (order and duplicate ids do
+    not matter). It is deliberately not a sequence, so numpy stores it as
+    one object.
+
+    >>> m = LabelMultiset([7, 3], [1, 2])
+    >>> m.argmax, m.as_dict()
+    (3, {3: 2, 7: 1})
+    >>> m == LabelMultiset.from_mapping({3: 2, 7: 1})
+    True
+    """
+
+    __slots__ = ("_ids", "_counts", "_key")
+
+    def __init__(self, ids=(), counts=None):
+        ids = np.asarray(ids, dtype=np.uint64).reshape(-1)
+        counts = np.ones(ids.shape, np.uint32) if counts is None else _as_counts(counts)
+        if counts.shape != ids.shape:
+            raise LabelMultisetFormatError(
+                f"counts: {counts.size} counts for {ids.size} ids"
+            )
+        ids.flags.writeable = False
+        counts.flags.writeable = False
+        self._ids = ids
+        self._counts = counts
+        self._key = None
+
+    @classmethod
+    def from_mapping(cls, mapping):
+        """From ``{id: count}``."""
+        return cls(list(mapping.keys()), list(mapping.values()))
+
+    @classmethod
+    def from_pairs(cls, pairs):
+        """From an iterable of ``(id, count)`` pairs."""
+        pairs = list(pairs)
+        return cls([p[0] for p in pairs], [p[1] for p in pairs])
+
+    @classmethod
+    def coerce(cls, value):
+        """Accept a LabelMultiset, a mapping, ``(id, count)`` pairs or one integer label."""
+        if isinstance(value, LabelMultiset):
+            return value
+        if isinstance(value, Mapping):
+            return cls.from_mapping(value)
+        if isinstance(value, (int, np.integer)):
+            return cls([value], [1])
+        try:
+            return cls.from_pairs(value)
+        except (TypeError, IndexError) as exc:
+            raise LabelMultisetFormatError(
+                f"element: cannot interpret {value!r} as a label multiset"
+            ) from exc
+
+    @property
+    def ids(self):
+        return self._ids
+
+    @property
+    def counts(self):
+        return self._counts
+
+    @property
+    def num_entries(self):
+        return int(self._ids.size)
+
+    @property
+    def argmax(self):
+        """Highest count, ties to the smaller id; INVALID when empty (data type spec)."""
+        return self.argmax_rule("spec")
+
+    def argmax_rule(self, rule="spec"):
+        """Argmax under ``rule`` ("spec" or "java"; see :meth:`LabelMultisetArray.argmax`)."""
+        offsets = np.array([0, self._ids.size], np.int64)
+        return int(
+            _kernels.argmax_of_lists(offsets, self._ids, self._counts, _check_rule(rule), 1)[0]
+        )
+
+    def as_dict(self):
+        """``{id: total count}`` with duplicate ids merged, sorted by id."""
+        merged = {}
+        for label, count in zip(self._ids.tolist(), self._counts.tolist()):
+            merged[label] = merged.get(label, 0) + count
+        return dict(sorted(merged.items()))
+
+    def _canonical_key(self):
+        if self._key is None:
+            self._key = tuple(self.as_dict().items())
+        return self._key
+
+    def __eq__(self, other):
+        if not isinstance(other, LabelMultiset):
+            return NotImplemented
+        return self._canonical_key() == other._canonical_key()
+
+    def __hash__(self):
+        return hash(self._canonical_key())
+
+    def __repr__(self):
+        pairs = ", ".join(f"{i}: {c}" for i, c in zip(self._ids.tolist(), self._counts.tolist()))
+        return f"LabelMultiset({{{pairs}}})"
+
+
+def _as_counts(counts):
+    counts = np.asarray(counts).reshape(-1)
+    if counts.size and (counts.min() < 0 or counts.max() > 0xFFFFFFFF):
+        raise LabelMultisetFormatError("counts: every count must fit in uint32")
+    return counts.astype(np.uint32)
+
+
+class LabelMultisetArray:
+    """An n-dimensional array of label multisets in columnar form.
+
+    Parameters
+    ----------
+    index : integer ndarray
+        Per-voxel list number; its shape is the array's shape.
+    list_offsets : int64 ndarray, ``n_lists + 1`` values
+        CSR boundaries of the lists in ``ids``/``counts``.
+    ids : uint64 ndarray
+    counts : uint32 ndarray
+
+    Examples
+    --------
+    >>> a = LabelMultisetArray.from_labels(np.array([[1, 1], [2, 5]], np.uint64))
+    >>> a.shape, a.n_lists
+    ((2, 2), 3)
+    >>> a.argmax().tolist()
+    [[1, 1], [2, 5]]
+    >>> a[1, 1]
+    LabelMultiset({5: 1})
+    """
+
+    __slots__ = ("index", "list_offsets", "ids", "counts")
+    __hash__ = None
+
+    def __init__(self, index, list_offsets, ids, counts, *, validate=True):
+        index = np.asarray(index)
+        list_offsets = np.asarray(list_offsets)
+        ids = np.asarray(ids)
+        counts = np.asarray(counts)
+        if validate:
+            index, list_offsets, ids, counts = _validated(index, list_offsets, ids, counts)
+        self.index = index
+        self.list_offsets = list_offsets
+        self.ids = ids
+        self.counts = counts
+
+    # -- construction -----------------------------------------------------
+
+    @classmethod
+    def _from_parts(cls, index, list_offsets, ids, counts):
+        return cls(index, list_offsets, ids, counts, validate=False)
+
+    @classmethod
+    def from_labels(cls, labels):
+        """Singletons ``{label: 1}`` from an integer label array (one list per distinct label).
+
+        Lists are numbered in first-encounter order over C order.
+        """
+        labels = np.asarray(labels)
+        if labels.dtype.kind not in "iub":
+            raise ConfigurationError(f"labels: integer array required, got dtype {labels.dtype}")
+        flat = np.ascontiguousarray(labels.reshape(-1)).astype(np.uint64, copy=False)
+        index, unique = first_encounter(flat)
+        n = unique.size
+        return cls._from_parts(
+            index.reshape(labels.shape),
+            np.arange(n + 1, dtype=np.int64),
+            unique,
+            np.ones(n, np.uint32),
+        )
+
+    @classmethod
+    def full(cls, shape, label=INVALID, count=1):
+        """Every voxel the singleton ``{label: count}`` (the zarr fill value convention)."""
+        shape = tuple(int(s) for s in shape)
+        return cls._from_parts(
+            np.zeros(shape, np.int32),
+            np.array([0, 1], np.int64),
+            np.array([label], np.uint64),
+            _as_counts([count]),
+        )
+
+    @classmethod
+    def from_elements(cls, elements, shape=None):
+        """From per-voxel elements: LabelMultiset, ``{id: count}``, ``(id, count)`` pairs or int.
+
+        ``elements`` is an object ndarray (its shape is used) or a flat
+        sequence together with ``shape``. Identical objects share one list.
+        """
+        if isinstance(elements, np.ndarray) and elements.dtype == object:
+            shape = elements.shape if shape is None else tuple(shape)
+            flat = elements.reshape(-1)
+        else:
+            flat = list(elements)
+            if shape is None:
+                shape = (len(flat),)
+        if int(np.prod(shape, dtype=np.int64)) != len(flat):
+            raise ConfigurationError(f"shape: {shape} does not hold {len(flat)} elements")
+        slot_of_object = {}
+        index = np.empty(len(flat), np.int64)
+        ids_parts, count_parts, lengths = [], [], []
+        for v, value in enumerate(flat):
+            key = id(value)
+            slot = slot_of_object.get(key)
+            if slot is None:
+                element = LabelMultiset.coerce(value)
+                slot = len(lengths)
+                slot_of_object[key] = slot
+                ids_parts.append(element.ids)
+                count_parts.append(element.counts)
+                lengths.append(element.ids.size)
+            index[v] = slot
+        list_offsets = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=list_offsets[1:])
+        ids = np.concatenate(ids_parts).astype(np.uint64) if ids_parts else np.zeros(0, np.uint64)
+        counts = np.concatenate(count_parts).astype(np.uint32) if count_parts else np.zeros(0, np.uint32)
+        index = index.astype(_index_dtype(len(lengths))).reshape(shape)
+        return cls._from_parts(index, list_offsets, ids, counts)
+
+    from_object_array = from_elements
+
+    @classmethod
+    def coerce(cls, data):
+        """Accept a LabelMultisetArray, an integer label ndarray or an object ndarray of elements."""
+        if isinstance(data, LabelMultisetArray):
+            return data
+        array = np.asarray(data)
+        if array.dtype == object:
+            return cls.from_elements(array)
+        if array.dtype.kind in "iub":
+            return cls.from_labels(array)
+        raise ConfigurationError(
+            f"data: expected a LabelMultisetArray, integer labels or an object array, got dtype {array.dtype}"
+        )
+
+    # -- basic properties ---------------------------------------------------
+
+    @property
+    def shape(self):
+        return self.index.shape
+
+    @property
+    def ndim(self):
+        return self.index.ndim
+
+    @property
+    def size(self):
+        return self.index.size
+
+    @property
+    def n_lists(self):
+        return self.list_offsets.size - 1
+
+    def list_lengths(self):
+        """Number of entries of every list."""
+        return np.diff(self.list_offsets)
+
+    def entries_per_voxel(self):
+        """Number of stored entries of each voxel's list (an ndarray of ``shape``)."""
+        return self.list_lengths()[self.index]
+
+    def element(self, list_number):
+        """The list ``list_number`` as a :class:`LabelMultiset`."""
+        lo, hi = self.list_offsets[list_number], self.list_offsets[list_number + 1]
+        return LabelMultiset(self.ids[lo:hi], self.counts[lo:hi])
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d LabelMultisetArray")
+        return self.shape[0]
+
+    def __repr__(self):
+        return (
+            f"LabelMultisetArray(shape={self.shape}, n_lists={self.n_lists}, "
+            f"n_entries={self.ids.size})"
+        )
+
+    # -- computations -------------------------------------------------------
+
+    def argmax_of_lists(self, rule="spec", threads=None):
+        """Argmax of every list (uint64, ``n_lists`` values)."""
+        return _kernels.argmax_of_lists(
+            self.list_offsets, self.ids, self.counts, _check_rule(rule), default_threads(threads)
+        )
+
+    def argmax(self, rule="spec", threads=None):
+        """Per-voxel argmax as a uint64 ndarray of ``shape``, computed once per list.
+
+        ``rule="spec"`` (data type spec): highest count wins, ties go to the
+        smaller id compared unsigned, an empty list gives INVALID.
+        ``rule="java"`` (imglib2 ``LabelUtils.getArgMax``): ties go to the
+        smaller id compared as *signed* int64, and only positive counts
+        compete, so a list whose counts are all zero gives INVALID. The rules
+        differ on ties between a regular id and a reserved one (ids >= 2**63,
+        e.g. INVALID, are negative in Java) and on lists with only zero counts.
+        """
+        return self.argmax_of_lists(rule, threads)[self.index]
+
+    def canonical(self, threads=None):
+        """Copy with every list sorted by unsigned id and duplicate ids merged."""
+        threads = default_threads(threads)
+        ids = self.ids.copy()
+        counts = self.counts.copy()
+        new_lengths = np.empty(self.n_lists, np.int64)
+        if _kernels.canonicalize_lists(self.list_offsets, ids, counts, new_lengths, threads):
+            raise MemoryError("canonical: out of memory while sorting lists")
+        new_offsets = np.zeros(self.n_lists + 1, np.int64)
+        np.cumsum(new_lengths, out=new_offsets[1:])
+        new_ids = np.empty(new_offsets[-1], np.uint64)
+        new_counts = np.empty(new_offsets[-1], np.uint32)
+        _kernels.compact_lists(self.list_offsets, new_offsets, ids, counts, new_ids, new_counts, threads)
+        return type(self)._from_parts(self.index.copy(), new_offsets, new_ids, new_counts)
+
+    def compact(self):
+        """Copy holding only the lists some voxel uses, identical lists merged, in first-use order (C order)."""
+        representative = representative_lists(self.list_offsets, self.ids, self.counts)
+        flat = np.ascontiguousarray(self.index.reshape(-1))
+        used_rep = representative[flat]
+        index, kept = first_encounter(used_rep.astype(np.uint64))
+        kept = kept.astype(np.int64)
+        lengths = self.list_lengths()[kept]
+        new_offsets = np.zeros(kept.size + 1, np.int64)
+        np.cumsum(lengths, out=new_offsets[1:])
+        take = _entry_positions(self.list_offsets, kept, new_offsets)
+        return type(self)._from_parts(
+            index.reshape(self.shape), new_offsets, self.ids[take], self.counts[take]
+        )
+
+    def unique_labels(self):
+        """Sorted distinct ids (with a positive count or not) of the lists voxels use."""
+        used = np.unique(self.index)
+        take = _entry_positions(self.list_offsets, used, None)
+        return np.unique(self.ids[take])
+
+    def has_positive_counts(self):
+        """True if some voxel's list holds an entry with count > 0.
+
+        Java's serializer does not write a block for which this is False.
+        """
+        used = np.unique(self.index)
+        take = _entry_positions(self.list_offsets, used, None)
+        return bool(np.any(self.counts[take] > 0))
+
+    # -- views ---------------------------------------------------------------
+
+    def __getitem__(self, key):
+        """Basic indexing: slices give a cheap view sharing the lists; all-integer gives an element."""
+        if not isinstance(key, tuple):
+            key = (key,)
+        for k in key:
+            if not (k is Ellipsis or k is None or isinstance(k, (slice, int, np.integer))):
+                raise IndexError("LabelMultisetArray supports basic indexing only (ints, slices, ...)")
+        sub = self.index[key]
+        if np.ndim(sub) == 0:
+            return self.element(int(sub))
+        return type(self)._from_parts(sub, self.list_offsets, self.ids, self.counts)
+
+    def transpose(self, *axes):
+        """Axes permuted as :meth:`numpy.ndarray.transpose` (a view)."""
+        return type(self)._from_parts(self.index.transpose(*axes), self.list_offsets, self.ids, self.counts)
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def reshape(self, *shape, order="C"):
+        return type(self)._from_parts(
+            self.index.reshape(*shape, order=order), self.list_offsets, self.ids, self.counts
+        )
+
+    def to_elements(self):
+        """Object ndarray of :class:`LabelMultiset`, one shared object per distinct list."""
+        elements = np.empty(self.n_lists, dtype=object)
+        for i in range(self.n_lists):
+            elements[i] = self.element(i)
+        return elements[self.index]
+
+    to_object_array = to_elements
+
+    def equals(self, other):
+        """True if both have the same shape and every voxel the same multiset."""
+        if not isinstance(other, LabelMultisetArray) or self.shape != other.shape:
+            return False
+        a, b = self.canonical(), other.canonical()
+        offsets = np.concatenate([a.list_offsets, b.list_offsets[1:] + a.list_offsets[-1]])
+        representative = representative_lists(
+            offsets, np.concatenate([a.ids, b.ids]), np.concatenate([a.counts, b.counts])
+        )
+        return bool(
+            np.array_equal(representative[a.index], representative[b.index.astype(np.int64) + a.n_lists])
+        )
+
+    def __eq__(self, other):
+        if not isinstance(other, LabelMultisetArray):
+            return NotImplemented
+        return self.equals(other)
+
+
+def _entry_positions(list_offsets, lists, new_offsets):
+    """Positions in ids/counts of the entries of ``lists``, list after list."""
+    starts = list_offsets[lists]
+    lengths = list_offsets[np.asarray(lists) + 1] - starts
+    if new_offsets is None:
+        new_offsets = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=new_offsets[1:])
+    total = int(new_offsets[-1])
+    # each entry's position = its list's old start + its rank inside the list
+    list_of_entry = np.repeat(np.arange(len(lengths)), lengths)
+    return starts[list_of_entry] + (np.arange(total) - new_offsets[:-1][list_of_entry])
+
+
+def first_encounter(flat_labels):
+    """``(index, unique)``: distinct uint64 values numbered in first-encounter order."""
+    unique = np.empty(flat_labels.size, np.uint64)
+    index = np.empty(flat_labels.size, np.int64 if flat_labels.size >= 2**31 else np.int32)
+    n = _kernels.first_encounter_labels(flat_labels, index, unique)
+    if n < 0:
+        raise MemoryError("out of memory while numbering labels")
+    return index, unique[:n].copy()
+
+
+def representative_lists(list_offsets, ids, counts):
+    """For each list, the first list with identical stored content."""
+    representative = _kernels.representative_lists(list_offsets, ids, counts)
+    if representative is None:
+        raise MemoryError("out of memory while comparing lists")
+    return representative
+
+
+def _validated(index, list_offsets, ids, counts):
+    if index.dtype.kind not in "iu":
+        raise LabelMultisetFormatError(f"index: integer dtype required, got {index.dtype}")
+    if list_offsets.ndim != 1 or list_offsets.size < 1:
+        raise LabelMultisetFormatError("list_offsets: 1-d array with n_lists + 1 values required")
+    list_offsets = list_offsets.astype(np.int64, copy=False)
+    ids = np.ascontiguousarray(ids.reshape(-1), dtype=np.uint64)
+    counts = np.ascontiguousarray(_as_counts(counts))
+    if ids.size != counts.size:
+        raise LabelMultisetFormatError(f"counts: {counts.size} counts for {ids.size} ids")
+    if list_offsets[0] != 0 or list_offsets[-1] != ids.size or np.any(np.diff(list_offsets) < 0):
+        raise LabelMultisetFormatError(
+            "list_offsets: must start at 0, never decrease and end at len(ids)"
+        )
+    n_lists = list_offsets.size - 1
+    if index.size and (index.min() < 0 or index.max() >= n_lists):
+        raise LabelMultisetFormatError(f"index: values must lie in [0, {n_lists})")
+    return index, np.ascontiguousarray(list_offsets), ids, counts

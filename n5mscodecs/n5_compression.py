@@ -1,0 +1,369 @@
+"""N5 block compressors as bytes-to-bytes steps of an inner codec chain.
+
+Every compressor decodes *bounded*: it is told how many bytes to expect (the
+header's ``numElements`` for varlength blocks, the block shape for default
+blocks) and never produces more, so a decompression bomb costs at most the
+expected size. Configurations are accepted in three spellings:
+
+- zarr v3: ``{"name": "gzip", "configuration": {"level": 6}}`` (or just ``"gzip"``)
+- numcodecs: ``{"id": "gzip", "level": 6}``
+- N5 ``attributes.json``: ``{"type": "gzip", "level": -1, "useZlib": false}``
+"""
+
+from __future__ import annotations
+
+import bz2
+import lzma
+import struct
+import zlib
+
+import numcodecs
+import zstandard
+from numcodecs import blosc as _blosc
+
+from .errors import CompressionError, ConfigurationError
+
+_READ_STEP = 1 << 20
+
+
+def _to_bytes(data):
+    return data if isinstance(data, bytes) else bytes(memoryview(data).cast("B"))
+
+
+def _check_size(name, got, expected):
+    if expected is not None and got != expected:
+        raise CompressionError(
+            f"{name}: payload decompressed to {got} bytes, header expects {expected}"
+        )
+
+
+class Compressor:
+    """Base class. ``name`` is the zarr v3 name, ``n5_type`` the N5 ``compression.type``."""
+
+    name = ""
+    n5_type = ""
+
+    def encode(self, data):
+        raise NotImplementedError
+
+    def decode(self, data, expected_size=None):
+        raise NotImplementedError
+
+    def configuration(self):
+        return {}
+
+    def v3_config(self):
+        conf = self.configuration()
+        return {"name": self.name, "configuration": conf} if conf else {"name": self.name}
+
+    def n5_config(self):
+        raise NotImplementedError
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.v3_config() == other.v3_config()
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.configuration().items())
+        return f"{type(self).__name__}({args})"
+
+
+class Gzip(Compressor):
+    """N5 ``gzip``: Java writes one gzip member (``useZlib: false``) or a zlib stream.
+
+    Decoding accepts either framing whatever ``use_zlib`` says.
+    """
+
+    name = "gzip"
+    n5_type = "gzip"
+
+    def __init__(self, level=-1, use_zlib=False):
+        self.level = int(level)
+        if not -1 <= self.level <= 9:
+            raise ConfigurationError(f"gzip: level must be in -1..9, got {level}")
+        self.use_zlib = bool(use_zlib)
+
+    def encode(self, data):
+        wbits = 15 if self.use_zlib else 31
+        compressor = zlib.compressobj(self.level, zlib.DEFLATED, wbits)
+        return compressor.compress(data) + compressor.flush()
+
+    def decode(self, data, expected_size=None):
+        data = _to_bytes(data)
+        budget = None if expected_size is None else expected_size + 1
+        parts, produced = [], 0
+        try:
+            while data and (budget is None or produced < budget):
+                stream = zlib.decompressobj(47)  # 32 + 15: gzip or zlib header, detected
+                part = stream.decompress(data, 0 if budget is None else budget - produced)
+                parts.append(part)
+                produced += len(part)
+                if not stream.eof:
+                    if budget is not None and produced >= budget:
+                        break  # more output than expected: the size check reports it
+                    raise CompressionError("gzip: compressed stream is truncated")
+                data = stream.unused_data  # concatenated members continue the stream
+        except zlib.error as exc:
+            raise CompressionError(f"gzip: corrupt compressed data ({exc})") from exc
+        out = b"".join(parts)
+        _check_size(self.name, len(out), expected_size)
+        return out
+
+    def configuration(self):
+        return {"level": self.level if self.level >= 0 else 6}
+
+    def n5_config(self):
+        return {"type": "gzip", "level": self.level, "useZlib": self.use_zlib}
+
+
+class Zstd(Compressor):
+    """N5 ``zstd`` (n5-zstandard): zstd frames, possibly without content size."""
+
+    name = "zstd"
+    n5_type = "zstd"
+
+    def __init__(self, level=3, checksum=False):
+        self.level = int(level)
+        self.checksum = bool(checksum)
+
+    def encode(self, data):
+        return zstandard.ZstdCompressor(level=self.level, write_checksum=self.checksum).compress(data)
+
+    def decode(self, data, expected_size=None):
+        try:
+            reader = zstandard.ZstdDecompressor().stream_reader(
+                _to_bytes(data), read_across_frames=True
+            )
+            parts, produced = [], 0
+            limit = expected_size + 1 if expected_size is not None else None
+            while limit is None or produced < limit:
+                step = _READ_STEP if limit is None else min(_READ_STEP, limit - produced)
+                part = reader.read(step)
+                if not part:
+                    break
+                parts.append(part)
+                produced += len(part)
+        except zstandard.ZstdError as exc:
+            raise CompressionError(f"zstd: corrupt compressed data ({exc})") from exc
+        out = b"".join(parts)
+        _check_size(self.name, len(out), expected_size)
+        return out
+
+    def configuration(self):
+        return {"level": self.level, "checksum": self.checksum}
+
+    def n5_config(self):
+        return {"type": "zstd", "level": self.level}
+
+
+class Blosc(Compressor):
+    """N5 ``blosc`` (n5-blosc); the blosc header states its own sizes, checked first."""
+
+    name = "blosc"
+    n5_type = "blosc"
+    _SHUFFLE_NAMES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
+
+    def __init__(self, cname="lz4", clevel=5, shuffle=1, blocksize=0, typesize=1):
+        self.cname = str(cname)
+        self.clevel = int(clevel)
+        if isinstance(shuffle, str):
+            names = {v: k for k, v in self._SHUFFLE_NAMES.items()}
+            if shuffle not in names:
+                raise ConfigurationError(f"blosc: unknown shuffle {shuffle!r}")
+            shuffle = names[shuffle]
+        self.shuffle = int(shuffle)
+        self.blocksize = int(blocksize)
+        self.typesize = int(typesize)
+
+    def encode(self, data):
+        return _blosc.compress(_to_bytes(data), self.cname.encode(), self.clevel, self.shuffle,
+                               self.blocksize, self.typesize)
+
+    def decode(self, data, expected_size=None):
+        data = _to_bytes(data)
+        if len(data) < 16:
+            raise CompressionError(f"blosc: {len(data)} bytes cannot hold the 16-byte blosc header")
+        # blosc header: version, versionlz, flags, typesize, nbytes, blocksize, cbytes (LE)
+        nbytes, _, cbytes = struct.unpack_from("<III", data, 4)
+        if cbytes > len(data):
+            raise CompressionError(f"blosc: header claims {cbytes} compressed bytes, block has {len(data)}")
+        _check_size(self.name, nbytes, expected_size)
+        try:
+            out = _blosc.decompress(data)
+        except (RuntimeError, ValueError) as exc:
+            raise CompressionError(f"blosc: corrupt compressed data ({exc})") from exc
+        _check_size(self.name, len(out), expected_size)
+        return out
+
+    def configuration(self):
+        return {"cname": self.cname, "clevel": self.clevel,
+                "shuffle": self._SHUFFLE_NAMES.get(self.shuffle, self.shuffle),
+                "typesize": self.typesize, "blocksize": self.blocksize}
+
+    def n5_config(self):
+        return {"type": "blosc", "cname": self.cname, "clevel": self.clevel,
+                "shuffle": self.shuffle, "blocksize": self.blocksize, "nthreads": 1}
+
+
+class _StreamCompressor(Compressor):
+    """Shared bounded decode for the stdlib's incremental decompressors."""
+
+    def _decompressor(self):
+        raise NotImplementedError
+
+    _errors = ()
+
+    def decode(self, data, expected_size=None):
+        decompressor = self._decompressor()
+        try:
+            out = decompressor.decompress(_to_bytes(data),
+                                          -1 if expected_size is None else expected_size + 1)
+        except self._errors as exc:
+            raise CompressionError(f"{self.name}: corrupt compressed data ({exc})") from exc
+        if len(out) != expected_size and not decompressor.eof:
+            raise CompressionError(f"{self.name}: compressed stream is truncated")
+        _check_size(self.name, len(out), expected_size)
+        return out
+
+
+class Xz(_StreamCompressor):
+    """N5 ``xz`` (Java XZ streams)."""
+
+    name = "numcodecs.lzma"
+    n5_type = "xz"
+    _errors = (lzma.LZMAError,)
+
+    def __init__(self, preset=6):
+        self.preset = int(preset)
+
+    def _decompressor(self):
+        return lzma.LZMADecompressor(lzma.FORMAT_AUTO)
+
+    def encode(self, data):
+        return lzma.compress(data, format=lzma.FORMAT_XZ, preset=self.preset)
+
+    def configuration(self):
+        return {"format": lzma.FORMAT_XZ, "preset": self.preset}
+
+    def n5_config(self):
+        return {"type": "xz", "preset": self.preset}
+
+
+class Bzip2(_StreamCompressor):
+    """N5 ``bzip2``."""
+
+    name = "numcodecs.bz2"
+    n5_type = "bzip2"
+    _errors = (OSError, ValueError)
+
+    def __init__(self, level=9):
+        self.level = int(level)
+        if not 1 <= self.level <= 9:
+            raise ConfigurationError(f"bzip2: blockSize/level must be in 1..9, got {level}")
+
+    def _decompressor(self):
+        return bz2.BZ2Decompressor()
+
+    def encode(self, data):
+        return bz2.compress(data, self.level)
+
+    def configuration(self):
+        return {"level": self.level}
+
+    def n5_config(self):
+        return {"type": "bzip2", "blockSize": self.level}
+
+
+class NumcodecsCompressor(Compressor):
+    """Any other numcodecs bytes-to-bytes codec (decode size checked afterwards)."""
+
+    n5_type = None
+
+    def __init__(self, codec):
+        self.codec = codec
+        self.name = codec.codec_id
+
+    def encode(self, data):
+        return _to_bytes(self.codec.encode(data))
+
+    def decode(self, data, expected_size=None):
+        try:
+            out = _to_bytes(self.codec.decode(data))
+        except Exception as exc:  # foreign codecs raise anything; report it as ours
+            raise CompressionError(f"{self.name}: cannot decode ({exc})") from exc
+        _check_size(self.name, len(out), expected_size)
+        return out
+
+    def configuration(self):
+        conf = self.codec.get_config()
+        conf.pop("id", None)
+        return conf
+
+    def v3_config(self):
+        return {"id": self.name, **self.configuration()}
+
+    def n5_config(self):
+        raise ConfigurationError(f"{self.name}: has no N5 compression equivalent")
+
+
+def _gzip(conf):
+    return Gzip(conf.get("level", -1), conf.get("useZlib", conf.get("use_zlib", False)))
+
+
+def _blosc_from(conf):
+    return Blosc(conf.get("cname", "lz4"), conf.get("clevel", 5), conf.get("shuffle", 1),
+                 conf.get("blocksize", 0), conf.get("typesize", 1))
+
+
+# name -> factory taking the configuration mapping; v3, numcodecs and N5 spellings
+_FACTORIES = {
+    "raw": lambda conf: None,
+    "gzip": _gzip,
+    "zlib": lambda conf: Gzip(conf.get("level", -1), use_zlib=True),
+    "numcodecs.zlib": lambda conf: Gzip(conf.get("level", -1), use_zlib=True),
+    "zstd": lambda conf: Zstd(conf.get("level", 3), conf.get("checksum", False)),
+    "blosc": _blosc_from,
+    "xz": lambda conf: Xz(conf.get("preset", 6)),
+    "lzma": lambda conf: Xz(conf.get("preset", 6) if conf.get("preset") is not None else 6),
+    "numcodecs.lzma": lambda conf: Xz(conf.get("preset", 6) if conf.get("preset") is not None else 6),
+    "bzip2": lambda conf: Bzip2(conf.get("blockSize", conf.get("level", 9))),
+    "bz2": lambda conf: Bzip2(conf.get("level", 9)),
+    "numcodecs.bz2": lambda conf: Bzip2(conf.get("level", 9)),
+}
+
+
+def compressor_from_config(config):
+    """A :class:`Compressor` (or None for raw) from any of the three spellings."""
+    if isinstance(config, Compressor):
+        return config
+    if isinstance(config, str):
+        name, conf = config, {}
+    elif isinstance(config, dict):
+        if "name" in config:
+            extra = set(config) - {"name", "configuration"}
+            if extra:
+                raise ConfigurationError(f"codec {config['name']!r}: unexpected keys {sorted(extra)}")
+            name, conf = config["name"], dict(config.get("configuration") or {})
+        elif "type" in config:
+            name, conf = config["type"], {k: v for k, v in config.items() if k != "type"}
+        elif "id" in config:
+            name, conf = config["id"], {k: v for k, v in config.items() if k != "id"}
+            if name not in _FACTORIES:
+                try:
+                    return NumcodecsCompressor(numcodecs.get_codec(config))
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise ConfigurationError(f"codec {name!r}: {exc}") from exc
+        else:
+            raise ConfigurationError(f"codec: {config!r} has no 'name', 'id' or 'type'")
+    else:
+        raise ConfigurationError(f"codec: cannot interpret {config!r}")
+    factory = _FACTORIES.get(name)
+    if factory is None:
+        raise ConfigurationError(
+            f"compression: unknown compressor {name!r} (known: {', '.join(sorted(_FACTORIES))})"
+        )
+    try:
+        return factory(conf)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, ConfigurationError):
+            raise
+        raise ConfigurationError(f"compression {name!r}: bad configuration {conf!r} ({exc})") from exc

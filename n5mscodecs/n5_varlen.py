@@ -1,0 +1,176 @@
+"""``n5_varlen``: the N5 varlength block (mode 0x0001) around an inner codec chain.
+
+A block is an :class:`~n5mscodecs.n5_header.N5BlockHeader` (mode, ndim,
+dims, numElements; big-endian) followed by the payload of the inner chain:
+one array-to-bytes codec (``n5_label_multiset``, or ``label_multiset``)
+then zero or more N5 compressors. ``numElements`` is the payload size in
+bytes *before* compression.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numcodecs.abc import Codec
+from numcodecs.compat import ensure_contiguous_ndarray
+
+from .errors import ConfigurationError, N5HeaderError
+from .multiset_array import LabelMultisetArray
+from .n5_compression import compressor_from_config
+from .n5_header import MODE_VARLENGTH, N5BlockHeader
+from .payload import N5_LAYOUT, ZARR_LAYOUT, decode_payload, encode_payload
+
+DEFAULT_CODECS = ({"name": "n5_label_multiset"},)
+_ARRAY_CODECS = {"n5_label_multiset": N5_LAYOUT, "label_multiset": ZARR_LAYOUT}
+
+
+def _codec_name(config):
+    if isinstance(config, str):
+        return config
+    if isinstance(config, dict):
+        return config.get("name", config.get("id"))
+    return None
+
+
+class CodecChain:
+    """A parsed inner chain: the payload layout and the compressors in encode order."""
+
+    def __init__(self, codecs=DEFAULT_CODECS):
+        codecs = list(codecs)
+        if not codecs:
+            raise ConfigurationError("n5_varlen: codecs must start with an array-to-bytes codec")
+        first = _codec_name(codecs[0])
+        if first not in _ARRAY_CODECS:
+            raise ConfigurationError(
+                f"n5_varlen: first inner codec must be one of {sorted(_ARRAY_CODECS)}, got {first!r}"
+            )
+        if isinstance(codecs[0], dict):
+            extra = {k: v for k, v in codecs[0].items() if k not in ("name", "id")}
+            if extra.get("configuration"):
+                raise ConfigurationError(f"{first}: takes no configuration, got {extra['configuration']!r}")
+        self.layout = _ARRAY_CODECS[first]
+        self.compressors = []
+        for config in codecs[1:]:
+            if _codec_name(config) in _ARRAY_CODECS:
+                raise ConfigurationError("n5_varlen: only the first inner codec may be array-to-bytes")
+            compressor = compressor_from_config(config)
+            if compressor is not None:
+                self.compressors.append(compressor)
+
+    def v3_configs(self):
+        return [{"name": self.layout.name}] + [c.v3_config() for c in self.compressors]
+
+    def compress(self, payload):
+        for compressor in self.compressors:
+            payload = compressor.encode(payload)
+        return payload
+
+    def decompress(self, data, payload_size):
+        for position, compressor in reversed(list(enumerate(self.compressors))):
+            # only the innermost output has a known size (numElements)
+            data = compressor.decode(data, payload_size if position == 0 else None)
+        return data
+
+
+def _chain(codecs):
+    return codecs if isinstance(codecs, CodecChain) else CodecChain(codecs)
+
+
+def n5_varlen_encode(data, codecs=DEFAULT_CODECS, *, threads=None):
+    """Encode one block: header with the array's shape (N5 axis order), then the compressed payload.
+
+    >>> import numpy as np
+    >>> block = n5_varlen_encode(np.array([[3, 3]], np.uint64))
+    >>> n5_block_header(block)
+    N5BlockHeader(mode=1, shape=(1, 2), num_elements=28)
+    """
+    chain = _chain(codecs)
+    if not isinstance(data, LabelMultisetArray):
+        data = np.asarray(data)
+    payload = encode_payload(data, chain.layout, threads=threads)
+    header = N5BlockHeader(MODE_VARLENGTH, tuple(data.shape), len(payload))
+    return header.to_bytes() + chain.compress(payload)
+
+
+def n5_block_header(data):
+    """The :class:`N5BlockHeader` at the start of ``data``."""
+    return N5BlockHeader.from_bytes(_as_uint8(data))
+
+
+def _as_uint8(data):
+    return ensure_contiguous_ndarray(data).reshape(-1).view(np.uint8)
+
+
+def n5_varlen_decode(data, codecs=DEFAULT_CODECS, *, shape=None, threads=None):
+    """Decode one varlength block to a :class:`LabelMultisetArray`.
+
+    The voxel count comes from the header dims unless ``shape`` is given
+    (dataset readers pass the cropped block shape, because some writers
+    overstate the header dims of boundary blocks).
+
+    >>> block = n5_varlen_encode(np.array([[3, 4]], np.uint64), [{"name": "n5_label_multiset"}, "gzip"])
+    >>> n5_varlen_decode(block, [{"name": "n5_label_multiset"}, "gzip"]).argmax().tolist()
+    [[3, 4]]
+    """
+    chain = _chain(codecs)
+    buf = _as_uint8(data)
+    header = N5BlockHeader.from_bytes(buf)
+    if header.mode != MODE_VARLENGTH:
+        raise N5HeaderError(f"n5_varlen: mode is 0x{header.mode:04x}, expected 0x0001 (varlength)")
+    if shape is None:
+        shape = header.shape
+    elif len(shape) != len(header.shape):
+        raise N5HeaderError(f"n5_varlen: ndim is {len(header.shape)}, expected {len(shape)}")
+    body = buf[header.nbytes:]
+    if not chain.compressors and body.size != header.num_elements:
+        raise N5HeaderError(
+            f"n5_varlen: numElements is {header.num_elements} but the raw payload has {body.size} bytes"
+        )
+    payload = chain.decompress(body, header.num_elements)
+    return decode_payload(payload, shape, chain.layout, threads=threads)
+
+
+class N5Varlen(Codec):
+    """numcodecs codec ``n5_varlen``.
+
+    Parameters
+    ----------
+    codecs : list
+        Inner chain: ``n5_label_multiset`` (or ``label_multiset``) then N5
+        compressors, in zarr v3 (``{"name": ..., "configuration": ...}``),
+        numcodecs (``{"id": ...}``) or N5 (``{"type": ...}``) spelling.
+
+    Examples
+    --------
+    >>> import numcodecs, numpy as np
+    >>> codec = numcodecs.get_codec({"id": "n5_varlen", "codecs": [
+    ...     {"name": "n5_label_multiset"}, {"name": "gzip", "configuration": {"level": 6}}]})
+    >>> codec.decode(codec.encode(np.array([[1, 2]], np.uint64))).argmax().tolist()
+    [[1, 2]]
+    """
+
+    codec_id = "n5_varlen"
+
+    def __init__(self, codecs=DEFAULT_CODECS):
+        self._chain = CodecChain(codecs)  # parsed configuration only: immutable, thread-safe
+
+    @property
+    def codecs(self):
+        return self._chain.v3_configs()
+
+    def get_config(self):
+        return {"id": self.codec_id, "codecs": self.codecs}
+
+    def encode(self, buf):
+        return n5_varlen_encode(buf, self._chain)
+
+    def decode(self, buf, out=None, shape=None):
+        if shape is None and out is not None:
+            shape = out.shape
+        result = n5_varlen_decode(buf, self._chain, shape=shape)
+        if isinstance(out, np.ndarray):
+            out[...] = result.to_elements()
+            return out
+        return result
+
+    def __repr__(self):
+        return f"N5Varlen(codecs={self.codecs!r})"
