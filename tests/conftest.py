@@ -1,0 +1,36 @@
+import os
+import struct
+from pathlib import Path
+
+import pytest
+
+# Real Java-written data lives beside the checkout (../shared); a user's fresh
+# checkout has none, so tests that need it skip.
+SHARED = Path(os.environ.get("N5MSCODECS_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+N5_DATA = SHARED / "data" / "n5"
+
+
+def n5_data(relative):
+    path = N5_DATA / relative
+    if not path.exists():
+        pytest.skip(f"real N5 data not available ({path})")
+    return path
+
+
+def hand_list(entries):
+    """List data bytes of one list, built with struct (independent of the encoder)."""
+    return struct.pack("<I", len(entries)) + b"".join(struct.pack("<QI", i, c) for i, c in entries)
+
+
+def hand_n5_payload(voxel_offsets, lists, argmax=()):
+    """argMaxSize + argmax values (BE) + int32 BE offsets + LE list data."""
+    return (struct.pack(">i", len(argmax)) + b"".join(struct.pack(">q", a) for a in argmax)
+            + b"".join(struct.pack(">i", o) for o in voxel_offsets) + b"".join(lists))
+
+
+def hand_zarr_payload(voxel_offsets, lists):
+    return b"".join(struct.pack("<I", o) for o in voxel_offsets) + b"".join(lists)
+
+
+def hand_varlen_block(dims, payload):
+    return struct.pack(">HH", 1, len(dims)) + struct.pack(f">{len(dims)}I", *dims) + struct.pack(">I", len(payload)) + payload
