@@ -32,5 +32,8 @@ def hand_zarr_payload(voxel_offsets, lists):
     return b"".join(struct.pack("<I", o) for o in voxel_offsets) + b"".join(lists)
 
 
-def hand_varlen_block(dims, payload):
-    return struct.pack(">HH", 1, len(dims)) + struct.pack(f">{len(dims)}I", *dims) + struct.pack(">I", len(payload)) + payload
+def hand_varlen_block(dims, body, num_elements=None):
+    """Varlength header + body; ``num_elements`` is the uncompressed payload size."""
+    num_elements = len(body) if num_elements is None else num_elements
+    return (struct.pack(">HH", 1, len(dims)) + struct.pack(f">{len(dims)}I", *dims)
+            + struct.pack(">I", num_elements) + body)
