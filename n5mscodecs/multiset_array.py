@@ -378,9 +378,15 @@ class LabelMultisetArray:
             index.reshape(self.shape), new_offsets, self.ids[take], self.counts[take]
         )
 
+    def used_lists(self):
+        """Sorted numbers of the lists some voxel refers to."""
+        if self.size == 0:
+            return np.zeros(0, np.int64)
+        return np.flatnonzero(np.bincount(self.index.reshape(-1), minlength=self.n_lists))
+
     def unique_labels(self):
         """Sorted distinct ids (with a positive count or not) of the lists voxels use."""
-        used = np.unique(self.index)
+        used = self.used_lists()
         take = _entry_positions(self.list_offsets, used, None)
         return np.unique(self.ids[take])
 
@@ -389,8 +395,7 @@ class LabelMultisetArray:
 
         Java's serializer does not write a block for which this is False.
         """
-        used = np.unique(self.index)
-        take = _entry_positions(self.list_offsets, used, None)
+        take = _entry_positions(self.list_offsets, self.used_lists(), None)
         return bool(np.any(self.counts[take] > 0))
 
     # -- views ---------------------------------------------------------------

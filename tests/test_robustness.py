@@ -1,0 +1,132 @@
+"""Bad bytes raise our ValueError subclasses, never anything else; concurrent use is safe."""
+
+import struct
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from conftest import hand_list, hand_n5_payload, hand_varlen_block
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from n5mscodecs import (
+    LabelMultisetArray,
+    N5msCodecsError,
+    N5Varlen,
+    label_multiset_decode,
+    label_multiset_encode,
+    n5_label_multiset_decode,
+    n5_varlen_decode,
+    n5_varlen_encode,
+)
+
+CHAINS = [["n5_label_multiset"], ["n5_label_multiset", "gzip"], ["n5_label_multiset", "zstd"],
+          ["label_multiset", {"type": "bzip2"}], ["n5_label_multiset", {"type": "xz"}],
+          ["n5_label_multiset", {"type": "blosc", "cname": "lz4"}]]
+
+multisets = st.lists(
+    st.dictionaries(st.integers(0, 2**64 - 1), st.integers(0, 2**32 - 1), max_size=4),
+    min_size=1, max_size=40,
+)
+
+
+def sample_block(chain):
+    rng = np.random.default_rng(0)
+    return n5_varlen_encode(rng.integers(0, 5, (3, 4, 2)).astype(np.uint64), chain)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=200), chain=st.sampled_from(CHAINS))
+def test_random_bytes_into_varlen(data, chain):
+    try:
+        n5_varlen_decode(data, chain)
+    except N5msCodecsError:
+        pass
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(position=st.integers(0, 10_000), value=st.integers(0, 255), cut=st.integers(0, 10_000),
+       chain=st.sampled_from(CHAINS))
+def test_mutated_blocks(position, value, cut, chain):
+    block = bytearray(sample_block(chain))
+    block[position % len(block)] = value
+    block = bytes(block[: max(cut % (len(block) + 1), 0)]) if cut % 3 == 0 else bytes(block)
+    try:
+        result = n5_varlen_decode(block, chain)
+    except N5msCodecsError:
+        return
+    # whatever decodes must be internally consistent
+    assert result.index.min() >= 0 and result.index.max() < result.n_lists
+    result.argmax()
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=300), shape=st.tuples(st.integers(0, 6), st.integers(0, 6)))
+def test_random_payloads(data, shape):
+    for decode in (n5_label_multiset_decode, label_multiset_decode):
+        try:
+            a = decode(data, shape)
+        except N5msCodecsError:
+            continue
+        assert a.shape == shape
+        a.canonical()
+
+
+@settings(max_examples=200, deadline=None)
+@given(elements=multisets)
+def test_property_round_trip(elements):
+    a = LabelMultisetArray.from_elements(elements)
+    for chain in (["n5_label_multiset"], ["label_multiset", "gzip"]):
+        back = n5_varlen_decode(n5_varlen_encode(a, chain), chain)
+        assert back == a
+        assert np.array_equal(back.argmax(), a.argmax())
+    assert label_multiset_decode(label_multiset_encode(a), a.shape) == a
+
+
+def test_huge_header_dims_do_not_allocate():
+    payload = hand_n5_payload([0], [hand_list([(1, 1)])])
+    block = hand_varlen_block((2**31, 2**31, 2**31), payload)
+    with pytest.raises(N5msCodecsError, match="listEntryOffsets"):
+        n5_varlen_decode(block)
+
+
+def test_huge_num_elements_with_tiny_body_fails_fast():
+    block = hand_varlen_block((1,), b"\x1f\x8b", 2**32 - 1)
+    with pytest.raises(N5msCodecsError):
+        n5_varlen_decode(block, ["n5_label_multiset", "gzip"])
+    raw = hand_varlen_block((1,), b"abc", 2**32 - 1)
+    with pytest.raises(N5msCodecsError, match="numElements"):
+        n5_varlen_decode(raw)
+
+
+def test_offsets_negative_when_read_signed():
+    payload = hand_n5_payload([0], [hand_list([(1, 1)])])
+    bad = payload[:4] + struct.pack(">I", 0x80000000) + payload[8:]
+    with pytest.raises(N5msCodecsError, match="-2147483648"):
+        n5_label_multiset_decode(bad, (1,))
+
+
+def test_one_codec_instance_from_eight_threads():
+    codec = N5Varlen(codecs=["n5_label_multiset", "gzip"])
+    rng = np.random.default_rng(11)
+    inputs = [rng.integers(0, 50 + i, (16, 16, 8)).astype(np.uint64) for i in range(16)]
+    serial_blocks = [codec.encode(x) for x in inputs]
+    serial_argmax = [codec.decode(b).argmax() for b in serial_blocks]
+    barrier = threading.Barrier(8)
+
+    def work(i):
+        if i < 8:
+            barrier.wait()
+        j = i % len(inputs)
+        if i % 2:
+            return ("enc", j, codec.encode(inputs[j]))
+        return ("dec", j, codec.decode(serial_blocks[j]).argmax())
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(work, range(64)))
+    for kind, j, value in results:
+        if kind == "enc":
+            assert value == serial_blocks[j]
+        else:
+            assert np.array_equal(value, serial_argmax[j])
