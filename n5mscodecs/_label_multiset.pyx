@@ -11,7 +11,7 @@ list ``i`` owns entries ``list_offsets[i]:list_offsets[i + 1]`` of
 
 from cython.parallel cimport prange
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport calloc, free, malloc, qsort
+from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memset
 
 import numpy as np
@@ -233,49 +233,122 @@ cdef int table_grow(LabelTable* t) noexcept nogil:
     return OK
 
 
-def first_encounter_labels(const uint64_t[::1] labels, index_t[::1] index, uint64_t[::1] unique):
+cdef struct LabelNumbering:
+    LabelTable table
+    uint64_t* unique      # distinct labels in first-encounter order (grows by doubling)
+    Py_ssize_t n_unique
+    Py_ssize_t capacity
+    uint64_t last_label   # segmentations come in runs: a repeated label skips the hash
+    int64_t last_number
+
+
+cdef int numbering_init(LabelNumbering* n) noexcept nogil:
+    n.n_unique = 0
+    n.capacity = 1024
+    n.last_number = -1
+    n.last_label = 0
+    n.unique = <uint64_t*>malloc(n.capacity * sizeof(uint64_t))
+    if n.unique == NULL:
+        return ERR_NO_MEMORY
+    if table_init(&n.table, 1024) != OK:
+        free(n.unique)
+        return ERR_NO_MEMORY
+    return OK
+
+
+cdef void numbering_free(LabelNumbering* n) noexcept nogil:
+    table_free(&n.table)
+    free(n.unique)
+
+
+cdef inline int64_t number_of(LabelNumbering* n, uint64_t label) noexcept nogil:
+    """The label's number, assigning the next one on first sight; -1 when out of memory."""
+    cdef Py_ssize_t h
+    cdef int64_t number
+    cdef uint64_t* grown
+    if n.last_number >= 0 and label == n.last_label:
+        return n.last_number
+    h = <Py_ssize_t>(mix64(label) & <uint64_t>n.table.mask)
+    while n.table.values[h] >= 0 and n.table.keys[h] != label:
+        h = (h + 1) & n.table.mask
+    if n.table.values[h] >= 0:
+        number = n.table.values[h]
+    else:
+        if n.n_unique == n.capacity:
+            grown = <uint64_t*>realloc(n.unique, 2 * n.capacity * sizeof(uint64_t))
+            if grown == NULL:
+                return -1
+            n.unique = grown
+            n.capacity *= 2
+        number = n.n_unique
+        n.table.keys[h] = label
+        n.table.values[h] = number
+        n.unique[number] = label
+        n.n_unique += 1
+        if 2 * n.n_unique > n.table.mask and table_grow(&n.table) != OK:
+            return -1
+    n.last_label = label
+    n.last_number = number
+    return number
+
+
+cdef object _unique_array(LabelNumbering* n):
+    result = np.empty(n.n_unique, dtype=np.uint64)
+    cdef uint64_t[::1] view = result
+    cdef Py_ssize_t i
+    for i in range(n.n_unique):
+        view[i] = n.unique[i]
+    return result
+
+
+def first_encounter_labels(const uint64_t[::1] labels, index_t[::1] index):
     """Number the distinct labels in first-encounter order.
 
-    ``index[v]`` receives the number of ``labels[v]``; ``unique[k]`` the k-th
-    distinct label. Returns the number of distinct labels (or -1 on OOM).
+    ``index[v]`` receives the number of ``labels[v]``. Returns the distinct
+    labels in that order, or None when memory runs out.
     """
     cdef Py_ssize_t n = labels.shape[0]
-    cdef Py_ssize_t v, h, n_unique = 0
-    cdef uint64_t label, last_label = 0
-    cdef int64_t last_value = -1
-    cdef LabelTable table
-    cdef int status = OK
+    cdef Py_ssize_t v
+    cdef int64_t number = 0
+    cdef LabelNumbering numbering
+    if numbering_init(&numbering) != OK:
+        return None
     with nogil:
-        status = table_init(&table, 1024)
-        if status == OK:
-            for v in range(n):
-                label = labels[v]
-                # segmentations come in runs: skip the hash for a repeated label
-                if last_value >= 0 and label == last_label:
-                    index[v] = <index_t>last_value
-                    continue
-                h = <Py_ssize_t>(mix64(label) & <uint64_t>table.mask)
-                while table.values[h] >= 0 and table.keys[h] != label:
-                    h = (h + 1) & table.mask
-                if table.values[h] < 0:
-                    table.keys[h] = label
-                    table.values[h] = n_unique
-                    unique[n_unique] = label
-                    n_unique += 1
-                    if 2 * n_unique > table.mask:
-                        if table_grow(&table) != OK:
-                            status = ERR_NO_MEMORY
-                            break
-                        h = (<Py_ssize_t>mix64(label)) & table.mask
-                        while table.keys[h] != label or table.values[h] < 0:
-                            h = (h + 1) & table.mask
-                last_value = table.values[h]
-                last_label = label
-                index[v] = <index_t>last_value
-            table_free(&table)
-    if status != OK:
-        return -1
-    return n_unique
+        for v in range(n):
+            number = number_of(&numbering, labels[v])
+            if number < 0:
+                break
+            index[v] = <index_t>number
+    unique = _unique_array(&numbering) if number >= 0 or n == 0 else None
+    numbering_free(&numbering)
+    return unique
+
+
+def encode_singleton_offsets(const uint64_t[::1] labels, uint8_t[::1] table, bint big_endian):
+    """Offset table of a singleton payload, written straight into ``table``.
+
+    Every list is ``{label: 1}`` (16 bytes) in first-encounter order, so the
+    offset of a voxel is 16 x its label's number. Returns the distinct
+    labels (or None when memory runs out).
+    """
+    cdef Py_ssize_t n = labels.shape[0]
+    cdef Py_ssize_t v
+    cdef int64_t number = 0
+    cdef LabelNumbering numbering
+    if numbering_init(&numbering) != OK:
+        return None
+    with nogil:
+        for v in range(n):
+            number = number_of(&numbering, labels[v])
+            if number < 0:
+                break
+            if big_endian:
+                store_u32_be(&table[4 * v], <uint32_t>(16 * number))
+            else:
+                store_u32_le(&table[4 * v], <uint32_t>(16 * number))
+    unique = _unique_array(&numbering) if number >= 0 else None
+    numbering_free(&numbering)
+    return unique
 
 
 cdef inline uint64_t list_hash(const int64_t* list_offsets, const uint64_t* ids,
@@ -489,3 +562,33 @@ def write_lists(uint8_t[::1] out, Py_ssize_t start, const int64_t[::1] write_ord
                 store_u32_le(&out[pos + 8], counts[e])
                 pos += 12
     return pos
+
+
+ctypedef fused voxel_t:
+    int32_t
+    int64_t
+    uint64_t
+
+DEF TILE = 8
+
+
+def c_order_copy_3d(const voxel_t[:, :, :] src, voxel_t[::1] dst, int num_threads):
+    """``dst`` = C-order flattening of the strided 3-D ``src``.
+
+    Used for N5 payload order (``array.T`` of a C-ordered array), a swap of
+    the first and last axes. Both have power-of-two strides in real volumes,
+    so a naive copy thrashes cache sets and the TLB; instead each 8 x 8
+    tile of (first, last) is walked along the middle axis, reading and
+    writing whole 64-byte lines.
+    """
+    cdef Py_ssize_t n0 = src.shape[0], n1 = src.shape[1], n2 = src.shape[2]
+    cdef Py_ssize_t a0, c0, a, b, c, a_end, c_end
+    for a0 in prange(0, n0, TILE, nogil=True, schedule="static", num_threads=num_threads,
+                     use_threads_if=n0 * n1 * n2 > 262144):
+        a_end = min(a0 + TILE, n0)
+        for c0 in range(0, n2, TILE):
+            c_end = min(c0 + TILE, n2)
+            for b in range(n1):
+                for a in range(a0, a_end):
+                    for c in range(c0, c_end):
+                        dst[(a * n1 + b) * n2 + c] = src[a, b, c]

@@ -468,12 +468,11 @@ def _entry_positions(list_offsets, lists, new_offsets):
 
 def first_encounter(flat_labels):
     """``(index, unique)``: distinct uint64 values numbered in first-encounter order."""
-    unique = np.empty(flat_labels.size, np.uint64)
     index = np.empty(flat_labels.size, np.int64 if flat_labels.size >= 2**31 else np.int32)
-    n = _kernels.first_encounter_labels(flat_labels, index, unique)
-    if n < 0:
+    unique = _kernels.first_encounter_labels(flat_labels, index)
+    if unique is None:
         raise MemoryError("out of memory while numbering labels")
-    return index, unique[:n].copy()
+    return index, unique
 
 
 def representative_lists(list_offsets, ids, counts):

@@ -28,12 +28,7 @@ from numcodecs.compat import ensure_contiguous_ndarray
 
 from . import _label_multiset as _kernels
 from .errors import ConfigurationError, LabelMultisetFormatError
-from .multiset_array import (
-    LabelMultisetArray,
-    default_threads,
-    first_encounter,
-    representative_lists,
-)
+from .multiset_array import LabelMultisetArray, default_threads, representative_lists
 
 _MAX_N5_OFFSET = 2**31 - 1
 _MAX_ZARR_OFFSET = 2**32 - 1
@@ -132,11 +127,24 @@ def decode_payload(data, shape, layout, *, threads=None):
     return LabelMultisetArray._from_parts(index, list_offsets, ids, counts)
 
 
-def _payload_order(index, layout):
-    flat = np.ascontiguousarray(index.reshape(-1, order=layout.order))
-    if flat.dtype not in (np.int32, np.int64) and flat.dtype.kind in "iu":
-        flat = flat.astype(np.int64)  # the kernels take int32 or int64 list numbers
-    return flat
+def payload_order(array, layout, dtype, threads=1):
+    """The voxels of ``array`` as a contiguous 1-d ``dtype`` array in the layout's voxel order."""
+    array = np.asarray(array)
+    if array.dtype != dtype:
+        array = array.astype(dtype)
+    view = array.T if layout.order == "F" else array  # payload order = C order of this view
+    if view.flags.c_contiguous:
+        return view.reshape(-1)
+    if view.ndim == 3:
+        flat = np.empty(view.size, dtype)
+        _kernels.c_order_copy_3d(view, flat, threads)
+        return flat
+    return np.ascontiguousarray(view).reshape(-1)
+
+
+def _index_payload_order(index, layout, threads):
+    dtype = np.int32 if index.dtype.itemsize <= 4 and index.dtype != np.uint32 else np.int64
+    return payload_order(index, layout, dtype, threads)
 
 
 def encode_payload(data, layout, *, threads=None):
@@ -148,41 +156,52 @@ def encode_payload(data, layout, *, threads=None):
     ``data`` may be a LabelMultisetArray, integer labels or an object array.
     """
     threads = default_threads(threads)
+    header = 4 if layout.has_argmax_header else 0  # argMaxSize: writers always write 0
     array = np.asarray(data) if not isinstance(data, LabelMultisetArray) else None
     if array is not None and array.dtype.kind in "iub":
-        # singletons: number labels directly in payload order, every list 16 bytes
-        labels = np.ascontiguousarray(array.reshape(-1, order=layout.order)).astype(np.uint64, copy=False)
-        flat_index, unique = first_encounter(labels)
-        n = unique.size
-        list_offsets = np.arange(n + 1, dtype=np.int64)
-        ids, counts = unique, np.ones(n, np.uint32)
-        byte_position = 16 * np.arange(n, dtype=np.int64)
-        write_order = np.arange(n, dtype=np.int64)
-        list_data_size = 16 * n
-    else:
-        multisets = LabelMultisetArray.coerce(data)
-        flat_index = _payload_order(multisets.index, layout)
-        list_offsets, ids, counts = multisets.list_offsets, multisets.ids, multisets.counts
-        representative = representative_lists(list_offsets, ids, counts)
-        byte_position = np.full(multisets.n_lists, -1, np.int64)
-        write_order = np.empty(multisets.n_lists, np.int64)
-        n_written, list_data_size = _kernels.assign_list_positions(
-            flat_index, representative, list_offsets, byte_position, write_order
-        )
-        write_order = write_order[:n_written]
+        return _encode_labels(array, layout, header, threads)
+    multisets = LabelMultisetArray.coerce(data)
+    flat_index = _index_payload_order(multisets.index, layout, threads)
+    list_offsets, ids, counts = multisets.list_offsets, multisets.ids, multisets.counts
+    representative = representative_lists(list_offsets, ids, counts)
+    byte_position = np.full(multisets.n_lists, -1, np.int64)
+    write_order = np.empty(multisets.n_lists, np.int64)
+    n_written, list_data_size = _kernels.assign_list_positions(
+        flat_index, representative, list_offsets, byte_position, write_order
+    )
+    _check_offset_range(list_data_size, layout)
+    n_voxels = flat_index.size
+    # a bytearray is written in place and returned without a copy (fresh pages are costly)
+    out = bytearray(header + 4 * n_voxels + list_data_size)
+    view = np.frombuffer(out, np.uint8)
+    _kernels.write_voxel_offsets(view, header, flat_index, byte_position,
+                                 layout.big_endian_offsets, threads)
+    _kernels.write_lists(view, header + 4 * n_voxels, write_order[:n_written], list_offsets, ids, counts)
+    return out
+
+
+def _check_offset_range(list_data_size, layout):
     if list_data_size and list_data_size - 4 > layout.max_offset:
         raise LabelMultisetFormatError(
             f"{layout.name}: list data of {list_data_size} bytes exceeds the 32-bit offset range"
         )
-    header = 4 if layout.has_argmax_header else 0
-    n_voxels = flat_index.size
-    out = np.empty(header + 4 * n_voxels + list_data_size, np.uint8)
-    if header:
-        out[:4] = 0  # argMaxSize: writers always write 0
-    _kernels.write_voxel_offsets(out, header, flat_index, byte_position,
-                                 layout.big_endian_offsets, threads)
-    _kernels.write_lists(out, header + 4 * n_voxels, write_order, list_offsets, ids, counts)
-    return out.tobytes()
+
+
+def _encode_labels(array, layout, header, threads):
+    """Singleton payload straight from integer labels: one pass numbers labels and writes offsets."""
+    labels = payload_order(array, layout, np.uint64, threads)
+    out = bytearray(header + 4 * labels.size)
+    unique = _kernels.encode_singleton_offsets(labels, np.frombuffer(out, np.uint8)[header:],
+                                               layout.big_endian_offsets)
+    if unique is None:
+        raise MemoryError("out of memory while numbering labels")
+    _check_offset_range(16 * unique.size, layout)
+    lists = np.empty(unique.size, np.dtype([("n", "<u4"), ("id", "<u8"), ("count", "<u4")]))
+    lists["n"] = 1
+    lists["id"] = unique
+    lists["count"] = 1
+    out += lists.tobytes()
+    return out
 
 
 class PayloadCodec(Codec):
