@@ -17,9 +17,13 @@ import lzma
 import struct
 import zlib
 
+import lz4.block
 import numcodecs
+import numpy as np
 import zstandard
 from numcodecs import blosc as _blosc
+
+from . import _xxhash
 
 from .errors import CompressionError, ConfigurationError
 
@@ -273,6 +277,87 @@ class Bzip2(_StreamCompressor):
         return {"type": "bzip2", "blockSize": self.level}
 
 
+class Lz4(Compressor):
+    """N5 ``lz4``: Java's ``LZ4BlockOutputStream`` framing, not the LZ4 frame format.
+
+    Each block: magic ``LZ4Block``, a token (method 0x10 raw / 0x20 lz4, low
+    nibble log2(blockSize) - 10), compressed and decompressed lengths and an
+    xxHash32 checksum (seed 0x9747b28c, low 28 bits) of the decompressed
+    bytes, all little-endian, then the data; an empty block ends the stream.
+    """
+
+    name = "n5_lz4"
+    n5_type = "lz4"
+    _MAGIC = b"LZ4Block"
+    _HEADER = 21
+    _SEED = 0x9747B28C
+
+    def __init__(self, block_size=65536):
+        self.block_size = int(block_size)
+        if not 64 <= self.block_size <= 1 << 25:
+            raise ConfigurationError(f"lz4: blockSize must be in 64..2**25, got {block_size}")
+        self._level = max(0, (self.block_size - 1).bit_length() - 10)
+
+    def _checksum(self, data):
+        return _xxhash.xxh32(np.frombuffer(data, np.uint8), self._SEED) & 0xFFFFFFF
+
+    def encode(self, data):
+        data = _to_bytes(data)
+        parts = []
+        for start in range(0, len(data), self.block_size):
+            chunk = data[start:start + self.block_size]
+            packed = lz4.block.compress(chunk, store_size=False)
+            method = 0x20
+            if len(packed) >= len(chunk):
+                packed, method = chunk, 0x10
+            parts.append(self._MAGIC + struct.pack("<Biii", method | self._level, len(packed), len(chunk),
+                                                   self._checksum(chunk)) + packed)
+        parts.append(self._MAGIC + struct.pack("<Biii", 0x10 | self._level, 0, 0, 0))
+        return b"".join(parts)
+
+    def decode(self, data, expected_size=None):
+        data = _to_bytes(data)
+        parts, produced, pos = [], 0, 0
+        while True:
+            if len(data) - pos < self._HEADER:
+                raise CompressionError(f"lz4: block header at byte {pos} is truncated")
+            if data[pos:pos + 8] != self._MAGIC:
+                raise CompressionError(f"lz4: no LZ4Block magic at byte {pos}")
+            token, compressed, decompressed, checksum = struct.unpack_from("<Biii", data, pos + 8)
+            method, level = token & 0xF0, token & 0x0F
+            pos += self._HEADER
+            if compressed == 0 and decompressed == 0:
+                break  # end of stream
+            if method not in (0x10, 0x20) or decompressed < 0 or decompressed > 1 << (level + 10):
+                raise CompressionError(f"lz4: bad block token 0x{token:02x} or length {decompressed}")
+            if compressed < 0 or compressed > len(data) - pos or (method == 0x10 and compressed != decompressed):
+                raise CompressionError(f"lz4: compressed length {compressed} does not fit the block")
+            if expected_size is not None and produced + decompressed > expected_size:
+                raise CompressionError(f"lz4: payload decompresses past the {expected_size} bytes expected")
+            body = data[pos:pos + compressed]
+            pos += compressed
+            if method == 0x20:
+                try:
+                    body = lz4.block.decompress(body, uncompressed_size=decompressed)
+                except lz4.block.LZ4BlockError as exc:
+                    raise CompressionError(f"lz4: corrupt compressed data ({exc})") from exc
+                if len(body) != decompressed:
+                    raise CompressionError(f"lz4: block decompressed to {len(body)} bytes, header says {decompressed}")
+            if self._checksum(body) != checksum:
+                raise CompressionError(f"lz4: checksum mismatch in the block ending at byte {pos}")
+            parts.append(body)
+            produced += decompressed
+        out = b"".join(parts)
+        _check_size("lz4", len(out), expected_size)
+        return out
+
+    def configuration(self):
+        return {"blockSize": self.block_size}
+
+    def n5_config(self):
+        return {"type": "lz4", "blockSize": self.block_size}
+
+
 class NumcodecsCompressor(Compressor):
     """Any other numcodecs bytes-to-bytes codec (decode size checked afterwards)."""
 
@@ -328,6 +413,7 @@ _FACTORIES = {
     "bzip2": lambda conf: Bzip2(conf.get("blockSize", conf.get("level", 9))),
     "bz2": lambda conf: Bzip2(conf.get("level", 9)),
     "numcodecs.bz2": lambda conf: Bzip2(conf.get("level", 9)),
+    "n5_lz4": lambda conf: Lz4(conf.get("blockSize", 65536)),
 }
 
 
@@ -345,6 +431,8 @@ def compressor_from_config(config):
             name, conf = config["name"], dict(config.get("configuration") or {})
         elif "type" in config:
             name, conf = config["type"], {k: v for k, v in config.items() if k != "type"}
+            # N5's "lz4" is the LZ4Block framing, unlike numcodecs' or zarr's lz4
+            name = "n5_lz4" if name == "lz4" else name
         elif "id" in config:
             name, conf = config["id"], {k: v for k, v in config.items() if k != "id"}
             if name not in _FACTORIES:

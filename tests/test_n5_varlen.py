@@ -167,3 +167,52 @@ def test_entry_point_without_real_data():
               "print(c.decode(sys.stdin.buffer.read()).argmax().sum())")
     result = subprocess.run([sys.executable, "-c", script], input=block, capture_output=True, check=True)
     assert int(result.stdout) == int(LABELS.sum())
+
+
+@pytest.mark.parametrize("data, expected", [
+    (b"", 0x02CC5D05), (b"a", 0x550D7456), (b"abc", 0x32D153FF),
+    (b"Nobody inspects the spammish repetition", 0xE2293B2F),
+])
+def test_xxh32_reference_vectors(data, expected):
+    from n5mscodecs._xxhash import xxh32
+    assert xxh32(np.frombuffer(data, np.uint8)) == expected
+
+
+def hand_lz4_blocks(payload, block_size=64):
+    """Java LZ4BlockOutputStream framing built by hand (lz4.block for the data)."""
+    import lz4.block
+
+    from n5mscodecs._xxhash import xxh32
+    level = (block_size - 1).bit_length() - 10 if block_size > 1024 else 0
+    out = b""
+    for start in range(0, len(payload), block_size):
+        chunk = payload[start:start + block_size]
+        packed = lz4.block.compress(chunk, store_size=False)
+        check = xxh32(np.frombuffer(chunk, np.uint8), 0x9747B28C) & 0xFFFFFFF
+        out += b"LZ4Block" + struct.pack("<Biii", 0x20 | level, len(packed), len(chunk), check) + packed
+    return out + b"LZ4Block" + struct.pack("<Biii", 0x10 | level, 0, 0, 0)
+
+
+def test_n5_lz4_framing():
+    payload = hand_n5_payload([0, 16] * 40, [hand_list([(8, 1)]), hand_list([(9, 1)])])
+    chain = ["n5_label_multiset", {"type": "lz4", "blockSize": 64}]
+    block = hand_varlen_block((80,), hand_lz4_blocks(payload, 64), len(payload))
+    assert n5_varlen_decode(block, chain).argmax().tolist() == [8, 9] * 40
+    ours = n5_varlen_encode(LABELS, chain)
+    assert np.array_equal(n5_varlen_decode(ours, chain).argmax(), LABELS)
+    codec = N5Varlen(codecs=chain)
+    assert codec.get_config()["codecs"][1] == {"name": "n5_lz4", "configuration": {"blockSize": 64}}
+    corrupt = bytearray(block)
+    corrupt[-30] ^= 0xFF
+    with pytest.raises(CompressionError):
+        n5_varlen_decode(bytes(corrupt), chain)
+    with pytest.raises(CompressionError, match="truncated"):
+        n5_varlen_decode(block[:-5], chain)
+
+
+def test_numcodecs_lz4_is_not_n5_lz4():
+    codec = N5Varlen(codecs=["n5_label_multiset", {"id": "lz4"}])
+    assert codec.get_config()["codecs"][1]["id"] == "lz4"  # numcodecs' own framing
+    assert n5_varlen_decode(codec.encode(LABELS), codec.codecs).argmax().tolist() == LABELS.tolist()
+    with pytest.raises(ConfigurationError, match="unknown compressor"):
+        N5Varlen(codecs=["n5_label_multiset", {"name": "lz4"}])

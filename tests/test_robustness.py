@@ -23,7 +23,7 @@ from n5mscodecs import (
 
 CHAINS = [["n5_label_multiset"], ["n5_label_multiset", "gzip"], ["n5_label_multiset", "zstd"],
           ["label_multiset", {"type": "bzip2"}], ["n5_label_multiset", {"type": "xz"}],
-          ["n5_label_multiset", {"type": "blosc", "cname": "lz4"}]]
+          ["n5_label_multiset", {"type": "blosc", "cname": "lz4"}], ["n5_label_multiset", {"type": "lz4"}]]
 
 multisets = st.lists(
     st.dictionaries(st.integers(0, 2**64 - 1), st.integers(0, 2**32 - 1), max_size=4),
