@@ -28,6 +28,13 @@ DEF ERR_NO_MEMORY = 3
 
 cdef uint64_t INVALID = 0xFFFFFFFFFFFFFFFEULL
 
+# OpenMP only pays off on large inputs: a fork/join costs microseconds when all
+# cores are idle and whole scheduler slices when another process holds one, and
+# zarr/dask already decode many blocks in parallel. Blocks below these sizes
+# run on the calling thread.
+DEF PARALLEL_VOXELS = 1048576
+DEF PARALLEL_LISTS = 65536
+
 
 cdef inline uint32_t load_u32_le(const uint8_t* p) noexcept nogil:
     return (<uint32_t>p[0]) | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
@@ -138,7 +145,7 @@ def map_voxel_offsets(const uint8_t[::1] table, bint big_endian, int32_t[::1] sl
     cdef int32_t slot
     cdef Py_ssize_t bad = 0
     for v in prange(n_voxels, nogil=True, schedule="static", num_threads=num_threads,
-                    use_threads_if=n_voxels > 65536):
+                    use_threads_if=n_voxels > PARALLEL_VOXELS):
         if big_endian:
             offset = <int32_t>load_u32_be(&table[4 * v])   # Java writes signed int32
         else:
@@ -168,7 +175,7 @@ def argmax_of_lists(const int64_t[::1] list_offsets, const uint64_t[::1] ids,
     cdef uint64_t best, label
     cdef uint32_t best_count, c
     for i in prange(n_lists, nogil=True, schedule="static", num_threads=num_threads,
-                    use_threads_if=n_lists > 4096):
+                    use_threads_if=n_lists > PARALLEL_LISTS):
         best = INVALID
         best_count = 0
         for e in range(list_offsets[i], list_offsets[i + 1]):
@@ -440,7 +447,7 @@ def canonicalize_lists(const int64_t[::1] list_offsets, uint64_t[::1] ids, uint3
     cdef uint64_t total
     cdef Py_ssize_t failed = 0
     for i in prange(n_lists, nogil=True, schedule="dynamic", num_threads=num_threads,
-                    use_threads_if=n_lists > 4096):
+                    use_threads_if=n_lists > PARALLEL_LISTS):
         start = list_offsets[i]
         n = list_offsets[i + 1] - start
         if n <= 1:
@@ -486,7 +493,7 @@ def compact_lists(const int64_t[::1] old_offsets, const int64_t[::1] new_offsets
     cdef Py_ssize_t n_lists = old_offsets.shape[0] - 1
     cdef Py_ssize_t i, k, src, dst
     for i in prange(n_lists, nogil=True, schedule="static", num_threads=num_threads,
-                    use_threads_if=n_lists > 4096):
+                    use_threads_if=n_lists > PARALLEL_LISTS):
         src = old_offsets[i]
         dst = new_offsets[i]
         for k in range(new_offsets[i + 1] - dst):
@@ -537,7 +544,7 @@ def write_voxel_offsets(uint8_t[::1] out, Py_ssize_t start, const index_t[::1] i
     cdef Py_ssize_t v
     cdef uint32_t position
     for v in prange(n_voxels, nogil=True, schedule="static", num_threads=num_threads,
-                    use_threads_if=n_voxels > 65536):
+                    use_threads_if=n_voxels > PARALLEL_VOXELS):
         position = <uint32_t>byte_position[index[v]]
         if big_endian:
             store_u32_be(&out[start + 4 * v], position)
@@ -584,7 +591,7 @@ def c_order_copy_3d(const voxel_t[:, :, :] src, voxel_t[::1] dst, int num_thread
     cdef Py_ssize_t n0 = src.shape[0], n1 = src.shape[1], n2 = src.shape[2]
     cdef Py_ssize_t a0, c0, a, b, c, a_end, c_end
     for a0 in prange(0, n0, TILE, nogil=True, schedule="static", num_threads=num_threads,
-                     use_threads_if=n0 * n1 * n2 > 262144):
+                     use_threads_if=n0 * n1 * n2 > PARALLEL_VOXELS):
         a_end = min(a0 + TILE, n0)
         for c0 in range(0, n2, TILE):
             c_end = min(c0 + TILE, n2)

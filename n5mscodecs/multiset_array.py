@@ -309,7 +309,7 @@ class LabelMultisetArray:
 
     def entries_per_voxel(self):
         """Number of stored entries of each voxel's list (an ndarray of ``shape``)."""
-        return self.list_lengths()[self.index]
+        return per_voxel(self.list_lengths(), self.index)
 
     def element(self, list_number):
         """The list ``list_number`` as a :class:`LabelMultiset`."""
@@ -346,7 +346,7 @@ class LabelMultisetArray:
         differ on ties between a regular id and a reserved one (ids >= 2**63,
         e.g. INVALID, are negative in Java) and on lists with only zero counts.
         """
-        return self.argmax_of_lists(rule, threads)[self.index]
+        return per_voxel(self.argmax_of_lists(rule, threads), self.index)
 
     def canonical(self, threads=None):
         """Copy with every list sorted by unsigned id and duplicate ids merged."""
@@ -451,6 +451,14 @@ class LabelMultisetArray:
         if not isinstance(other, LabelMultisetArray):
             return NotImplemented
         return self.equals(other)
+
+
+def per_voxel(values, index):
+    """``values[index]``, keeping an F-ordered index F-ordered (numpy's fancy indexing
+    would walk it strided, which is 2x slower)."""
+    if index.flags.f_contiguous and not index.flags.c_contiguous:
+        return values.take(index.ravel(order="F")).reshape(index.shape, order="F")
+    return values.take(index)
 
 
 def _entry_positions(list_offsets, lists, new_offsets):
