@@ -31,6 +31,7 @@ __all__ = [
     "N5LabelMultiset",
     "LabelMultisetCodec",
     "N5Varlen",
+    "LabelMultisetVLen",
     "n5_label_multiset_encode",
     "n5_label_multiset_decode",
     "label_multiset_encode",
@@ -53,9 +54,11 @@ from .n5_header import N5BlockHeader
 
 # --- codec registrations: import each codec module and register its class ---
 from .label_multiset import LabelMultisetCodec, label_multiset_decode, label_multiset_encode
+from .label_multiset_vlen import LabelMultisetVLen
 from .n5_label_multiset import N5LabelMultiset, n5_label_multiset_decode, n5_label_multiset_encode
 from .n5_varlen import N5Varlen, n5_block_header, n5_varlen_decode, n5_varlen_encode
 
 _register_codec(N5LabelMultiset)
 _register_codec(LabelMultisetCodec)
 _register_codec(N5Varlen)
+_register_codec(LabelMultisetVLen)

@@ -89,6 +89,8 @@ class LabelMultiset:
     @classmethod
     def coerce(cls, value):
         """Accept a LabelMultiset, a mapping, ``(id, count)`` pairs or one integer label."""
+        if isinstance(value, np.ndarray) and value.ndim == 0:
+            value = value[()]  # zarr hands 0-d writes over as 0-d object arrays
         if isinstance(value, LabelMultiset):
             return value
         if isinstance(value, Mapping):
@@ -145,6 +147,9 @@ class LabelMultiset:
 
     def __hash__(self):
         return hash(self._canonical_key())
+
+    def __reduce__(self):
+        return (LabelMultiset, (np.array(self._ids), np.array(self._counts)))
 
     def __repr__(self):
         pairs = ", ".join(f"{i}: {c}" for i, c in zip(self._ids.tolist(), self._counts.tolist()))
@@ -248,25 +253,28 @@ class LabelMultisetArray:
                 shape = (len(flat),)
         if int(np.prod(shape, dtype=np.int64)) != len(flat):
             raise ConfigurationError(f"shape: {shape} does not hold {len(flat)} elements")
-        slot_of_object = {}
-        index = np.empty(len(flat), np.int64)
-        ids_parts, count_parts, lengths = [], [], []
-        for v, value in enumerate(flat):
-            key = id(value)
-            slot = slot_of_object.get(key)
-            if slot is None:
-                element = LabelMultiset.coerce(value)
-                slot = len(lengths)
-                slot_of_object[key] = slot
-                ids_parts.append(element.ids)
-                count_parts.append(element.counts)
-                lengths.append(element.ids.size)
-            index[v] = slot
-        list_offsets = np.zeros(len(lengths) + 1, np.int64)
+        if len(flat) and all(isinstance(v, (int, np.integer)) for v in (flat[0], flat[-1])):
+            # integer labels (as zarr hands them over for object arrays): singletons;
+            # negative ids are Java's signed view of the reserved range
+            for dtype in (np.uint64, np.int64):
+                try:
+                    labels = np.asarray(flat, dtype=object).astype(dtype)
+                except (TypeError, ValueError, OverflowError):
+                    continue
+                return cls.from_labels(labels.view(np.uint64).reshape(shape))
+        # one list per distinct object: zarr and to_elements share one object per list
+        object_ids = np.fromiter(map(id, flat), np.int64, count=len(flat))
+        _, first, index = np.unique(object_ids, return_index=True, return_inverse=True)
+        elements = [LabelMultiset.coerce(flat[i]) for i in first]
+        lengths = [e.ids.size for e in elements]
+        list_offsets = np.zeros(len(elements) + 1, np.int64)
         np.cumsum(lengths, out=list_offsets[1:])
-        ids = np.concatenate(ids_parts).astype(np.uint64) if ids_parts else np.zeros(0, np.uint64)
-        counts = np.concatenate(count_parts).astype(np.uint32) if count_parts else np.zeros(0, np.uint32)
-        index = index.astype(_index_dtype(len(lengths))).reshape(shape)
+        if elements:
+            ids = np.concatenate([e.ids for e in elements])
+            counts = np.concatenate([e.counts for e in elements])
+        else:
+            ids, counts = np.zeros(0, np.uint64), np.zeros(0, np.uint32)
+        index = index.reshape(-1).astype(_index_dtype(len(elements))).reshape(shape)
         return cls._from_parts(index, list_offsets, ids, counts)
 
     from_object_array = from_elements
@@ -423,6 +431,24 @@ class LabelMultisetArray:
     def reshape(self, *shape, order="C"):
         return type(self)._from_parts(
             self.index.reshape(*shape, order=order), self.list_offsets, self.ids, self.counts
+        )
+
+    def padded(self, shape, fill):
+        """This array at the origin of a larger ``shape``, the rest filled with ``fill``
+        (a :class:`LabelMultiset`): how truncated N5 boundary blocks become full chunks."""
+        shape = tuple(int(s) for s in shape)
+        if shape == self.shape:
+            return self
+        if len(shape) != self.ndim or any(s < own for s, own in zip(shape, self.shape)):
+            raise LabelMultisetFormatError(f"shape: {self.shape} does not fit in {shape}")
+        fill = LabelMultiset.coerce(fill)
+        index = np.full(shape, self.n_lists, _index_dtype(self.n_lists + 1))
+        index[tuple(slice(0, s) for s in self.shape)] = self.index
+        return type(self)._from_parts(
+            index,
+            np.append(self.list_offsets, self.list_offsets[-1] + fill.num_entries),
+            np.concatenate([self.ids, fill.ids]),
+            np.concatenate([self.counts, fill.counts]),
         )
 
     def to_elements(self):

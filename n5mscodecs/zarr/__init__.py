@@ -1,0 +1,31 @@
+"""zarr-python 3 integration: the ``label_multiset`` data type, v3 codecs and an N5 store view.
+
+Importing this module registers everything with zarr (zarr >= 3.4.1 also finds
+them through entry points; older zarr never loads data type entry points, so
+``import n5mscodecs.zarr`` before opening label multiset arrays there).
+"""
+
+from zarr.core.dtype import data_type_registry as _data_type_registry
+from zarr.registry import register_codec as _register_codec
+
+from .codecs import (
+    ZARR_CODECS,
+    LabelMultisetZarrCodec,
+    N5LabelMultisetZarrCodec,
+    N5VarlenZarrCodec,
+    chunk_to_multisets,
+)
+from .dtype import LabelMultisetDType
+
+for _name, _cls in ZARR_CODECS.items():
+    _register_codec(_name, _cls)
+if LabelMultisetDType._zarr_v3_name not in _data_type_registry.contents:
+    _data_type_registry.register(LabelMultisetDType._zarr_v3_name, LabelMultisetDType)
+
+__all__ = [
+    "LabelMultisetDType",
+    "N5VarlenZarrCodec",
+    "N5LabelMultisetZarrCodec",
+    "LabelMultisetZarrCodec",
+    "chunk_to_multisets",
+]

@@ -1,0 +1,160 @@
+"""zarr v3 codecs: ``n5_varlen``, ``n5_label_multiset``, ``label_multiset`` (array -> bytes).
+
+They delegate to the same functions as the numcodecs codecs; this module only
+converts between zarr's chunk buffers (object arrays of elements) and
+:class:`~n5mscodecs.LabelMultisetArray`. Decoding and encoding run in a worker
+thread (``asyncio.to_thread``) so the GIL-free kernels leave the event loop
+free; zarr 3.4's synchronous pipeline calls ``_decode_sync``/``_encode_sync``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from zarr.abc.codec import ArrayBytesCodec
+from zarr.core.common import parse_named_configuration
+
+from ..errors import ConfigurationError, N5HeaderError
+from ..label_multiset import label_multiset_decode, label_multiset_encode
+from ..multiset_array import LabelMultisetArray
+from ..n5_label_multiset import n5_label_multiset_decode, n5_label_multiset_encode
+from ..n5_varlen import CodecChain, n5_block_header, n5_varlen_decode, n5_varlen_encode
+from .dtype import LabelMultisetDType
+
+
+def chunk_to_multisets(chunk_array):
+    """A zarr chunk (object array of elements, or integer labels) as a LabelMultisetArray."""
+    return LabelMultisetArray.from_elements(chunk_array.as_numpy_array())
+
+
+def multisets_to_chunk(multisets, chunk_spec):
+    """Pad a (possibly truncated) block with the fill value and hand zarr an element array."""
+    multisets = multisets.padded(chunk_spec.shape, chunk_spec.fill_value)
+    return chunk_spec.prototype.nd_buffer.from_numpy_array(multisets.to_elements())
+
+
+@dataclass(frozen=True)
+class _MultisetCodec(ArrayBytesCodec):
+    """Shared plumbing of the label multiset array-to-bytes codecs."""
+
+    codec_name: ClassVar[str] = ""
+    is_fixed_size = False
+
+    @classmethod
+    def from_dict(cls, data):
+        _, configuration = parse_named_configuration(data, cls.codec_name, require_configuration=False)
+        if configuration:
+            raise ConfigurationError(f"{cls.codec_name}: takes no configuration, got {configuration!r}")
+        return cls()
+
+    def to_dict(self):
+        return {"name": self.codec_name}
+
+    def evolve_from_array_spec(self, array_spec):
+        return self
+
+    def validate(self, *, shape, dtype, chunk_grid):
+        if not isinstance(dtype, LabelMultisetDType):
+            raise ConfigurationError(
+                f"{self.codec_name}: needs the label_multiset data type, the array has {dtype}"
+            )
+
+    def compute_encoded_size(self, input_byte_length, chunk_spec):
+        raise NotImplementedError(f"{self.codec_name} output size depends on the data")
+
+    def _decode_multisets(self, data, chunk_spec):
+        raise NotImplementedError
+
+    def _encode_multisets(self, multisets, chunk_spec):
+        raise NotImplementedError
+
+    def _decode_sync(self, chunk_bytes, chunk_spec):
+        data = chunk_bytes.as_numpy_array()
+        return multisets_to_chunk(self._decode_multisets(data, chunk_spec), chunk_spec)
+
+    def _encode_sync(self, chunk_array, chunk_spec):
+        encoded = self._encode_multisets(chunk_to_multisets(chunk_array), chunk_spec)
+        return chunk_spec.prototype.buffer.from_bytes(bytes(encoded))
+
+    async def _decode_single(self, chunk_bytes, chunk_spec):
+        return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
+
+    async def _encode_single(self, chunk_array, chunk_spec):
+        return await asyncio.to_thread(self._encode_sync, chunk_array, chunk_spec)
+
+
+@dataclass(frozen=True)
+class LabelMultisetZarrCodec(_MultisetCodec):
+    """``label_multiset``: zarr-native payload, C order over the chunk."""
+
+    codec_name: ClassVar[str] = "label_multiset"
+
+    def _decode_multisets(self, data, chunk_spec):
+        return label_multiset_decode(data, chunk_spec.shape, threads=1)
+
+    def _encode_multisets(self, multisets, chunk_spec):
+        return label_multiset_encode(multisets, threads=1)
+
+
+@dataclass(frozen=True)
+class N5LabelMultisetZarrCodec(_MultisetCodec):
+    """``n5_label_multiset`` as an outer codec: the N5 legacy payload without a block header."""
+
+    codec_name: ClassVar[str] = "n5_label_multiset"
+
+    def _decode_multisets(self, data, chunk_spec):
+        return n5_label_multiset_decode(data, chunk_spec.shape, threads=1)
+
+    def _encode_multisets(self, multisets, chunk_spec):
+        return n5_label_multiset_encode(multisets, threads=1)
+
+
+@dataclass(frozen=True, init=False)
+class N5VarlenZarrCodec(_MultisetCodec):
+    """``n5_varlen``: N5 varlength blocks around an inner chain (``configuration.codecs``).
+
+    Truncated boundary blocks (Java) decode to the full chunk, padded with the
+    fill value. Encoding writes the chunk zarr hands over (full chunk shape);
+    :class:`~n5mscodecs.zarr.N5Store` truncates boundary blocks as Java does.
+    """
+
+    codec_name: ClassVar[str] = "n5_varlen"
+    codecs: tuple = ()
+
+    def __init__(self, *, codecs):
+        chain = CodecChain(codecs)  # validates: errors at open time, not deep in decode
+        object.__setattr__(self, "codecs", tuple(chain.v3_configs()))
+        object.__setattr__(self, "_chain", chain)
+
+    @classmethod
+    def from_dict(cls, data):
+        _, configuration = parse_named_configuration(data, cls.codec_name, require_configuration=True)
+        if set(configuration) != {"codecs"}:
+            raise ConfigurationError(
+                f"n5_varlen: configuration must hold exactly 'codecs', got {sorted(configuration)}"
+            )
+        return cls(codecs=configuration["codecs"])
+
+    def to_dict(self):
+        return {"name": self.codec_name, "configuration": {"codecs": list(self.codecs)}}
+
+    def _decode_multisets(self, data, chunk_spec):
+        header = n5_block_header(data)
+        if len(header.shape) != len(chunk_spec.shape):
+            raise N5HeaderError(
+                f"n5_varlen: block has ndim {len(header.shape)}, the array {len(chunk_spec.shape)}"
+            )
+        if any(h > c for h, c in zip(header.shape, chunk_spec.shape)):
+            raise N5HeaderError(
+                f"n5_varlen: block dims {header.shape} exceed the chunk shape {chunk_spec.shape}"
+            )
+        return n5_varlen_decode(data, self._chain, threads=1)
+
+    def _encode_multisets(self, multisets, chunk_spec):
+        return n5_varlen_encode(multisets, self._chain, threads=1)
+
+
+ZARR_CODECS = {cls.codec_name: cls for cls in (N5VarlenZarrCodec, N5LabelMultisetZarrCodec, LabelMultisetZarrCodec)}

@@ -1,0 +1,114 @@
+"""The zarr data type ``label_multiset`` (object arrays of :class:`~n5mscodecs.LabelMultiset`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from zarr.core.dtype.common import DataTypeValidationError
+from zarr.core.dtype.wrapper import ZDType
+
+from ..multiset_array import INVALID, LabelMultiset
+
+_HEX = re.compile(r"^0[xX][0-9a-fA-F]{1,16}$")
+V2_OBJECT_CODEC_ID = "label_multiset_vlen"
+
+
+def parse_fill_value(value):
+    """A ``fill_value`` hex string (e.g. "0xFFFFFFFFFFFFFFFE") -> the singleton {id: 1}."""
+    if isinstance(value, LabelMultiset):
+        return value
+    if isinstance(value, str) and _HEX.match(value):
+        return LabelMultiset([int(value, 16)], [1])
+    raise DataTypeValidationError(
+        f"label_multiset fill_value must be a hex string like '0xFFFFFFFFFFFFFFFE', got {value!r}"
+    )
+
+
+def fill_value_json(element):
+    """The hex string of a singleton {id: 1} element."""
+    element = LabelMultiset.coerce(element)
+    if element.num_entries != 1 or int(element.counts[0]) != 1:
+        raise DataTypeValidationError(
+            f"label_multiset fill_value must be a singleton {{id: 1}}, got {element!r}"
+        )
+    return f"0x{int(element.ids[0]):016X}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelMultisetDType(ZDType[np.dtypes.ObjectDType, LabelMultiset]):
+    """zarr data type ``label_multiset``: elements are :class:`~n5mscodecs.LabelMultiset`.
+
+    In zarr v3 metadata it is the string ``"label_multiset"``; in the v2
+    format an object dtype (``"|O"``) whose object codec is
+    ``label_multiset_vlen``. The fill value is a hex string naming the id of
+    a singleton with count 1; canonical ``"0xFFFFFFFFFFFFFFFE"`` = ``{INVALID: 1}``.
+    """
+
+    dtype_cls: ClassVar = np.dtypes.ObjectDType
+    _zarr_v3_name: ClassVar[str] = "label_multiset"
+    object_codec_id: ClassVar[str] = V2_OBJECT_CODEC_ID
+
+    @classmethod
+    def from_native_dtype(cls, dtype):
+        # a plain numpy object dtype says nothing about its elements: never claim it
+        raise DataTypeValidationError(f"{dtype!r} is not a label_multiset data type")
+
+    def to_native_dtype(self):
+        return np.dtype(object)
+
+    @classmethod
+    def _check_json_v3(cls, data):
+        if data == cls._zarr_v3_name:
+            return True
+        if isinstance(data, dict) and data.get("name") == cls._zarr_v3_name:
+            if set(data) - {"name", "configuration"} or data.get("configuration"):
+                raise DataTypeValidationError(
+                    f"label_multiset takes no configuration, got {data!r}"
+                )
+            return True
+        return False
+
+    @classmethod
+    def _check_json_v2(cls, data):
+        # zarr only reports the object codec ids it knows itself, so ours arrives as None
+        return (isinstance(data, dict) and data.get("name") == "|O"
+                and data.get("object_codec_id") in (None, V2_OBJECT_CODEC_ID))
+
+    @classmethod
+    def _from_json_v3(cls, data):
+        if cls._check_json_v3(data):
+            return cls()
+        raise DataTypeValidationError(f"not the label_multiset data type: {data!r}")
+
+    @classmethod
+    def _from_json_v2(cls, data):
+        if cls._check_json_v2(data):
+            return cls()
+        raise DataTypeValidationError(f"not a label_multiset object array: {data!r}")
+
+    def to_json(self, zarr_format):
+        if zarr_format == 2:
+            return {"name": "|O", "object_codec_id": V2_OBJECT_CODEC_ID}
+        if zarr_format == 3:
+            return self._zarr_v3_name
+        raise ValueError(f"zarr_format must be 2 or 3, got {zarr_format}")
+
+    def _check_scalar(self, data):
+        return isinstance(data, (LabelMultiset, dict, int, np.integer, str))
+
+    def cast_scalar(self, data):
+        if isinstance(data, str):
+            return parse_fill_value(data)
+        return LabelMultiset.coerce(data)
+
+    def default_scalar(self):
+        return LabelMultiset([INVALID], [1])
+
+    def from_json_scalar(self, data, *, zarr_format):
+        return parse_fill_value(data)
+
+    def to_json_scalar(self, data, *, zarr_format):
+        return fill_value_json(self.cast_scalar(data))
