@@ -16,6 +16,7 @@ from .codecs import (
     chunk_to_multisets,
 )
 from .dtype import LabelMultisetDType
+from .store import N5Store, label_multiset_metadata
 
 for _name, _cls in ZARR_CODECS.items():
     _register_codec(_name, _cls)
@@ -23,6 +24,8 @@ if LabelMultisetDType._zarr_v3_name not in _data_type_registry.contents:
     _data_type_registry.register(LabelMultisetDType._zarr_v3_name, LabelMultisetDType)
 
 __all__ = [
+    "N5Store",
+    "label_multiset_metadata",
     "LabelMultisetDType",
     "N5VarlenZarrCodec",
     "N5LabelMultisetZarrCodec",
