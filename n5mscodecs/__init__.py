@@ -27,6 +27,7 @@ __all__ = [
     "TRANSPARENT",
     "LabelMultiset",
     "LabelMultisetArray",
+    "argmax_elements",
     "N5BlockHeader",
     "N5LabelMultiset",
     "LabelMultisetCodec",
@@ -49,6 +50,7 @@ from .multiset_array import (
     TRANSPARENT,
     LabelMultiset,
     LabelMultisetArray,
+    argmax_elements,
 )
 from .n5_header import N5BlockHeader
 

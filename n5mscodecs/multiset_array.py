@@ -479,6 +479,15 @@ class LabelMultisetArray:
         return self.equals(other)
 
 
+def argmax_elements(elements, rule="spec"):
+    """Argmax of an object array of elements (a zarr/dask chunk) as uint64 of the same shape.
+
+    >>> argmax_elements(np.array([LabelMultiset([4, 2], [1, 3]), LabelMultiset()], dtype=object))
+    array([                   2, 18446744073709551614], dtype=uint64)
+    """
+    return LabelMultisetArray.from_elements(np.asarray(elements, dtype=object)).argmax(rule=rule)
+
+
 def per_voxel(values, index):
     """``values[index]``, keeping an F-ordered index F-ordered (numpy's fancy indexing
     would walk it strided, which is 2x slower)."""

@@ -16,7 +16,7 @@ from .codecs import (
     chunk_to_multisets,
 )
 from .dtype import LabelMultisetDType
-from .store import N5Store, label_multiset_metadata
+from .store import N5Store, label_multiset_metadata, write_zarr_json, zarr_document
 
 for _name, _cls in ZARR_CODECS.items():
     _register_codec(_name, _cls)
@@ -26,6 +26,8 @@ if LabelMultisetDType._zarr_v3_name not in _data_type_registry.contents:
 __all__ = [
     "N5Store",
     "label_multiset_metadata",
+    "write_zarr_json",
+    "zarr_document",
     "LabelMultisetDType",
     "N5VarlenZarrCodec",
     "N5LabelMultisetZarrCodec",

@@ -7,9 +7,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from zarr.core.dtype.common import DataTypeValidationError
+try:  # zarr >= 3.4 moved it
+    from zarr.errors import DataTypeValidationError
+except ImportError:
+    from zarr.core.dtype.common import DataTypeValidationError
 from zarr.core.dtype.wrapper import ZDType
 
+from ..errors import ConfigurationError
 from ..multiset_array import INVALID, LabelMultiset
 
 _HEX = re.compile(r"^0[xX][0-9a-fA-F]{1,16}$")
@@ -22,7 +26,7 @@ def parse_fill_value(value):
         return value
     if isinstance(value, str) and _HEX.match(value):
         return LabelMultiset([int(value, 16)], [1])
-    raise DataTypeValidationError(
+    raise ConfigurationError(
         f"label_multiset fill_value must be a hex string like '0xFFFFFFFFFFFFFFFE', got {value!r}"
     )
 
@@ -31,7 +35,7 @@ def fill_value_json(element):
     """The hex string of a singleton {id: 1} element."""
     element = LabelMultiset.coerce(element)
     if element.num_entries != 1 or int(element.counts[0]) != 1:
-        raise DataTypeValidationError(
+        raise ConfigurationError(
             f"label_multiset fill_value must be a singleton {{id: 1}}, got {element!r}"
         )
     return f"0x{int(element.ids[0]):016X}"
@@ -65,7 +69,8 @@ class LabelMultisetDType(ZDType[np.dtypes.ObjectDType, LabelMultiset]):
             return True
         if isinstance(data, dict) and data.get("name") == cls._zarr_v3_name:
             if set(data) - {"name", "configuration"} or data.get("configuration"):
-                raise DataTypeValidationError(
+                # not DataTypeValidationError: zarr would swallow it into "no data type matches"
+                raise ConfigurationError(
                     f"label_multiset takes no configuration, got {data!r}"
                 )
             return True

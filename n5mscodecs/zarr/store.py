@@ -20,6 +20,7 @@ Wraps any zarr store holding an N5 container (``attributes.json`` files):
 from __future__ import annotations
 
 import json
+import os
 
 from zarr.core.buffer import default_buffer_prototype
 from zarr.storage import WrapperStore
@@ -72,6 +73,47 @@ def _default_mode_metadata(attributes, path):
 
     group = N5GroupMetadata.from_jso(dict(attributes))
     return N5ArrayMetadata.from_group(group).to_zarr().to_dict()
+
+
+def zarr_document(attributes, path="", fill_label=INVALID):
+    """The zarr v3 metadata document equivalent to an N5 ``attributes.json``."""
+    if "dimensions" not in attributes:
+        return {"zarr_format": 3, "node_type": "group", "attributes": _zarr_attributes(attributes)}
+    if attributes.get("isLabelMultiset"):
+        return label_multiset_metadata(attributes, fill_label)
+    return _default_mode_metadata(attributes, path)
+
+
+def write_zarr_json(container, *, fill_label=INVALID, overwrite=False):
+    """Write a ``zarr.json`` next to every ``attributes.json`` of an N5 container on disk.
+
+    The container then opens with plain ``zarr.open_group``/``zarr.open_array``
+    and stays a valid N5 container; no block is touched. Plain numeric
+    datasets get zarr-n5's metadata when zarr-n5 is installed and are skipped
+    otherwise. Returns ``(written, skipped)`` lists of directories.
+    """
+    written, skipped = [], []
+    for directory, subdirs, files in os.walk(container):
+        subdirs.sort()
+        if ATTRIBUTES not in files:
+            continue
+        target = os.path.join(directory, ZARR_JSON)
+        if os.path.exists(target) and not overwrite:
+            skipped.append(directory)
+            continue
+        with open(os.path.join(directory, ATTRIBUTES), "rb") as f:
+            attributes = json.load(f)
+        try:
+            document = zarr_document(attributes, directory, fill_label)
+        except ConfigurationError:
+            skipped.append(directory)
+            continue
+        if "dimensions" in attributes:
+            subdirs[:] = []  # block directories below a dataset
+        with open(target, "w") as f:
+            json.dump(document, f, indent=2)
+        written.append(directory)
+    return written, skipped
 
 
 def _attributes_from_zarr(document, prefix):
@@ -155,11 +197,7 @@ class N5Store(WrapperStore):
             if prefix == "" or await self._has_children(prefix.rstrip("/")):
                 return {"zarr_format": 3, "node_type": "group", "attributes": {}}
             return None
-        if "dimensions" not in attributes:
-            return {"zarr_format": 3, "node_type": "group", "attributes": _zarr_attributes(attributes)}
-        if attributes.get("isLabelMultiset"):
-            return label_multiset_metadata(attributes, self.fill_label)
-        return _default_mode_metadata(attributes, prefix)
+        return zarr_document(attributes, prefix, self.fill_label)
 
     async def _label_dataset_of(self, key):
         """(dataset, grid position) if ``key`` is a block of a label multiset dataset."""
