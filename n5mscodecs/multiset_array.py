@@ -76,6 +76,15 @@ class LabelMultiset:
         self._key = None
 
     @classmethod
+    def _from_readonly(cls, ids, counts):
+        """Wrap read-only uint64/uint32 arrays without copying or checking (internal)."""
+        self = object.__new__(cls)
+        self._ids = ids
+        self._counts = counts
+        self._key = None
+        return self
+
+    @classmethod
     def from_mapping(cls, mapping):
         """From ``{id: count}``."""
         return cls(list(mapping.keys()), list(mapping.values()))
@@ -454,9 +463,22 @@ class LabelMultisetArray:
     def to_elements(self):
         """Object ndarray of :class:`LabelMultiset`, one shared object per distinct list."""
         elements = np.empty(self.n_lists, dtype=object)
+        ids, counts = self.ids.view(), self.counts.view()
+        ids.flags.writeable = False  # slices of read-only views are read-only
+        counts.flags.writeable = False
+        make = LabelMultiset._from_readonly
+        bounds = self.list_offsets.tolist()
         for i in range(self.n_lists):
-            elements[i] = self.element(i)
-        return elements[self.index]
+            lo, hi = bounds[i], bounds[i + 1]
+            elements[i] = make(ids[lo:hi], counts[lo:hi])
+        # keep the index's memory order: N5 blocks are F-ordered views
+        order = "F" if self.index.flags.f_contiguous and not self.index.flags.c_contiguous else "C"
+        flat = self.index.ravel(order=order)
+        if flat.dtype not in (np.int32, np.int64):
+            flat = flat.astype(np.int64)
+        out = np.empty(self.size, dtype=object)
+        _kernels.gather_objects(elements, np.ascontiguousarray(flat), out)
+        return out.reshape(self.shape, order=order)
 
     to_object_array = to_elements
 

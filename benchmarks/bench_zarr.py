@@ -1,0 +1,87 @@
+"""Reading label multisets through zarr vs decoding the same chunks directly (issue 4).
+
+    python benchmarks/bench_zarr.py [--size 256] [--repeat 5]
+
+A size^3 array of scale-0 singletons (~1000 labels), 64^3 chunks, gzip. Targets:
+zarr read time <= 1.5x the direct decode of the same chunks with the codec
+functions, and 2 threads >= 1.5x one thread. Prints medians and ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import zarr
+from zarr.codecs import GzipCodec
+
+import n5mscodecs.zarr as nz
+from n5mscodecs import label_multiset_decode
+from n5mscodecs.cli import voronoi_labels
+
+
+def median_time(fn, repeat):
+    fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--size", type=int, default=256)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    shape, chunks = (args.size,) * 3, (64, 64, 64)
+    labels = voronoi_labels(shape, 1000, seed=2)
+    workdir = Path(tempfile.mkdtemp(prefix="n5ms-bench-zarr-"))
+    array = zarr.create_array(workdir / "a", shape=shape, chunks=chunks, dtype=nz.LabelMultisetDType(),
+                              fill_value="0xFFFFFFFFFFFFFFFE", serializer=nz.LabelMultisetZarrCodec(),
+                              compressors=[GzipCodec(level=6)])
+    array[:] = labels
+    chunk_files = sorted(p for p in (workdir / "a" / "c").rglob("*") if p.is_file())
+    print(f"zarr {zarr.__version__}: {shape} label_multiset array, {len(chunk_files)} chunks of {chunks}, "
+          f"gzip, {len(np.unique(labels))} labels; {os.cpu_count()} cores; median of {args.repeat}")
+
+    def direct_one(path):
+        return label_multiset_decode(gzip.decompress(path.read_bytes()), chunks, threads=1)
+
+    def direct(n_threads):
+        with ThreadPoolExecutor(n_threads) as pool:
+            return list(pool.map(direct_one, chunk_files))
+
+    def through_zarr(n_threads):
+        with zarr.config.set({"threading.max_workers": n_threads}):
+            return zarr.open_array(workdir / "a")[:]
+
+    assert np.array_equal(nz.chunk_to_multisets(
+        zarr.core.buffer.cpu.NDBuffer.from_numpy_array(through_zarr(2))).argmax(), labels)
+    results = {}
+    for n in (1, 2):
+        results["direct", n] = median_time(lambda: direct(n), args.repeat)
+        results["zarr", n] = median_time(lambda: through_zarr(n), args.repeat)
+    voxels = labels.size
+    for (kind, n), t in results.items():
+        print(f"  {kind:<7} {n} thread(s): {t * 1e3:8.1f} ms  {voxels / t / 1e6:7.1f} Mvoxel/s")
+    for n in (1, 2):
+        ratio = results["zarr", n] / results["direct", n]
+        print(f"  zarr / direct, {n} thread(s): {ratio:.2f}x  (target <= 1.5) {'PASS' if ratio <= 1.5 else 'MISS'}")
+    speedup = results["zarr", 1] / results["zarr", 2]
+    print(f"  zarr 2 threads vs 1: {speedup:.2f}x  (target >= 1.5) {'PASS' if speedup >= 1.5 else 'MISS'}")
+    print(f"  direct 2 threads vs 1: {results['direct', 1] / results['direct', 2]:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
