@@ -71,15 +71,33 @@ def main(argv=None):
     for n in (1, 2):
         results["direct", n] = median_time(lambda: direct(n), args.repeat)
         results["zarr", n] = median_time(lambda: through_zarr(n), args.repeat)
+    # zarr's own floor for object arrays: the same read with our codec replaced by a
+    # lookup of an already decoded chunk (gzip and zarr's copying still run)
+    from n5mscodecs.zarr import codecs as zarr_codecs
+    decode_sync = zarr_codecs.LabelMultisetZarrCodec._decode_sync
+    decoded = {}
+
+    def cached(self, chunk_bytes, chunk_spec):
+        if "chunk" not in decoded:
+            decoded["chunk"] = decode_sync(self, chunk_bytes, chunk_spec)
+        return decoded["chunk"]
+
+    zarr_codecs.LabelMultisetZarrCodec._decode_sync = cached
+    try:
+        results["zarr floor", 2] = median_time(lambda: through_zarr(2), args.repeat)
+    finally:
+        zarr_codecs.LabelMultisetZarrCodec._decode_sync = decode_sync
     voxels = labels.size
     for (kind, n), t in results.items():
-        print(f"  {kind:<7} {n} thread(s): {t * 1e3:8.1f} ms  {voxels / t / 1e6:7.1f} Mvoxel/s")
+        print(f"  {kind:<10} {n} thread(s): {t * 1e3:8.1f} ms  {voxels / t / 1e6:7.1f} Mvoxel/s")
     for n in (1, 2):
         ratio = results["zarr", n] / results["direct", n]
         print(f"  zarr / direct, {n} thread(s): {ratio:.2f}x  (target <= 1.5) {'PASS' if ratio <= 1.5 else 'MISS'}")
     speedup = results["zarr", 1] / results["zarr", 2]
     print(f"  zarr 2 threads vs 1: {speedup:.2f}x  (target >= 1.5) {'PASS' if speedup >= 1.5 else 'MISS'}")
     print(f"  direct 2 threads vs 1: {results['direct', 1] / results['direct', 2]:.2f}x")
+    print(f"  zarr floor (codec replaced by a cached chunk) / direct, 2 threads: "
+          f"{results['zarr floor', 2] / results['direct', 2]:.2f}x")
     return 0
 
 
