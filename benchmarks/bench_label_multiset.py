@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from timing import median_time
 
 from n5mscodecs import LabelMultisetArray, n5_label_multiset_decode, n5_label_multiset_encode
 from n5mscodecs.cli import voronoi_labels
@@ -48,16 +47,6 @@ def numpy_decode(payload, shape):
     per_list = np.full(starts.size, INVALID, np.uint64)
     per_list[list_of_entry[order][first]] = ids[order][first]
     return per_list[index].reshape(shape, order="F")
-
-
-def median_time(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def row(name, value, unit, target=None, ok=None):

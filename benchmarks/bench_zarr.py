@@ -12,30 +12,19 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
-import statistics
 import sys
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from timing import median_time
 import zarr
 from zarr.codecs import GzipCodec
 
 import n5mscodecs.zarr as nz
 from n5mscodecs import label_multiset_decode
 from n5mscodecs.cli import voronoi_labels
-
-
-def median_time(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main(argv=None):

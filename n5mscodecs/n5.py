@@ -356,8 +356,16 @@ def _n5_compression(compression):
     return {"type": "raw"} if compressor is None else compressor.n5_config()
 
 
-def _block_grid(shape, chunks):
-    return list(np.ndindex(*[-(-s // c) for s, c in zip(shape, chunks)]))
+def _write_blocks(dataset, data, threads):
+    """Write every block of ``data`` in parallel; each block is written by one worker."""
+    chunks = dataset.chunks
+
+    def write_one(grid_position):
+        region = tuple(slice(g * c, (g + 1) * c) for g, c in zip(grid_position, chunks))
+        dataset.write_block(grid_position, data[region])
+
+    with ThreadPoolExecutor(max_workers=default_threads(threads)) as pool:
+        list(pool.map(write_one, np.ndindex(*dataset.grid_shape)))
 
 
 def write(path, data, chunks, *, compression="gzip", attributes=None, overwrite=False,
@@ -388,13 +396,7 @@ def write(path, data, chunks, *, compression="gzip", attributes=None, overwrite=
     }
     _write_json_atomic(os.path.join(path, "attributes.json"), document)
     dataset = LabelMultisetDataset(path, document)
-
-    def write_one(grid_position):
-        region = tuple(slice(g * c, (g + 1) * c) for g, c in zip(grid_position, chunks))
-        dataset.write_block(grid_position, data[region])
-
-    with ThreadPoolExecutor(max_workers=default_threads(threads)) as pool:
-        list(pool.map(write_one, _block_grid(data.shape, chunks)))
+    _write_blocks(dataset, data, threads)
     return dataset
 
 
@@ -410,11 +412,5 @@ def write_array(path, data, chunks, *, compression="gzip", attributes=None, over
                 "blockSize": list(chunks), "dimensions": list(data.shape), **(attributes or {})}
     _write_json_atomic(os.path.join(path, "attributes.json"), document)
     dataset = ArrayDataset(path, document)
-
-    def write_one(grid_position):
-        region = tuple(slice(g * c, (g + 1) * c) for g, c in zip(grid_position, chunks))
-        dataset.write_block(grid_position, data[region])
-
-    with ThreadPoolExecutor(max_workers=default_threads(threads)) as pool:
-        list(pool.map(write_one, _block_grid(data.shape, chunks)))
+    _write_blocks(dataset, data, threads)
     return dataset
