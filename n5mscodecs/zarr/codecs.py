@@ -13,7 +13,6 @@ import asyncio
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
 from zarr.abc.codec import ArrayBytesCodec
 from zarr.core.common import parse_named_configuration
 
