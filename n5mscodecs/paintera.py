@@ -40,6 +40,7 @@ from .errors import ConfigurationError
 from .multiset_array import KEEP_RULES, MAX_ID, LabelMultisetArray, default_threads
 from .n5_compression import compressor_from_config
 from .n5_header import MODE_VARLENGTH, N5BlockHeader
+from .n5_varlen import n5_varlen_encode
 
 LABEL_BLOCK_LOOKUP = {"type": "n5-filesystem-relative", "scaleDatasetPattern": "label-to-block-mapping/s%d"}
 CONVERSION_KEY = "n5mscodecs:conversion"
@@ -241,9 +242,15 @@ def _write_varlength_uint64(dataset, grid, values):
 
 
 def _write_block(job, level, grid, block):
-    """unique-labels first, then the data block: a data block on disk means both are complete."""
-    _write_varlength_uint64(job.unique_labels(level), grid, block.unique_labels())
-    job.data(level).write_block(grid, block)
+    """unique-labels first, then the data block: a data block on disk means both are complete.
+
+    Every list of ``block`` is in use and has positive counts (made from
+    labels, by downsampling, or assembled from such), so the ids are the
+    block's labels and the block is always written.
+    """
+    _write_varlength_uint64(job.unique_labels(level), grid, np.unique(block.ids))
+    data = job.data(level)
+    n5._write_atomic(data.block_path(grid), n5_varlen_encode(block, data.codec_chain, threads=1))
 
 
 def _source_block(job, grid):
