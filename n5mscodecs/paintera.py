@@ -442,17 +442,18 @@ class _NoProgress:
 
 
 def _executor(scheduler, threads):
-    """(executor, client to close or None): local threads, or a dask.distributed cluster."""
+    """(executor, worker threads, client to close or None): local threads, or a dask.distributed cluster."""
     if scheduler is None:
-        return ThreadPoolExecutor(max_workers=default_threads(threads)), None
+        n = default_threads(threads)
+        return ThreadPoolExecutor(max_workers=n), n, None
     try:
         import distributed
     except ImportError as exc:
         raise ConfigurationError("scheduler: a dask cluster needs the 'dask' extra (dask.distributed)") from exc
-    if isinstance(scheduler, distributed.Client):
-        return scheduler.get_executor(), None
-    client = distributed.Client(scheduler)
-    return client.get_executor(), client
+    owned = not isinstance(scheduler, distributed.Client)
+    client = distributed.Client(scheduler) if owned else scheduler
+    n = max(1, sum(client.nthreads().values()))
+    return client.get_executor(), n, client if owned else None
 
 
 def _run_blocks(executor, job, level, progress, window):
@@ -576,9 +577,8 @@ def convert(source, target, *, dataset=None, block_size=64, factors=None, compre
         return _summary(job, 0, blocks_total, started)
 
     _write_layout(job, resolution, offset, lookup_block_size)
-    executor, client = _executor(scheduler, threads)
-    window = 4 * (default_threads(threads) if scheduler is None else
-                  max(1, sum(client_threads(executor).values())))
+    executor, workers, client = _executor(scheduler, threads)
+    window = 4 * workers
     written = 0
     try:
         first = 1 if job.n_levels > 1 else 0   # level-1 tasks write the level-0 blocks they consume
@@ -602,11 +602,6 @@ def convert(source, target, *, dataset=None, block_size=64, factors=None, compre
                   CONVERSION_KEY: {"complete": True, "parameters": parameters}}
     n5._write_json_atomic(os.path.join(target, "attributes.json"), attributes)
     return _summary(job, written, blocks_total, started)
-
-
-def client_threads(executor):
-    """Worker threads of the cluster behind a distributed ``ClientExecutor``."""
-    return executor._client.nthreads()
 
 
 def _write_layout(job, resolution, offset, lookup_block_size):
