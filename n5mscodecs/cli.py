@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from . import __version__, n5
+from . import __version__, n5, paintera
 from .errors import N5msCodecsError
 
 
@@ -22,21 +22,87 @@ def voronoi_labels(shape=(192, 192, 192), n_labels=300, seed=0):
     """
     rng = np.random.default_rng(seed)
     coarse = tuple(-(-s // 4) for s in shape)
-    seeds = rng.random((n_labels, 3)) * np.array(coarse)
-    grid = np.stack(np.meshgrid(*[np.arange(c) + 0.5 for c in coarse], indexing="ij"), -1).reshape(-1, 3)
+    seeds = (rng.random((n_labels, 3)) * np.array(coarse)).astype(np.float32)
+    grid = np.stack(np.meshgrid(*[np.arange(c, dtype=np.float32) + 0.5 for c in coarse], indexing="ij"),
+                    -1).reshape(-1, 3)
     labels = np.empty(len(grid), np.uint64)
+    seed_norms = (seeds ** 2).sum(1)
     for start in range(0, len(grid), 1 << 15):
         part = grid[start:start + (1 << 15)]
-        distance = ((part[:, None, :] - seeds[None, :, :]) ** 2).sum(-1)
-        labels[start:start + len(part)] = distance.argmin(1) + 1
+        # |p - s|^2 = |p|^2 - 2 p.s + |s|^2; |p|^2 does not change the argmin
+        labels[start:start + len(part)] = (seed_norms - 2 * part @ seeds.T).argmin(1) + 1
     labels = labels.reshape(coarse)
-    for axis in range(3):
-        labels = np.repeat(labels, 4, axis=axis)
-    return np.ascontiguousarray(labels[: shape[0], : shape[1], : shape[2]])
+    full = np.broadcast_to(labels[:, None, :, None, :, None], (coarse[0], 4, coarse[1], 4, coarse[2], 4))
+    return np.ascontiguousarray(full.reshape(4 * coarse[0], 4 * coarse[1], 4 * coarse[2])[
+        : shape[0], : shape[1], : shape[2]])
 
 
 def _size_on_disk(path):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
+
+
+class _TextProgress:
+    """Progress without tqdm: one line per stage."""
+
+    def __init__(self, description, total):
+        self.description, self.total, self.done = description, total, 0
+        self.started = time.perf_counter()
+
+    def update(self, n=1):
+        self.done += n
+
+    def close(self):
+        print(f"  {self.description}: {self.done}/{self.total} in {time.perf_counter() - self.started:.1f} s",
+              file=sys.stderr)
+
+
+def _progress(enabled):
+    """A ``progress(description, total)`` factory: tqdm bars when tqdm is installed."""
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _TextProgress
+    return lambda description, total: tqdm(desc=f"  {description}", total=total, unit="block",
+                                           file=sys.stderr, leave=True)
+
+
+def _print_summary(summary):
+    seconds = summary.seconds
+    print(f"  wrote {summary.target}: {len(summary.level_shapes)} levels "
+          + " ".join(f"s{k}={list(shape)}" for k, shape in enumerate(summary.level_shapes)))
+    print(f"    {summary.blocks_written}/{summary.blocks_total} blocks written, {summary.n_labels} labels, "
+          f"maxId {summary.max_id}, {_size_on_disk(summary.target) / 2**20:.2f} MiB on disk")
+    print(f"    {seconds:.2f} s, {summary.voxels / seconds / 1e6:.1f} Mvoxel/s")
+
+
+def verify_pyramid(target, labels):
+    """Problems found reading a pyramid back: s0 against ``labels`` (N5 order), each level
+    against the downsampling of the level below, the mapping against unique-labels."""
+    problems = []
+    below = n5.open(os.path.join(target, "data", "s0"))[:]
+    if not np.array_equal(below.argmax(), labels):
+        problems.append("s0 argmax differs from the labels")
+    level = 1
+    while os.path.isdir(os.path.join(target, "data", f"s{level}")):
+        dataset = n5.open(os.path.join(target, "data", f"s{level}"))
+        previous = n5.read_attributes(os.path.join(target, "data", f"s{level - 1}"))
+        factors = [int(a / b) for a, b in zip(dataset.attributes["downsamplingFactors"],
+                                              previous.get("downsamplingFactors", [1] * labels.ndim))]
+        current = dataset[:]
+        if current != below.downsample(factors, dataset.attributes["maxNumEntries"]):
+            problems.append(f"s{level} is not the downsampling of s{level - 1}")
+        mapping = paintera.read_label_to_block_mapping(target, level)
+        unique = n5.open(os.path.join(target, "unique-labels", f"s{level}"))
+        for label, intervals in list(mapping.items())[:20]:
+            for lo, _ in intervals:
+                grid = tuple(a // b for a, b in zip(lo, unique.chunks))
+                if label not in unique.read_block(grid):
+                    problems.append(f"s{level}: label {label} mapped to block {grid} that lacks it")
+        below = current
+        level += 1
+    return problems
 
 
 def cmd_demo(args):
@@ -47,20 +113,119 @@ def cmd_demo(args):
     print(f"  generated labels in {time.perf_counter() - t0:.2f} s")
     workdir = args.out or tempfile.mkdtemp(prefix="n5ms-demo-")
     target = os.path.join(workdir, "demo.n5", "labels")
+    summary = paintera.convert(labels, target, block_size=64, compression={"type": "gzip", "level": 6},
+                               overwrite=True, threads=args.threads, progress=_progress(not args.quiet))
+    _print_summary(summary)
+    print(f"    {labels.nbytes / 2**20:.0f} MiB of uint64 labels")
     t0 = time.perf_counter()
-    n5.write(target, labels, chunks=(64, 64, 64), compression={"type": "gzip", "level": 6},
-             overwrite=True, threads=args.threads)
-    write_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    back = n5.open(target)[:]
-    read_s = time.perf_counter() - t0
-    ok = np.array_equal(back.argmax(), labels)
-    voxels = labels.size
-    print(f"  wrote N5 label multiset dataset {target}")
-    print(f"    {_size_on_disk(target) / 2**20:.2f} MiB on disk for {voxels * 8 / 2**20:.0f} MiB of uint64 labels")
-    print(f"    write {voxels / write_s / 1e6:.1f} Mvoxel/s, read {voxels / read_s / 1e6:.1f} Mvoxel/s")
-    print(f"  verified by reading back: {'OK' if ok else 'MISMATCH'}")
-    return 0 if ok else 1
+    problems = verify_pyramid(target, labels)
+    print(f"  verified by reading back in {time.perf_counter() - t0:.2f} s: "
+          + ("OK" if not problems else "MISMATCH: " + "; ".join(problems)))
+    return 0 if not problems else 1
+
+
+def _triple(text):
+    return tuple(float(v) for v in text.split(","))
+
+
+def _factors(text):
+    values = tuple(int(v) for v in text.split(","))
+    return values[0] if len(values) == 1 else values
+
+
+def cmd_convert(args):
+    if os.path.exists(args.target) and not (args.overwrite or args.resume):
+        print(f"n5ms: {args.target} exists (pass --overwrite to replace it or --resume to finish it)",
+              file=sys.stderr)
+        return 2
+    print(f"n5ms convert {args.source} -> {args.target}")
+    summary = paintera.convert(
+        args.source, args.target, dataset=args.dataset, block_size=args.block_size, factors=args.scale,
+        compression=args.compression, max_num_entries=args.max_num_entries, keep=args.keep,
+        resolution=args.resolution, offset=args.offset, lookup_block_size=args.lookup_block_size,
+        threads=args.threads, scheduler=args.scheduler, overwrite=args.overwrite, resume=args.resume,
+        progress=_progress(not args.quiet))
+    _print_summary(summary)
+    return 0
+
+
+def cmd_argmax(args):
+    source = n5.open(args.source)
+    if not isinstance(source, n5.LabelMultisetDataset):
+        print(f"n5ms: {args.source}: not a label multiset dataset", file=sys.stderr)
+        return 2
+    if os.path.exists(args.target) and not args.overwrite:
+        print(f"n5ms: {args.target} exists (pass --overwrite to replace it)", file=sys.stderr)
+        return 2
+    grids = list(np.ndindex(*source.grid_shape))
+    if args.target.rstrip("/").endswith(".zarr"):
+        zarr = _import_or_exit("zarr", "zarr", "a zarr target")
+        # zarr arrays are C-ordered (z, y, x): the N5 axes reversed
+        target = zarr.create_array(args.target, shape=source.shape[::-1], chunks=source.chunks[::-1],
+                                   dtype="uint64", overwrite=args.overwrite, fill_value=0)
+
+        def write(grid, labels):
+            target[_region(source, grid)[::-1]] = labels.T
+    else:
+        target = n5.create_array_dataset(args.target, source.shape, source.chunks, "uint64",
+                                         compression=source.attributes.get("compression", "gzip"),
+                                         overwrite=args.overwrite)
+
+        def write(grid, labels):
+            target.write_block(grid, labels)
+
+    for grid in grids:
+        block = source.read_block(grid)
+        if block is not None:
+            write(grid, block.argmax())
+    print(f"n5ms argmax: wrote {args.target} ({list(source.shape)}, {len(grids)} blocks)")
+    return 0
+
+
+def _region(dataset, grid):
+    return tuple(slice(g * c, g * c + n) for g, c, n in zip(grid, dataset.chunks, dataset.block_shape(grid)))
+
+
+def _import_or_exit(module, extra, what):
+    try:
+        return __import__(module)
+    except ImportError:
+        raise SystemExit(f"n5ms: {what} needs {module}: pip install 'n5mscodecs[{extra}]'") from None
+
+
+def label_colours(labels):
+    """Distinct RGB colours per label (a hash of the id; 0 is black)."""
+    mixed = labels.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    rgb = np.stack([(mixed >> np.uint64(s)) & np.uint64(0xFF) for s in (56, 40, 24)], -1).astype(np.uint8)
+    rgb[labels == 0] = 0
+    return rgb
+
+
+def cmd_preview(args):
+    image_module = _import_or_exit("PIL.Image", "preview", "preview")
+    path = args.source
+    if "dimensions" not in n5.read_attributes(path):
+        path = os.path.join(path, "data", args.level)
+    dataset = n5.open(path)
+    if not isinstance(dataset, n5.LabelMultisetDataset):
+        print(f"n5ms: {path}: not a label multiset dataset", file=sys.stderr)
+        return 2
+    axis = "xyz".index(args.axis)
+    index = dataset.shape[axis] // 2 if args.index is None else args.index
+    if not 0 <= index < dataset.shape[axis]:
+        print(f"n5ms: --index {index} outside 0..{dataset.shape[axis] - 1} of axis {args.axis}", file=sys.stderr)
+        return 2
+    key = tuple(index if a == axis else slice(None) for a in range(dataset.ndim))
+    plane = dataset[key]
+    labels = plane.argmax().T  # rows: the slower of the two remaining N5 axes
+    entries = plane.entries_per_voxel().T.astype(np.float64)
+    grey = (255 * entries / max(entries.max(), 1)).astype(np.uint8)
+    picture = np.concatenate([label_colours(labels), np.full((labels.shape[0], 4, 3), 255, np.uint8),
+                              np.repeat(grey[..., None], 3, -1)], axis=1)
+    image_module.Image.fromarray(picture).save(args.out)
+    print(f"n5ms preview: {args.out}: {path} {args.axis}={index}, {np.unique(labels).size} labels, "
+          f"entries per voxel 1..{int(entries.max())} (left: argmax, right: entries, white = most)")
+    return 0
 
 
 def cmd_info(args):
@@ -112,16 +277,49 @@ def build_parser():
     parser = argparse.ArgumentParser(prog="n5ms", description=__doc__)
     parser.add_argument("--version", action="version", version=f"n5mscodecs {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="convert a generated segmentation and verify it")
-    demo.add_argument("--size", type=int, default=192, help="edge length of the cube (default 192)")
+    demo = commands.add_parser("demo", help="convert a generated segmentation to a Paintera pyramid and verify it")
+    demo.add_argument("--size", type=int, default=256, help="edge length of the cube (default 256)")
     demo.add_argument("--labels", type=int, default=300, help="number of cells (default 300)")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--threads", type=int, default=None)
     demo.add_argument("--out", help="directory for the output (default: a new temporary directory)")
+    demo.add_argument("--quiet", action="store_true", help="no progress bars")
     demo.set_defaults(run=cmd_demo)
     info = commands.add_parser("info", help="summarise an N5 container or dataset")
     info.add_argument("path")
     info.set_defaults(run=cmd_info)
+    convert = commands.add_parser("convert", help="integer labels -> Paintera label source (label multiset pyramid)")
+    convert.add_argument("source", help="N5 dataset (or group with --dataset), zarr array, .npy or TIFF")
+    convert.add_argument("target", help="the Paintera source group to create, e.g. out.n5/labels")
+    convert.add_argument("--dataset", help="dataset inside an N5 group SOURCE")
+    convert.add_argument("--block-size", type=int, default=64)
+    convert.add_argument("--scale", type=_factors, action="append",
+                         help="factors of one more level, e.g. 2 or 2,2,1 (repeat; default: halve until one block)")
+    convert.add_argument("--compression", default="gzip", help="raw, gzip, zstd, lz4, ... (default gzip)")
+    convert.add_argument("--max-num-entries", type=int, default=-1)
+    convert.add_argument("--keep", choices=("highest", "lowest"), default="highest",
+                         help="entries kept by --max-num-entries (lowest: Java since 2024)")
+    convert.add_argument("--resolution", type=_triple, help="voxel size x,y,z")
+    convert.add_argument("--offset", type=_triple, help="offset x,y,z")
+    convert.add_argument("--lookup-block-size", type=int, default=10000, help="ids per label-to-block-mapping file")
+    convert.add_argument("--threads", type=int, default=None)
+    convert.add_argument("--scheduler", help="dask.distributed scheduler address (default: local threads)")
+    convert.add_argument("--overwrite", action="store_true")
+    convert.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
+    convert.add_argument("--quiet", action="store_true", help="no progress bars")
+    convert.set_defaults(run=cmd_convert)
+    argmax = commands.add_parser("argmax", help="label multiset dataset -> uint64 N5 (or .zarr) dataset")
+    argmax.add_argument("source")
+    argmax.add_argument("target")
+    argmax.add_argument("--overwrite", action="store_true")
+    argmax.set_defaults(run=cmd_argmax)
+    preview = commands.add_parser("preview", help="PNG of one slice: argmax colours beside entries per voxel")
+    preview.add_argument("source", help="label multiset dataset or Paintera source group")
+    preview.add_argument("--out", required=True, help="PNG file to write")
+    preview.add_argument("--axis", choices=("x", "y", "z"), default="z")
+    preview.add_argument("--index", type=int, help="slice index (default: the middle)")
+    preview.add_argument("--level", default="s0", help="level of a source group (default s0)")
+    preview.set_defaults(run=cmd_preview)
     return parser
 
 

@@ -400,17 +400,26 @@ def write(path, data, chunks, *, compression="gzip", attributes=None, overwrite=
     return dataset
 
 
+def create_array_dataset(path, shape, chunks, dtype, *, compression="gzip", attributes=None,
+                         overwrite=False):
+    """Create an empty plain numeric N5 dataset; fill it with ``write_block``."""
+    dtype = np.dtype(dtype)
+    if dtype.name not in _DTYPES:
+        raise ConfigurationError(f"dtype: {dtype} has no N5 dataType")
+    path = _prepare(path, overwrite)
+    document = {"dataType": dtype.name, "compression": _n5_compression(compression),
+                "blockSize": [int(c) for c in chunks], "dimensions": [int(n) for n in shape],
+                **(attributes or {})}
+    _write_json_atomic(os.path.join(path, "attributes.json"), document)
+    return ArrayDataset(path, document)
+
+
 def write_array(path, data, chunks, *, compression="gzip", attributes=None, overwrite=False,
                 threads=None):
     """Write a plain numeric N5 dataset (default-mode, truncated boundary blocks)."""
     data = np.asarray(data)
-    if data.dtype.name not in _DTYPES:
-        raise ConfigurationError(f"data: dtype {data.dtype} has no N5 dataType")
     chunks = tuple(int(c) for c in chunks)
-    path = _prepare(path, overwrite)
-    document = {"dataType": data.dtype.name, "compression": _n5_compression(compression),
-                "blockSize": list(chunks), "dimensions": list(data.shape), **(attributes or {})}
-    _write_json_atomic(os.path.join(path, "attributes.json"), document)
-    dataset = ArrayDataset(path, document)
+    dataset = create_array_dataset(path, data.shape, chunks, data.dtype, compression=compression,
+                                   attributes=attributes, overwrite=overwrite)
     _write_blocks(dataset, data, threads)
     return dataset
