@@ -273,6 +273,24 @@ def _describe(dataset):
     return text
 
 
+def cmd_zarr_json(args):
+    if not os.path.isdir(args.container):
+        print(f"n5ms: {args.container}: no such directory", file=sys.stderr)
+        return 2
+    try:
+        from .zarr import write_zarr_json
+    except ImportError:
+        print("n5ms: zarr-json needs zarr-python 3 (pip install 'n5mscodecs[zarr]')", file=sys.stderr)
+        return 2
+    written, skipped = write_zarr_json(args.container, overwrite=args.overwrite)
+    for directory in written:
+        print(f"  wrote {os.path.join(directory, 'zarr.json')}")
+    for directory in skipped:
+        print(f"  skipped {directory} (zarr.json exists, or plain dataset without zarr-n5)")
+    print(f"{len(written)} zarr.json written, {len(skipped)} skipped; no block was touched")
+    return 0
+
+
 def build_parser():
     parser = argparse.ArgumentParser(prog="n5ms", description=__doc__)
     parser.add_argument("--version", action="version", version=f"n5mscodecs {__version__}")
@@ -320,6 +338,10 @@ def build_parser():
     preview.add_argument("--index", type=int, help="slice index (default: the middle)")
     preview.add_argument("--level", default="s0", help="level of a source group (default s0)")
     preview.set_defaults(run=cmd_preview)
+    zarr_json = commands.add_parser("zarr-json", help="write zarr.json beside each attributes.json (N5 + zarr)")
+    zarr_json.add_argument("container")
+    zarr_json.add_argument("--overwrite", action="store_true", help="replace existing zarr.json files")
+    zarr_json.set_defaults(run=cmd_zarr_json)
     return parser
 
 

@@ -264,3 +264,14 @@ def test_concurrent_zarr_reads_and_writes(tmp_path):
         labels = np.random.default_rng(0).integers(0, 20, (64, 64))
         array[:] = labels
         assert np.array_equal(argmax_elements(array[:]), labels)
+
+
+def test_cli_zarr_json(tmp_path, capsys):
+    from n5mscodecs.cli import main
+    n5.write(tmp_path / "c.n5" / "labels", np.arange(12).reshape(3, 4), chunks=(2, 2))
+    (tmp_path / "c.n5" / "attributes.json").write_text('{"n5": "4.0.0"}')
+    assert main(["zarr-json", str(tmp_path / "c.n5")]) == 0
+    assert "2 zarr.json written" in capsys.readouterr().out
+    assert argmax_elements(zarr.open_array(tmp_path / "c.n5" / "labels")[:]).tolist() == \
+        np.arange(12).reshape(3, 4).tolist()
+    assert main(["zarr-json", str(tmp_path / "missing")]) == 2
