@@ -1,0 +1,331 @@
+# cython: freethreading_compatible = True
+"""Byte-crunching kernels for CZI chunked (mode 7) payloads.
+
+Everything here runs without the GIL and reports problems only as status
+codes plus a byte position; ``czi_chunked.py`` turns them into messages.
+
+Header varints are little-endian 7-bit groups with a continuation bit, bounded
+to ``max_bytes``; the last allowed byte carries 8 value bits.
+"""
+
+from cython.parallel cimport prange
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+
+cdef enum:
+    # Header chunk ids.
+    ID_END_OF_HEADER = 0
+    ID_CHUNK_SIZES = 1
+    ID_COMPRESSION_METHOD = 2
+    ID_DECOMPRESSED_SIZES = 3
+    ID_PREPROCESSING = 4
+
+END_OF_HEADER = ID_END_OF_HEADER
+CHUNK_SIZES = ID_CHUNK_SIZES
+COMPRESSION_METHOD = ID_COMPRESSION_METHOD
+DECOMPRESSED_SIZES = ID_DECOMPRESSED_SIZES
+PREPROCESSING = ID_PREPROCESSING
+
+# Status codes (mirrored in czi_chunked._STATUS_MESSAGES).
+cdef enum:
+    OK = 0
+    ERR_ID_TRUNCATED = 1        # data ends inside (or before) a header chunk id
+    ERR_LENGTH_TRUNCATED = 2    # data ends inside a payload length
+    ERR_PAYLOAD_PAST_END = 3    # payload length runs past the data
+    ERR_UNKNOWN_ID = 4
+    ERR_DUPLICATE_ID = 5
+    ERR_SIZE_TRUNCATED = 6      # a size varint runs past its payload
+    ERR_PAYLOAD_TOO_LONG = 7    # writer: payload length above the 3-byte maximum
+    ERR_ZSTD_MAGIC = 8          # chunk does not start with a zstd frame magic
+    ERR_ZSTD_HEADER = 9         # zstd frame header truncated or reserved bit set
+
+STATUS_OK = OK
+STATUS_ID_TRUNCATED = ERR_ID_TRUNCATED
+STATUS_LENGTH_TRUNCATED = ERR_LENGTH_TRUNCATED
+STATUS_PAYLOAD_PAST_END = ERR_PAYLOAD_PAST_END
+STATUS_UNKNOWN_ID = ERR_UNKNOWN_ID
+STATUS_DUPLICATE_ID = ERR_DUPLICATE_ID
+STATUS_SIZE_TRUNCATED = ERR_SIZE_TRUNCATED
+STATUS_PAYLOAD_TOO_LONG = ERR_PAYLOAD_TOO_LONG
+STATUS_ZSTD_MAGIC = ERR_ZSTD_MAGIC
+STATUS_ZSTD_HEADER = ERR_ZSTD_HEADER
+
+cdef enum:
+    # hi/lo (un)packing handles this many 16-bit words per prange iteration.
+    HILO_BLOCK_WORDS = 32768
+
+
+cdef inline Py_ssize_t read_varint(const uint8_t* p, Py_ssize_t avail, int max_bytes,
+                                   uint32_t* value) noexcept nogil:
+    """Decode one bounded varint; return the bytes used, 0 if ``avail`` is too short."""
+    cdef uint32_t v = 0
+    cdef int i
+    for i in range(max_bytes):
+        if i >= avail:
+            return 0
+        if i == max_bytes - 1:
+            v |= (<uint32_t>p[i]) << (7 * i)
+            value[0] = v
+            return i + 1
+        v |= (<uint32_t>(p[i] & 0x7F)) << (7 * i)
+        if not (p[i] & 0x80):
+            value[0] = v
+            return i + 1
+    return 0
+
+
+cdef inline uint32_t load_u32_le(const uint8_t* p) noexcept nogil:
+    return (<uint32_t>p[0]) | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
+
+cdef inline Py_ssize_t varint_length(uint32_t value, int max_bytes) noexcept nogil:
+    cdef int i
+    for i in range(1, max_bytes):
+        if value < (<uint32_t>1 << (7 * i)):
+            return i
+    return max_bytes
+
+
+cdef inline Py_ssize_t write_varint(uint8_t* p, uint32_t value, int max_bytes) noexcept nogil:
+    """Minimal encoding of ``value`` (caller ensures it fits); return bytes written."""
+    cdef int i
+    for i in range(max_bytes - 1):
+        if value < 0x80:
+            p[i] = <uint8_t>value
+            return i + 1
+        p[i] = <uint8_t>((value & 0x7F) | 0x80)
+        value >>= 7
+    p[max_bytes - 1] = <uint8_t>value
+    return max_bytes
+
+
+def max_varint(int max_bytes):
+    """Largest value a ``max_bytes`` varint holds (7 bits per byte, 8 in the last)."""
+    return (1 << (7 * (max_bytes - 1) + 8)) - 1
+
+
+def scan_header(const uint8_t[::1] data, int64_t[::1] spans):
+    """Walk the header chunks up to EndOfHeader.
+
+    ``spans`` (10 entries) receives ``offset, length`` of the payload of each
+    known id at ``2 * id``; absent ids keep ``-1``. Returns
+    ``(status, position, chunk_id)``; on success ``position`` is the header size.
+    """
+    cdef Py_ssize_t n = data.shape[0]
+    cdef const uint8_t* base = &data[0] if n > 0 else NULL
+    cdef Py_ssize_t pos = 0, used
+    cdef uint32_t chunk_id = 0, length = 0
+    cdef int status = OK
+    with nogil:
+        while True:
+            used = read_varint(base + pos, n - pos, 2, &chunk_id)
+            if used == 0:
+                status = ERR_ID_TRUNCATED
+                break
+            pos += used
+            if chunk_id == ID_END_OF_HEADER:
+                break
+            if chunk_id > ID_PREPROCESSING:
+                status = ERR_UNKNOWN_ID
+                pos -= used
+                break
+            if spans[2 * chunk_id] != -1:
+                status = ERR_DUPLICATE_ID
+                pos -= used
+                break
+            used = read_varint(base + pos, n - pos, 3, &length)
+            if used == 0:
+                status = ERR_LENGTH_TRUNCATED
+                break
+            pos += used
+            if length > n - pos:
+                status = ERR_PAYLOAD_PAST_END
+                break
+            spans[2 * chunk_id] = pos
+            spans[2 * chunk_id + 1] = length
+            pos += length
+    return status, pos, chunk_id
+
+
+def count_sizes(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t stop):
+    """Count the 4-byte-bounded varints in ``data[start:stop]``.
+
+    Returns ``(status, count, position)``; ``position`` locates a truncated varint.
+    """
+    cdef Py_ssize_t pos = start, used, count = 0
+    cdef uint32_t value
+    cdef int status = OK
+    with nogil:
+        while pos < stop:
+            used = read_varint(&data[pos], stop - pos, 4, &value)
+            if used == 0:
+                status = ERR_SIZE_TRUNCATED
+                break
+            pos += used
+            count += 1
+    return status, count, pos
+
+
+def read_sizes(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t stop,
+               uint32_t[::1] values):
+    """Decode the varints of ``data[start:stop]`` (already counted) into ``values``."""
+    cdef Py_ssize_t pos = start, i
+    with nogil:
+        for i in range(values.shape[0]):
+            pos += read_varint(&data[pos], stop - pos, 4, &values[i])
+
+
+def chunk_table(const uint32_t[::1] compressed_sizes, const uint32_t[::1] decompressed_values,
+                Py_ssize_t header_size, uint32_t[::1] decompressed_sizes,
+                int64_t[::1] compressed_offsets, int64_t[::1] decompressed_offsets):
+    """Expand the DecompressedSizes suffix form and build both offset tables.
+
+    With ``n`` values for ``N`` chunks the sizes are
+    ``[values[n - 2]] * (N - n) + values`` (all ``values[0]`` when ``n == 1``).
+    Offsets have ``N + 1`` entries; compressed offsets start after the header.
+    """
+    cdef Py_ssize_t chunks = compressed_sizes.shape[0]
+    cdef Py_ssize_t listed = decompressed_values.shape[0]
+    cdef Py_ssize_t implicit = chunks - listed, i
+    cdef uint32_t repeated = decompressed_values[listed - 2] if listed > 1 else decompressed_values[0]
+    with nogil:
+        for i in range(chunks):
+            decompressed_sizes[i] = repeated if i < implicit else decompressed_values[i - implicit]
+        compressed_offsets[0] = header_size
+        decompressed_offsets[0] = 0
+        for i in range(chunks):
+            compressed_offsets[i + 1] = compressed_offsets[i] + compressed_sizes[i]
+            decompressed_offsets[i + 1] = decompressed_offsets[i] + decompressed_sizes[i]
+
+
+def zstd_content_sizes(const uint8_t[::1] data, const int64_t[::1] compressed_offsets,
+                       int64_t[::1] content_sizes):
+    """Read the frame content size from each chunk's zstd frame header.
+
+    ``content_sizes[i]`` is -1 when the frame does not record it. Returns
+    ``(status, chunk_index)``.
+    """
+    cdef Py_ssize_t chunks = content_sizes.shape[0], i, pos, avail, need
+    cdef Py_ssize_t fcs_bytes, dict_bytes
+    cdef uint8_t descriptor, fcs_flag, single_segment
+    cdef uint64_t value
+    cdef int status = OK, k
+    cdef Py_ssize_t[4] dict_id_bytes = [0, 1, 2, 4]
+    with nogil:
+        for i in range(chunks):
+            pos = compressed_offsets[i]
+            avail = compressed_offsets[i + 1] - pos
+            if avail < 4 or load_u32_le(&data[pos]) != 0xFD2FB528U:
+                status = ERR_ZSTD_MAGIC
+                break
+            if avail < 5 or data[pos + 4] & 0x08:
+                status = ERR_ZSTD_HEADER
+                break
+            descriptor = data[pos + 4]
+            fcs_flag = descriptor >> 6
+            single_segment = (descriptor >> 5) & 1
+            dict_bytes = dict_id_bytes[descriptor & 3]
+            if fcs_flag == 0:
+                fcs_bytes = single_segment
+            else:
+                fcs_bytes = 1 << fcs_flag
+            need = 5 + (1 - single_segment) + dict_bytes + fcs_bytes
+            if avail < need:
+                status = ERR_ZSTD_HEADER
+                break
+            if fcs_bytes == 0:
+                content_sizes[i] = -1
+                continue
+            pos += need - fcs_bytes
+            value = 0
+            for k in range(fcs_bytes):
+                value |= (<uint64_t>data[pos + k]) << (8 * k)
+            if fcs_bytes == 2:
+                value += 256
+            # Sizes beyond 2**62 cannot match any 29-bit DecompressedSizes entry.
+            content_sizes[i] = <int64_t>value if value < (<uint64_t>1 << 62) else (<int64_t>1 << 62)
+    return status, i if status != OK else chunks
+
+
+def header_bound(Py_ssize_t chunks):
+    """Upper bound of the header size written by :func:`write_header`."""
+    return 2 * (1 + 3) + 4 * chunks + 2 * 4 + 2 * (1 + 1 + 1) + 1
+
+
+def write_header(const uint32_t[::1] compressed_sizes, const uint32_t[::1] decompressed_values,
+                 int codec, int preprocessing, uint8_t[::1] out):
+    """Write the header in libCZI's writer order.
+
+    ChunkSizes, DecompressedSizes, CompressionMethod (only when ``codec`` is
+    not 0), Preprocessing (only when ``preprocessing >= 0``), EndOfHeader.
+    ``out`` must hold :func:`header_bound` bytes. Returns ``(status, size)``.
+    """
+    cdef Py_ssize_t pos = 0, sizes_length = 0, values_length = 0, i
+    with nogil:
+        for i in range(compressed_sizes.shape[0]):
+            sizes_length += varint_length(compressed_sizes[i], 4)
+        for i in range(decompressed_values.shape[0]):
+            values_length += varint_length(decompressed_values[i], 4)
+    if sizes_length > (1 << 22) - 1 or values_length > (1 << 22) - 1:
+        return ERR_PAYLOAD_TOO_LONG, 0
+    with nogil:
+        pos += write_varint(&out[pos], ID_CHUNK_SIZES, 2)
+        pos += write_varint(&out[pos], <uint32_t>sizes_length, 3)
+        for i in range(compressed_sizes.shape[0]):
+            pos += write_varint(&out[pos], compressed_sizes[i], 4)
+        pos += write_varint(&out[pos], ID_DECOMPRESSED_SIZES, 2)
+        pos += write_varint(&out[pos], <uint32_t>values_length, 3)
+        for i in range(decompressed_values.shape[0]):
+            pos += write_varint(&out[pos], decompressed_values[i], 4)
+        if codec != 0:
+            out[pos] = ID_COMPRESSION_METHOD
+            out[pos + 1] = 1
+            out[pos + 2] = <uint8_t>codec
+            pos += 3
+        if preprocessing >= 0:
+            out[pos] = ID_PREPROCESSING
+            out[pos + 1] = 1
+            out[pos + 2] = <uint8_t>preprocessing
+            pos += 3
+        out[pos] = ID_END_OF_HEADER
+        pos += 1
+    return OK, pos
+
+
+def hilo_pack(const uint8_t[::1] src, uint8_t[::1] dst, int num_threads=1):
+    """Split 16-bit words into all low bytes, then all high bytes.
+
+    ``dst`` has the length of ``src``; an odd trailing byte is copied as is.
+    """
+    cdef Py_ssize_t n = src.shape[0], half = n // 2
+    cdef Py_ssize_t blocks = (half + HILO_BLOCK_WORDS - 1) // HILO_BLOCK_WORDS, b, i, first, last
+    for b in prange(blocks, nogil=True, num_threads=num_threads, schedule="static"):
+        first = b * HILO_BLOCK_WORDS
+        last = min(first + HILO_BLOCK_WORDS, half)
+        for i in range(first, last):
+            dst[i] = src[2 * i]
+            dst[half + i] = src[2 * i + 1]
+    if n & 1:
+        dst[n - 1] = src[n - 1]
+
+
+def hilo_unpack(const uint8_t[::1] src, uint8_t[::1] dst, int num_threads=1):
+    """Inverse of :func:`hilo_pack`: interleave low and high byte planes again."""
+    cdef Py_ssize_t n = src.shape[0], half = n // 2
+    cdef Py_ssize_t blocks = (half + HILO_BLOCK_WORDS - 1) // HILO_BLOCK_WORDS, b, i, first, last
+    for b in prange(blocks, nogil=True, num_threads=num_threads, schedule="static"):
+        first = b * HILO_BLOCK_WORDS
+        last = min(first + HILO_BLOCK_WORDS, half)
+        for i in range(first, last):
+            dst[2 * i] = src[i]
+            dst[2 * i + 1] = src[half + i]
+    if n & 1:
+        dst[n - 1] = src[n - 1]
+
+
+def copy_bytes(const uint8_t[::1] src, uint8_t[::1] dst):
+    """``dst[:len(src)] = src`` without holding the GIL."""
+    if src.shape[0] == 0:
+        return
+    with nogil:
+        memcpy(&dst[0], &src[0], src.shape[0])
