@@ -20,6 +20,13 @@ __all__ = [
     "CompressionError",
     "ChunkedFormatError",
     "ConfigurationError",
+    "CziChunked",
+    "chunked_decode",
+    "chunked_encode",
+    "chunked_info",
 ]
 
 # --- codec registrations: import each codec module and register its class ---
+from .czi_chunked import CziChunked, chunked_decode, chunked_encode, chunked_info  # noqa: E402
+
+_register_codec(CziChunked)
