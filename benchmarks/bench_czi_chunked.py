@@ -42,20 +42,26 @@ def realistic_image(nbytes, seed=0):
     return rng.poisson(expected).astype(np.uint16)
 
 
-def median_seconds(function, repeat):
-    function()  # warm up: pools, contexts, page cache
-    times = []
+def interleaved_medians(functions, repeat):
+    """Median seconds of each function, timing them in turn in every round.
+
+    Alternating keeps slow phases of a noisy machine from favouring one side.
+    """
+    for function in functions.values():
+        function()  # warm up: pools, contexts, allocator
+    times = {name: [] for name in functions}
     for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, function in functions.items():
+            start = time.perf_counter()
+            function()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=64)
-    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--chunk", type=int, default=65536)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, len(os.sched_getaffinity(0))])
     args = parser.parse_args()
@@ -63,54 +69,46 @@ def main():
     image = realistic_image(args.mib << 20)
     nbytes = image.nbytes
     print(f"image {image.shape} uint16, {nbytes / 2**20:.1f} MiB, chunks {args.chunk} B, hi/lo, "
-          f"{len(os.sched_getaffinity(0))} CPUs, imagecodecs {getattr(imagecodecs, '__version__', 'absent')}")
+          f"{len(os.sched_getaffinity(0))} CPUs, {args.repeat} interleaved rounds, "
+          f"imagecodecs {getattr(imagecodecs, '__version__', 'absent')}, "
+          f"load average {os.getloadavg()[0]:.2f}")
     out = np.empty(nbytes, dtype=np.uint8)
-
-    def rate(seconds):
-        return nbytes / seconds / 1e6
-
     for codec in ("zstd", "lz4"):
         level = 1 if codec == "zstd" else None
-        ours = n5mscodecs.chunked_encode(image, codec=codec, level=level, max_chunk_size=args.chunk, hilo=True)
-        reference = {}
+        options = dict(codec=codec, level=level, max_chunk_size=args.chunk, hilo=True)
+        ours = n5mscodecs.chunked_encode(image, **options)
+        payloads = {n5mscodecs.chunked_encode(image, threads=t, **options) for t in args.threads}
+        line = f"\n{codec}: compression ratio {nbytes / len(ours):.3f} (ours)"
+        operations = {"encode": {}, "decode": {}, "decode out=": {}}
         if imagecodecs is not None:
             theirs = imagecodecs.chunked_encode(
                 image, level=level, codec=codec, chunksize=args.chunk, itemsize=2, hilo=True
             )
+            line += f", {nbytes / len(theirs):.3f} (imagecodecs)"
             assert bytes(n5mscodecs.chunked_decode(theirs)) == image.tobytes()
             assert bytes(imagecodecs.chunked_decode(ours)) == image.tobytes()
-            reference["encode"] = median_seconds(
-                lambda: imagecodecs.chunked_encode(
-                    image, level=level, codec=codec, chunksize=args.chunk, itemsize=2, hilo=True
-                ),
-                args.repeat,
+            operations["encode"]["imagecodecs"] = lambda: imagecodecs.chunked_encode(
+                image, level=level, codec=codec, chunksize=args.chunk, itemsize=2, hilo=True
             )
-            reference["decode"] = median_seconds(lambda: imagecodecs.chunked_decode(theirs), args.repeat)
-            reference["decode out="] = median_seconds(lambda: imagecodecs.chunked_decode(theirs, out=out), args.repeat)
-        print(f"\n{codec}: ratio {nbytes / len(ours):.3f} (ours), "
-              + (f"{nbytes / len(theirs):.3f} (imagecodecs)" if imagecodecs is not None else ""))
-        outputs = set()
+            operations["decode"]["imagecodecs"] = lambda: imagecodecs.chunked_decode(theirs)
+            operations["decode out="]["imagecodecs"] = lambda: imagecodecs.chunked_decode(theirs, out=out)
+        print(line + f"; identical output for threads {args.threads}: {len(payloads) == 1}")
         for threads in args.threads:
-            def encode():
-                return n5mscodecs.chunked_encode(
-                    image, codec=codec, level=level, max_chunk_size=args.chunk, hilo=True, threads=threads
-                )
-
-            outputs.add(encode())
-            measured = {
-                "encode": median_seconds(encode, args.repeat),
-                "decode": median_seconds(lambda: n5mscodecs.chunked_decode(ours, threads=threads), args.repeat),
-                "decode out=": median_seconds(
-                    lambda: n5mscodecs.chunked_decode(ours, out=out, threads=threads), args.repeat
-                ),
-            }
-            for operation, seconds in measured.items():
-                line = f"  {operation:<12} threads={threads}: {rate(seconds):8.0f} MB/s"
-                if operation in reference:
-                    line += (f"   imagecodecs {rate(reference[operation]):8.0f} MB/s"
-                             f"   ratio {reference[operation] / seconds:5.2f}x")
-                print(line)
-        print(f"  output identical for threads {args.threads}: {len(outputs) == 1}")
+            operations["encode"][threads] = lambda t=threads: n5mscodecs.chunked_encode(image, threads=t, **options)
+            operations["decode"][threads] = lambda t=threads: n5mscodecs.chunked_decode(ours, threads=t)
+            operations["decode out="][threads] = lambda t=threads: n5mscodecs.chunked_decode(ours, out=out, threads=t)
+        for operation, functions in operations.items():
+            medians = interleaved_medians(functions, args.repeat)
+            reference = medians.get("imagecodecs")
+            text = f"  {operation:<12}"
+            if reference is not None:
+                text += f" imagecodecs {nbytes / reference / 1e6:6.0f} MB/s |"
+            for threads in args.threads:
+                text += f" ours threads={threads} {nbytes / medians[threads] / 1e6:6.0f} MB/s"
+                if reference is not None:
+                    text += f" ({reference / medians[threads]:4.2f}x)"
+            print(text)
+    print(f"\nload average at the end {os.getloadavg()[0]:.2f} (other processes distort the 2-thread numbers)")
 
 
 if __name__ == "__main__":

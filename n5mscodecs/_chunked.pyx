@@ -8,9 +8,29 @@ Header varints are little-endian 7-bit groups with a continuation bit, bounded
 to ``max_bytes``; the last allowed byte carries 8 value bits.
 """
 
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
+
+cdef extern from *:
+    """
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #include <stdint.h>
+    /* Ask for transparent huge pages on a fresh large allocation: first-touch
+       page faults otherwise dominate copying tens of MiB into new memory. */
+    static void n5ms_advise_huge_pages(void* start, size_t size) {
+        const uintptr_t huge = (uintptr_t)1 << 21;
+        uintptr_t first = ((uintptr_t)start + huge - 1) & ~(huge - 1);
+        uintptr_t last = ((uintptr_t)start + size) & ~(huge - 1);
+        if (last > first) madvise((void*)first, last - first, MADV_HUGEPAGE);
+    }
+    #else
+    static void n5ms_advise_huge_pages(void* start, size_t size) { (void)start; (void)size; }
+    #endif
+    """
+    void n5ms_advise_huge_pages(void* start, size_t size) nogil
 
 cdef enum:
     # Header chunk ids.
@@ -316,10 +336,12 @@ def hilo_pack(const uint8_t[::1] src, uint8_t[::1] dst, int num_threads=1):
     """
     cdef Py_ssize_t n = src.shape[0], half = n // 2
     cdef Py_ssize_t blocks = (half + HILO_BLOCK_WORDS - 1) // HILO_BLOCK_WORDS, b, first
+    cdef const uint8_t* source
+    cdef uint8_t* target
     if n == 0:
         return
-    cdef const uint8_t* source = &src[0]
-    cdef uint8_t* target = &dst[0]
+    source = &src[0]
+    target = &dst[0]
     for b in prange(blocks, nogil=True, num_threads=num_threads, schedule="static"):
         first = b * HILO_BLOCK_WORDS
         split_words(source + 2 * first, target + first, target + half + first,
@@ -332,10 +354,12 @@ def hilo_unpack(const uint8_t[::1] src, uint8_t[::1] dst, int num_threads=1):
     """Inverse of :func:`hilo_pack`: interleave low and high byte planes again."""
     cdef Py_ssize_t n = src.shape[0], half = n // 2
     cdef Py_ssize_t blocks = (half + HILO_BLOCK_WORDS - 1) // HILO_BLOCK_WORDS, b, first
+    cdef const uint8_t* source
+    cdef uint8_t* target
     if n == 0:
         return
-    cdef const uint8_t* source = &src[0]
-    cdef uint8_t* target = &dst[0]
+    source = &src[0]
+    target = &dst[0]
     for b in prange(blocks, nogil=True, num_threads=num_threads, schedule="static"):
         first = b * HILO_BLOCK_WORDS
         join_words(source + first, source + half + first, target + 2 * first,
@@ -350,3 +374,20 @@ def copy_bytes(const uint8_t[::1] src, uint8_t[::1] dst):
         return
     with nogil:
         memcpy(&dst[0], &src[0], src.shape[0])
+
+
+def join_bytes(list parts):
+    """``b"".join(parts)`` for a list of ``bytes``, with huge pages for a large result."""
+    cdef Py_ssize_t total = 0, pos = 0, size
+    cdef bytes part
+    for part in parts:
+        total += PyBytes_GET_SIZE(part)
+    result = PyBytes_FromStringAndSize(NULL, total)
+    cdef char* out = PyBytes_AS_STRING(result)
+    if total >= (1 << 22):
+        n5ms_advise_huge_pages(out, total)
+    for part in parts:
+        size = PyBytes_GET_SIZE(part)
+        memcpy(out + pos, PyBytes_AS_STRING(part), size)
+        pos += size
+    return result

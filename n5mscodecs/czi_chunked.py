@@ -127,15 +127,17 @@ os.register_at_fork(after_in_child=_reset_pool_after_fork)
 
 
 def _executor(workers):
-    """Shared pool with at least ``workers`` threads (grown on demand, never shrunk)."""
+    """Shared pool with at least ``workers`` threads.
+
+    A bigger request replaces the pool without shutting the old one down: a
+    concurrent call may still be submitting to it; it goes away with its last
+    reference.
+    """
     global _pool, _pool_workers
     with _pool_lock:
         if _pool is None or _pool_workers < workers:
-            previous = _pool
             _pool = ThreadPoolExecutor(workers, thread_name_prefix="n5mscodecs-chunked")
             _pool_workers = workers
-            if previous is not None:
-                previous.shutdown(wait=False)
         return _pool
 
 
@@ -181,9 +183,10 @@ def _run_chunks(process_range, chunk_count, workers):
     pool = _executor(workers - 1)
     futures = [pool.submit(drain) for _ in range(workers - 1)]
     try:
-        drain()  # the calling thread is one of the workers
+        drain()  # the calling thread is one of the workers, so a busy pool cannot stall us
     finally:
-        errors = [f.exception() for f in futures]
+        # Helpers still queued behind other callers' work have nothing left to do.
+        errors = [future.exception() for future in futures if not future.cancel()]
     for error in errors:
         if error is not None:
             raise error
@@ -648,7 +651,7 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
         raise ConfigurationError(
             "the ChunkSizes header chunk would exceed its 4,194,303-byte limit; use a larger max_chunk_size"
         )
-    return b"".join([header[:header_size], *compressed])
+    return _chunked.join_bytes([header[:header_size].tobytes(), *compressed])
 
 
 # --- numcodecs -----------------------------------------------------------------
