@@ -148,12 +148,15 @@ def _available_cpus():
         return os.cpu_count() or 1
 
 
-def _worker_count(threads, chunk_count, total_bytes):
+def _thread_split(threads, chunk_count, total_bytes):
+    """``(chunk workers, kernel threads)``: threads go to chunks first; with fewer
+    chunks than threads, the hi/lo kernel of each chunk gets the rest."""
     if threads is None:
         if total_bytes < _PARALLEL_MIN_BYTES:
-            return 1
+            return 1, 1
         threads = _available_cpus()
-    return max(1, min(threads, chunk_count))
+    workers = max(1, min(threads, chunk_count))
+    return workers, max(1, threads // workers)
 
 
 def _run_chunks(process_range, chunk_count, workers):
@@ -516,7 +519,13 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
     decompressed_offsets = layout.decompressed_offsets
     sizes = info.decompressed_sizes
     codec = info.codec
-    place = _chunked.hilo_unpack if info.hilo else _chunked.copy_bytes
+    workers, kernel_threads = _thread_split(threads, info.chunk_count, total)
+
+    def place(chunk, destination):
+        if info.hilo:
+            _chunked.hilo_unpack(chunk, destination, kernel_threads)
+        else:
+            _chunked.copy_bytes(chunk, destination)
 
     def decode_range(first, stop):
         for i in range(first, stop):
@@ -534,7 +543,7 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
                 place(chunk, whole)
                 target[start:limit] = whole[: limit - start]
 
-    _run_chunks(decode_range, info.chunk_count, _worker_count(threads, info.chunk_count, total))
+    _run_chunks(decode_range, info.chunk_count, workers)
     return result
 
 
@@ -614,6 +623,7 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
             f"(at most {MAX_CHUNK_SIZES_PAYLOAD}); use a larger max_chunk_size"
         )
     compressed = [None] * chunk_count
+    workers, kernel_threads = _thread_split(threads, chunk_count, total)
 
     def encode_range(first, stop):
         compress = _compressor(codec, level)
@@ -621,11 +631,11 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
             chunk = source[i * max_chunk_size : (i + 1) * max_chunk_size]
             if hilo:
                 packed = _hilo_scratch(max_chunk_size)[: chunk.shape[0]]
-                _chunked.hilo_pack(chunk, packed)
+                _chunked.hilo_pack(chunk, packed, kernel_threads)
                 chunk = packed
             compressed[i] = compress(chunk)
 
-    _run_chunks(encode_range, chunk_count, _worker_count(threads, chunk_count, total))
+    _run_chunks(encode_range, chunk_count, workers)
 
     compressed_sizes = np.fromiter(map(len, compressed), dtype=np.int64, count=chunk_count)
     if compressed_sizes.max() > MAX_CHUNK_SIZE:

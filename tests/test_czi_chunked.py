@@ -452,6 +452,16 @@ def test_output_is_identical_for_any_thread_count():
             assert bytes(chunked_decode(payload, threads=threads)) == data.tobytes()
 
 
+def test_single_large_chunk_splits_hilo_work_across_threads():
+    data = np.random.default_rng(6).poisson(900, 600_001).astype(np.uint16).tobytes()[:-1]  # odd length
+    payloads = {chunked_encode(data, codec="lz4", hilo=True, max_chunk_size=1 << 21, threads=t) for t in (1, 2)}
+    assert len(payloads) == 1
+    payload = payloads.pop()
+    assert chunked_info(payload).chunk_count == 1
+    for threads in (1, 2):
+        assert bytes(chunked_decode(payload, threads=threads)) == data
+
+
 def test_errors_from_worker_threads_propagate():
     good = lz4_block(b"a" * 8)
     blocks = [good] * 200 + [b"\xf0\xff\xff"] + [good] * 200
