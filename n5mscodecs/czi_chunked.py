@@ -437,7 +437,9 @@ def _zstd_decompressor():
 def _decompress_chunk(codec, source, size, index):
     try:
         if codec == "zstd":
-            chunk = _zstd_decompressor().decompress(source, max_output_size=size, allow_extra_data=False)
+            # max_output_size only matters for frames without a content size;
+            # 0 would mean "unlimited", so an empty chunk gets a limit of 1.
+            chunk = _zstd_decompressor().decompress(source, max_output_size=max(size, 1), allow_extra_data=False)
         else:
             chunk = lz4.block.decompress(source, uncompressed_size=size)
     except (zstandard.ZstdError, lz4.block.LZ4BlockError) as error:
@@ -529,17 +531,14 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
 
     def decode_range(first, stop):
         for i in range(first, stop):
-            start = int(decompressed_offsets[i])
-            if start >= limit:
+            start, size = int(decompressed_offsets[i]), int(sizes[i])
+            if start + size > limit and start >= limit:
                 return  # allow_size_mismatch: the rest does not fit into out
-            chunk = _decompress_chunk(
-                codec, payload[compressed_offsets[i] : compressed_offsets[i + 1]], int(sizes[i]), i
-            )
-            end = start + len(chunk)
-            if end <= limit:
-                place(chunk, target[start:end])
+            chunk = _decompress_chunk(codec, payload[compressed_offsets[i] : compressed_offsets[i + 1]], size, i)
+            if start + size <= limit:
+                place(chunk, target[start : start + size])
             else:  # hi/lo is per chunk, so undo it before cutting
-                whole = np.empty(len(chunk), dtype=np.uint8)
+                whole = np.empty(size, dtype=np.uint8)
                 place(chunk, whole)
                 target[start:limit] = whole[: limit - start]
 

@@ -236,6 +236,16 @@ def test_zstd_content_size_must_match_declared_size():
     payload = b"\x01\x01" + one_byte_sizes(len(unsized)) + b"\x03\x01\x0b\x00" + unsized
     with pytest.raises(ChunkedFormatError, match="chunk 0: decompressed to 10 bytes"):
         chunked_decode(payload)
+    # Declared empty: the decompressor must not run unbounded on an unsized frame.
+    bomb = zstd_frame(bytes(1 << 20), content_size=False)
+    payload = b"\x01\x01" + one_byte_sizes(len(bomb)) + b"\x03\x01\x00\x00" + bomb
+    tracemalloc.start()
+    try:
+        with pytest.raises(ChunkedFormatError, match="chunk 0: corrupt zstd data"):
+            chunked_decode(payload)
+        assert tracemalloc.get_traced_memory()[1] < 1 << 19
+    finally:
+        tracemalloc.stop()
 
 
 def test_corrupt_chunk_data_is_a_format_error():
