@@ -8,9 +8,10 @@ Header varints are little-endian 7-bit groups with a continuation bit, bounded
 to ``max_bytes``; the last allowed byte carries 8 value bits.
 """
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cython.parallel cimport prange
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 cdef extern from *:
@@ -376,18 +377,36 @@ def copy_bytes(const uint8_t[::1] src, uint8_t[::1] dst):
         memcpy(&dst[0], &src[0], src.shape[0])
 
 
-def join_bytes(list parts):
-    """``b"".join(parts)`` for a list of ``bytes``, with huge pages for a large result."""
-    cdef Py_ssize_t total = 0, pos = 0, size
-    cdef bytes part
-    for part in parts:
-        total += PyBytes_GET_SIZE(part)
-    result = PyBytes_FromStringAndSize(NULL, total)
-    cdef char* out = PyBytes_AS_STRING(result)
-    if total >= (1 << 22):
-        n5ms_advise_huge_pages(out, total)
-    for part in parts:
-        size = PyBytes_GET_SIZE(part)
-        memcpy(out + pos, PyBytes_AS_STRING(part), size)
-        pos += size
+def gather_chunks(const uint8_t[::1] header, list blocks, const int32_t[::1] block_of,
+                  const int64_t[::1] offset_of, const int64_t[::1] size_of):
+    """Concatenate ``header`` and the staged chunks into a new ``bytes``.
+
+    Chunk ``i`` is ``blocks[block_of[i]][offset_of[i]:][:size_of[i]]``; every
+    block is a 1-D uint8 array. A large result gets a huge-page hint.
+    """
+    cdef Py_ssize_t chunks = block_of.shape[0], total = header.shape[0], pos, i
+    cdef const uint8_t[::1] block
+    cdef uint8_t* out
+    cdef object result
+    cdef const uint8_t** starts = <const uint8_t**>malloc(max(1, len(blocks)) * sizeof(uint8_t*))
+    if starts == NULL:
+        raise MemoryError()
+    try:
+        for i in range(len(blocks)):
+            block = blocks[i]
+            starts[i] = &block[0]
+        for i in range(chunks):
+            total += size_of[i]
+        result = PyBytes_FromStringAndSize(NULL, total)
+        out = <uint8_t*>PyBytes_AS_STRING(result)
+        with nogil:
+            if total >= (1 << 22):
+                n5ms_advise_huge_pages(out, total)
+            memcpy(out, &header[0], header.shape[0])
+            pos = header.shape[0]
+            for i in range(chunks):
+                memcpy(out + pos, starts[block_of[i]] + offset_of[i], size_of[i])
+                pos += size_of[i]
+    finally:
+        free(starts)
     return result

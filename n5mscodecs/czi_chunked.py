@@ -427,28 +427,17 @@ def _check_expansion(layout, payload):
             )
 
 
-def _zstd_decompressor():
+def _chunk_decompressor(codec):
+    """A ``decompress(source, size)`` callable for the calling thread."""
+    if codec == "lz4":
+        return lambda source, size: lz4.block.decompress(source, uncompressed_size=size)
     decompressor = getattr(_thread_state, "zstd_decompressor", None)
     if decompressor is None:
         decompressor = _thread_state.zstd_decompressor = zstandard.ZstdDecompressor()
-    return decompressor
-
-
-def _decompress_chunk(codec, source, size, index):
-    try:
-        if codec == "zstd":
-            # max_output_size only matters for frames without a content size;
-            # 0 would mean "unlimited", so an empty chunk gets a limit of 1.
-            chunk = _zstd_decompressor().decompress(source, max_output_size=max(size, 1), allow_extra_data=False)
-        else:
-            chunk = lz4.block.decompress(source, uncompressed_size=size)
-    except (zstandard.ZstdError, lz4.block.LZ4BlockError) as error:
-        raise ChunkedFormatError(f"chunk {index}: corrupt {codec} data ({error})") from None
-    if len(chunk) != size:
-        raise ChunkedFormatError(
-            f"chunk {index}: decompressed to {len(chunk)} bytes, DecompressedSizes says {size}"
-        )
-    return chunk
+    decompress = decompressor.decompress
+    # max_output_size only matters for frames without a content size; 0 would
+    # mean "unlimited", so an empty chunk gets a limit of 1.
+    return lambda source, size: decompress(source, max_output_size=max(size, 1), allow_extra_data=False)
 
 
 def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, allow_size_mismatch=False):
@@ -517,30 +506,38 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
         if target.shape[0] > total:
             target[total:] = 0
     limit = target.shape[0]
-    compressed_offsets = layout.compressed_offsets
-    decompressed_offsets = layout.decompressed_offsets
-    sizes = info.decompressed_sizes
-    codec = info.codec
+    # Python ints and memoryviews: the per-chunk bookkeeping runs under the GIL.
+    compressed_offsets = layout.compressed_offsets.tolist()
+    decompressed_offsets = layout.decompressed_offsets.tolist()
+    source, destination = memoryview(payload), memoryview(target)
+    codec, hilo = info.codec, info.hilo
     workers, kernel_threads = _thread_split(threads, info.chunk_count, total)
 
-    def place(chunk, destination):
-        if info.hilo:
-            _chunked.hilo_unpack(chunk, destination, kernel_threads)
-        else:
-            _chunked.copy_bytes(chunk, destination)
-
     def decode_range(first, stop):
+        decompress = _chunk_decompressor(codec)
         for i in range(first, stop):
-            start, size = int(decompressed_offsets[i]), int(sizes[i])
-            if start + size > limit and start >= limit:
+            start, end = decompressed_offsets[i], decompressed_offsets[i + 1]
+            if end > limit and start >= limit:
                 return  # allow_size_mismatch: the rest does not fit into out
-            chunk = _decompress_chunk(codec, payload[compressed_offsets[i] : compressed_offsets[i + 1]], size, i)
-            if start + size <= limit:
-                place(chunk, target[start : start + size])
-            else:  # hi/lo is per chunk, so undo it before cutting
-                whole = np.empty(size, dtype=np.uint8)
-                place(chunk, whole)
+            try:
+                chunk = decompress(source[compressed_offsets[i] : compressed_offsets[i + 1]], end - start)
+            except (zstandard.ZstdError, lz4.block.LZ4BlockError) as error:
+                raise ChunkedFormatError(f"chunk {i}: corrupt {codec} data ({error})") from None
+            if len(chunk) != end - start:
+                raise ChunkedFormatError(
+                    f"chunk {i}: decompressed to {len(chunk)} bytes, DecompressedSizes says {end - start}"
+                )
+            if end > limit:  # hi/lo is per chunk, so undo it before cutting
+                whole = np.empty(end - start, dtype=np.uint8)
+                if hilo:
+                    _chunked.hilo_unpack(chunk, whole, 1)
+                else:
+                    _chunked.copy_bytes(chunk, whole)
                 target[start:limit] = whole[: limit - start]
+            elif hilo:
+                _chunked.hilo_unpack(chunk, destination[start:end], kernel_threads)
+            else:
+                _chunked.copy_bytes(chunk, destination[start:end])
 
     _run_chunks(decode_range, info.chunk_count, workers)
     return result
@@ -560,6 +557,47 @@ def _compressor(codec, level):
     if compressor is None:
         compressor = compressors[level] = zstandard.ZstdCompressor(level=level, write_content_size=True)
     return compressor.compress
+
+
+class _Staging:
+    """Dense staging of compressed chunks in large blocks until the header is known.
+
+    Holding each library result as its own ``bytes`` until the end makes the
+    allocator fault in fresh 4 KiB pages for the whole output; copying each
+    result into a few big numpy blocks (huge pages) right away and dropping
+    it keeps the allocator reusing one warm buffer.
+    """
+
+    BLOCK_BYTES = 8 << 20
+
+    def __init__(self, chunk_count):
+        self.blocks = []
+        self.block_of = np.empty(chunk_count, dtype=np.int32)
+        self.offset_of = np.empty(chunk_count, dtype=np.int64)
+        self.size_of = np.empty(chunk_count, dtype=np.int64)
+        self._lock = threading.Lock()
+
+    def _new_block(self, size):
+        block = np.empty(max(self.BLOCK_BYTES, size), dtype=np.uint8)
+        with self._lock:
+            self.blocks.append(block)
+            return len(self.blocks) - 1, block
+
+    def writer(self):
+        """A ``store(i, compressed)`` callable for one worker thread."""
+        index, block, fill, capacity = -1, None, 0, 0
+
+        def store(i, compressed):
+            nonlocal index, block, fill, capacity
+            size = len(compressed)
+            if fill + size > capacity:
+                index, array = self._new_block(size)
+                block, fill, capacity = memoryview(array), 0, array.shape[0]
+            _chunked.copy_bytes(compressed, block[fill:])
+            self.block_of[i], self.offset_of[i], self.size_of[i] = index, fill, size
+            fill += size
+
+        return store
 
 
 def _hilo_scratch(size):
@@ -621,22 +659,26 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
             f"{chunk_count} chunks do not fit into the ChunkSizes header chunk "
             f"(at most {MAX_CHUNK_SIZES_PAYLOAD}); use a larger max_chunk_size"
         )
-    compressed = [None] * chunk_count
+    staging = _Staging(chunk_count)
     workers, kernel_threads = _thread_split(threads, chunk_count, total)
+
+    stream = memoryview(source)
 
     def encode_range(first, stop):
         compress = _compressor(codec, level)
+        store = staging.writer()
+        scratch = memoryview(_hilo_scratch(max_chunk_size)) if hilo else None
         for i in range(first, stop):
-            chunk = source[i * max_chunk_size : (i + 1) * max_chunk_size]
+            chunk = stream[i * max_chunk_size : (i + 1) * max_chunk_size]
             if hilo:
-                packed = _hilo_scratch(max_chunk_size)[: chunk.shape[0]]
+                packed = scratch[: len(chunk)]
                 _chunked.hilo_pack(chunk, packed, kernel_threads)
                 chunk = packed
-            compressed[i] = compress(chunk)
+            store(i, compress(chunk))
 
     _run_chunks(encode_range, chunk_count, workers)
 
-    compressed_sizes = np.fromiter(map(len, compressed), dtype=np.int64, count=chunk_count)
+    compressed_sizes = staging.size_of
     if compressed_sizes.max() > MAX_CHUNK_SIZE:
         raise ConfigurationError(
             f"a compressed chunk exceeds {MAX_CHUNK_SIZE} bytes; use a smaller max_chunk_size"
@@ -660,7 +702,9 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
         raise ConfigurationError(
             "the ChunkSizes header chunk would exceed its 4,194,303-byte limit; use a larger max_chunk_size"
         )
-    return _chunked.join_bytes([header[:header_size].tobytes(), *compressed])
+    return _chunked.gather_chunks(
+        header[:header_size], staging.blocks, staging.block_of, staging.offset_of, staging.size_of
+    )
 
 
 # --- numcodecs -----------------------------------------------------------------
