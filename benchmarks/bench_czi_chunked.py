@@ -43,19 +43,24 @@ def realistic_image(nbytes, seed=0):
 
 
 def interleaved_medians(functions, repeat):
-    """Median seconds of each function, timing them in turn in every round.
+    """Median seconds and median CPU use (cores busy) of each function.
 
-    Alternating keeps slow phases of a noisy machine from favouring one side.
+    The functions are timed in turn in every round, so slow phases of a noisy
+    machine do not favour one side. CPU use near 1.0 for a 2-thread run means
+    the second core was taken by something else.
     """
     for function in functions.values():
         function()  # warm up: pools, contexts, allocator
     times = {name: [] for name in functions}
+    cores = {name: [] for name in functions}
     for _ in range(repeat):
         for name, function in functions.items():
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             function()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
+            elapsed = time.perf_counter() - start
+            times[name].append(elapsed)
+            cores[name].append((time.process_time() - start_cpu) / elapsed)
+    return {name: (statistics.median(times[name]), statistics.median(cores[name])) for name in functions}
 
 
 def main():
@@ -99,16 +104,19 @@ def main():
             operations["decode out="][threads] = lambda t=threads: n5mscodecs.chunked_decode(ours, out=out, threads=t)
         for operation, functions in operations.items():
             medians = interleaved_medians(functions, args.repeat)
-            reference = medians.get("imagecodecs")
+            reference = medians["imagecodecs"][0] if "imagecodecs" in medians else None
             text = f"  {operation:<12}"
             if reference is not None:
                 text += f" imagecodecs {nbytes / reference / 1e6:6.0f} MB/s |"
             for threads in args.threads:
-                text += f" ours threads={threads} {nbytes / medians[threads] / 1e6:6.0f} MB/s"
+                seconds, busy = medians[threads]
+                text += f" ours threads={threads} {nbytes / seconds / 1e6:6.0f} MB/s"
                 if reference is not None:
-                    text += f" ({reference / medians[threads]:4.2f}x)"
+                    text += f" ({reference / seconds:4.2f}x)"
+                text += f" cpu {busy:3.1f}"
             print(text)
-    print(f"\nload average at the end {os.getloadavg()[0]:.2f} (other processes distort the 2-thread numbers)")
+    print(f"\nload average at the end {os.getloadavg()[0]:.2f}; 'cpu' = cores our process kept busy "
+          "(about 1.0 at threads=2 means another process held the second core)")
 
 
 if __name__ == "__main__":
