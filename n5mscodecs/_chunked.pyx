@@ -41,13 +41,12 @@ cdef enum:
     ID_DECOMPRESSED_SIZES = 3
     ID_PREPROCESSING = 4
 
-END_OF_HEADER = ID_END_OF_HEADER
 CHUNK_SIZES = ID_CHUNK_SIZES
 COMPRESSION_METHOD = ID_COMPRESSION_METHOD
 DECOMPRESSED_SIZES = ID_DECOMPRESSED_SIZES
 PREPROCESSING = ID_PREPROCESSING
 
-# Status codes (mirrored in czi_chunked._STATUS_MESSAGES).
+# Status codes; czi_chunked.py turns them into messages.
 cdef enum:
     OK = 0
     ERR_ID_TRUNCATED = 1        # data ends inside (or before) a header chunk id
@@ -339,6 +338,7 @@ def hilo_pack(const uint8_t[::1] src, uint8_t[::1] dst, int num_threads=1):
     cdef Py_ssize_t blocks = (half + HILO_BLOCK_WORDS - 1) // HILO_BLOCK_WORDS, b, first
     cdef const uint8_t* source
     cdef uint8_t* target
+    assert dst.shape[0] >= n  # callers size dst; with boundscheck off this guards memory
     if n == 0:
         return
     source = &src[0]
@@ -357,6 +357,7 @@ def hilo_unpack(const uint8_t[::1] src, uint8_t[::1] dst, int num_threads=1):
     cdef Py_ssize_t blocks = (half + HILO_BLOCK_WORDS - 1) // HILO_BLOCK_WORDS, b, first
     cdef const uint8_t* source
     cdef uint8_t* target
+    assert dst.shape[0] >= n  # callers size dst; with boundscheck off this guards memory
     if n == 0:
         return
     source = &src[0]
@@ -371,6 +372,7 @@ def hilo_unpack(const uint8_t[::1] src, uint8_t[::1] dst, int num_threads=1):
 
 def copy_bytes(const uint8_t[::1] src, uint8_t[::1] dst):
     """``dst[:len(src)] = src`` without holding the GIL."""
+    assert dst.shape[0] >= src.shape[0]
     if src.shape[0] == 0:
         return
     with nogil:

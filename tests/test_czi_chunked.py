@@ -623,3 +623,20 @@ def test_corrupted_valid_payloads_raise_only_format_errors(payload, edits, cut):
 def test_round_trip_property(data, max_chunk_size, codec, hilo):
     payload = chunked_encode(data, codec=codec, max_chunk_size=max_chunk_size, hilo=hilo)
     assert bytes(chunked_decode(payload)) == data
+
+
+# --- kernels ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("length", [0, 1, 2, 65535, 65536, 65537, 3 * 65536 + 7])
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_hilo_kernels_match_reference(length, num_threads):
+    from n5mscodecs import _chunked
+
+    data = np.random.default_rng(length).integers(0, 256, length, dtype=np.uint8)
+    packed = np.empty_like(data)
+    _chunked.hilo_pack(data, packed, num_threads)
+    assert packed.tobytes() == hilo_split(data.tobytes())
+    restored = np.empty_like(data)
+    _chunked.hilo_unpack(packed, restored, num_threads)
+    assert restored.tobytes() == data.tobytes()
