@@ -570,7 +570,9 @@ class _Staging:
 
     BLOCK_BYTES = 8 << 20
 
-    def __init__(self, chunk_count):
+    def __init__(self, chunk_count, expected_bytes):
+        # Small inputs get one small block instead of 8 MiB.
+        self.block_bytes = min(self.BLOCK_BYTES, expected_bytes)
         self.blocks = []
         self.block_of = np.empty(chunk_count, dtype=np.int32)
         self.offset_of = np.empty(chunk_count, dtype=np.int64)
@@ -578,7 +580,7 @@ class _Staging:
         self._lock = threading.Lock()
 
     def _new_block(self, size):
-        block = np.empty(max(self.BLOCK_BYTES, size), dtype=np.uint8)
+        block = np.empty(max(self.block_bytes, size), dtype=np.uint8)
         with self._lock:
             self.blocks.append(block)
             return len(self.blocks) - 1, block
@@ -659,7 +661,8 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
             f"{chunk_count} chunks do not fit into the ChunkSizes header chunk "
             f"(at most {MAX_CHUNK_SIZES_PAYLOAD}); use a larger max_chunk_size"
         )
-    staging = _Staging(chunk_count)
+    # Expected size: incompressible data plus generous per-chunk framing.
+    staging = _Staging(chunk_count, total + total // 255 + 64 * chunk_count)
     workers, kernel_threads = _thread_split(threads, chunk_count, total)
 
     stream = memoryview(source)
