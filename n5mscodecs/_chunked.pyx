@@ -58,6 +58,7 @@ cdef enum:
     ERR_PAYLOAD_TOO_LONG = 7    # writer: payload length above the 3-byte maximum
     ERR_ZSTD_MAGIC = 8          # chunk does not start with a zstd frame magic
     ERR_ZSTD_HEADER = 9         # zstd frame header truncated or reserved bit set
+    ERR_ZSTD_CONTENT_SIZE = 10  # zstd frame content size differs from DecompressedSizes
 
 STATUS_OK = OK
 STATUS_ID_TRUNCATED = ERR_ID_TRUNCATED
@@ -69,6 +70,7 @@ STATUS_SIZE_TRUNCATED = ERR_SIZE_TRUNCATED
 STATUS_PAYLOAD_TOO_LONG = ERR_PAYLOAD_TOO_LONG
 STATUS_ZSTD_MAGIC = ERR_ZSTD_MAGIC
 STATUS_ZSTD_HEADER = ERR_ZSTD_HEADER
+STATUS_ZSTD_CONTENT_SIZE = ERR_ZSTD_CONTENT_SIZE
 
 cdef enum:
     # hi/lo (un)packing handles this many 16-bit words per prange iteration.
@@ -218,17 +220,31 @@ def chunk_table(const uint32_t[::1] compressed_sizes, const uint32_t[::1] decomp
             decompressed_offsets[i + 1] = decompressed_offsets[i] + decompressed_sizes[i]
 
 
-def zstd_content_sizes(const uint8_t[::1] data, const int64_t[::1] compressed_offsets,
-                       int64_t[::1] content_sizes):
-    """Read the frame content size from each chunk's zstd frame header.
+def first_overexpanded(const uint32_t[::1] compressed_sizes, const uint32_t[::1] decompressed_sizes,
+                       int64_t max_expansion, int64_t slack):
+    """Index of the first chunk whose decompressed size exceeds
+    ``compressed * max_expansion + slack``, or -1."""
+    cdef Py_ssize_t i, found = -1
+    with nogil:
+        for i in range(compressed_sizes.shape[0]):
+            if <int64_t>decompressed_sizes[i] > <int64_t>compressed_sizes[i] * max_expansion + slack:
+                found = i
+                break
+    return found
 
-    ``content_sizes[i]`` is -1 when the frame does not record it. Returns
-    ``(status, chunk_index)``.
+
+def check_zstd_frames(const uint8_t[::1] data, const int64_t[::1] compressed_offsets,
+                      const uint32_t[::1] decompressed_sizes):
+    """Check each chunk's zstd frame header against its declared size.
+
+    Frames that do not record a content size pass. Returns
+    ``(status, chunk_index, content_size)``; ``ERR_ZSTD_CONTENT_SIZE`` reports
+    a recorded size that differs from ``decompressed_sizes``.
     """
-    cdef Py_ssize_t chunks = content_sizes.shape[0], i, pos, avail, need
+    cdef Py_ssize_t chunks = decompressed_sizes.shape[0], i, pos, avail, need
     cdef Py_ssize_t fcs_bytes, dict_bytes
     cdef uint8_t descriptor, fcs_flag, single_segment
-    cdef uint64_t value
+    cdef uint64_t value = 0
     cdef int status = OK, k
     cdef Py_ssize_t[4] dict_id_bytes = [0, 1, 2, 4]
     with nogil:
@@ -254,7 +270,6 @@ def zstd_content_sizes(const uint8_t[::1] data, const int64_t[::1] compressed_of
                 status = ERR_ZSTD_HEADER
                 break
             if fcs_bytes == 0:
-                content_sizes[i] = -1
                 continue
             pos += need - fcs_bytes
             value = 0
@@ -262,9 +277,12 @@ def zstd_content_sizes(const uint8_t[::1] data, const int64_t[::1] compressed_of
                 value |= (<uint64_t>data[pos + k]) << (8 * k)
             if fcs_bytes == 2:
                 value += 256
-            # Sizes beyond 2**62 cannot match any 29-bit DecompressedSizes entry.
-            content_sizes[i] = <int64_t>value if value < (<uint64_t>1 << 62) else (<int64_t>1 << 62)
-    return status, i if status != OK else chunks
+            if value != decompressed_sizes[i]:
+                status = ERR_ZSTD_CONTENT_SIZE
+                break
+    if status == OK:
+        return status, chunks, 0
+    return status, i, value
 
 
 def header_bound(Py_ssize_t chunks):

@@ -401,30 +401,28 @@ def chunked_info(data):
 def _check_expansion(layout, payload):
     """Refuse sizes that the compressed bytes cannot produce, before allocating."""
     info = layout.info
-    compressed = info.compressed_sizes.astype(np.int64)
-    decompressed = info.decompressed_sizes.astype(np.int64)
-    limit = compressed * _MAX_EXPANSION[info.codec] + (_LZ4_SLACK if info.codec == "lz4" else 0)
-    impossible = np.flatnonzero(decompressed > limit)
-    if impossible.size:
-        i = int(impossible[0])
+    slack = _LZ4_SLACK if info.codec == "lz4" else 0
+    i = _chunked.first_overexpanded(
+        info.compressed_sizes, info.decompressed_sizes, _MAX_EXPANSION[info.codec], slack
+    )
+    if i >= 0:
         raise ChunkedFormatError(
-            f"DecompressedSizes: chunk {i} claims {decompressed[i]} bytes from {compressed[i]} compressed "
-            f"bytes, beyond {info.codec}'s maximum expansion"
+            f"DecompressedSizes: chunk {i} claims {info.decompressed_sizes[i]} bytes from "
+            f"{info.compressed_sizes[i]} compressed bytes, beyond {info.codec}'s maximum expansion"
         )
     if info.codec == "zstd":
-        content_sizes = np.empty(info.chunk_count, dtype=np.int64)
-        status, i = _chunked.zstd_content_sizes(payload, layout.compressed_offsets, content_sizes)
+        status, i, content_size = _chunked.check_zstd_frames(
+            payload, layout.compressed_offsets, info.decompressed_sizes
+        )
         if status == _chunked.STATUS_ZSTD_MAGIC:
             raise ChunkedFormatError(f"chunk {i}: not a zstd frame (bad magic number)")
+        if status == _chunked.STATUS_ZSTD_CONTENT_SIZE:
+            raise ChunkedFormatError(
+                f"chunk {i}: zstd frame content size {content_size} does not match "
+                f"DecompressedSizes {info.decompressed_sizes[i]}"
+            )
         if status != _chunked.STATUS_OK:
             raise ChunkedFormatError(f"chunk {i}: corrupt zstd frame header")
-        mismatched = np.flatnonzero((content_sizes != -1) & (content_sizes != decompressed))
-        if mismatched.size:
-            i = int(mismatched[0])
-            raise ChunkedFormatError(
-                f"chunk {i}: zstd frame content size {content_sizes[i]} does not match "
-                f"DecompressedSizes {decompressed[i]}"
-            )
 
 
 def _chunk_decompressor(codec):

@@ -255,6 +255,12 @@ def test_corrupt_chunk_data_is_a_format_error():
     payload = b"\x01\x01" + one_byte_sizes(len(frame)) + b"\x03\x01\x5a\x00" + bytes(frame)
     with pytest.raises(ChunkedFormatError, match="chunk 0: corrupt zstd data"):
         chunked_decode(payload)
+    reserved_bit = b"\x28\xb5\x2f\xfd\x28\x08" + bytes(4)  # descriptor bit 3 must be 0
+    with pytest.raises(ChunkedFormatError, match="chunk 0: corrupt zstd frame header"):
+        chunked_decode(b"\x01\x01\x0a\x03\x01\x08\x00" + reserved_bit)
+    truncated = b"\x28\xb5\x2f\xfd\xc0\x08"  # 8-byte content size announced, 1 present
+    with pytest.raises(ChunkedFormatError, match="chunk 0: corrupt zstd frame header"):
+        chunked_decode(b"\x01\x01\x06\x03\x01\x08\x00" + truncated)
     not_zstd = b"\x01\x01\x08\x03\x01\x08\x00" + b"notzstd!"
     with pytest.raises(ChunkedFormatError, match="chunk 0: not a zstd frame"):
         chunked_decode(not_zstd)
