@@ -59,6 +59,8 @@ _ZSTD_DEFAULT_LEVEL = 3  # zstd's own default (ZSTD_CLEVEL_DEFAULT)
 # Below this many decompressed bytes a thread hand-off costs more than it saves.
 _PARALLEL_MIN_BYTES = 1 << 18
 
+_NO_SPANS = np.full(10, -1, dtype=np.int64)  # payload offset, length per header id
+
 _HEADER_NAMES = {
     _chunked.CHUNK_SIZES: "ChunkSizes",
     _chunked.COMPRESSION_METHOD: "CompressionMethod",
@@ -319,7 +321,7 @@ def _read_byte_field(payload, spans, chunk_id, allowed):
 
 def _parse(payload):
     size = payload.shape[0]
-    spans = np.full(10, -1, dtype=np.int64)
+    spans = _NO_SPANS.copy()
     status, header_size, chunk_id = _chunked.scan_header(payload, spans)
     if status != _chunked.STATUS_OK:
         raise ChunkedFormatError(_header_error(status, header_size, chunk_id, size))
