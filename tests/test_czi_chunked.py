@@ -478,6 +478,24 @@ def test_single_large_chunk_splits_hilo_work_across_threads():
         assert bytes(chunked_decode(payload, threads=threads)) == data
 
 
+def test_concurrent_callers_share_the_pool_safely():
+    from concurrent.futures import ThreadPoolExecutor
+
+    arrays = [np.random.default_rng(seed).poisson(800, 300_000).astype(np.uint16) for seed in range(6)]
+    codec = CziChunked(codec="lz4", max_chunk_size=16_384, hilo=True)  # one instance for all callers
+
+    def round_trip(index):
+        threads = 1 + index % 3  # grows the shared pool while other calls use it
+        payload = chunked_encode(arrays[index], codec="zstd", level=1, max_chunk_size=16_384, threads=threads)
+        assert bytes(chunked_decode(payload, threads=threads)) == arrays[index].tobytes()
+        out = np.empty_like(arrays[index])
+        codec.decode(codec.encode(arrays[index]), out=out)
+        return np.array_equal(out, arrays[index])
+
+    with ThreadPoolExecutor(4) as callers:
+        assert all(callers.map(round_trip, range(6)))
+
+
 def test_errors_from_worker_threads_propagate():
     good = lz4_block(b"a" * 8)
     blocks = [good] * 200 + [b"\xf0\xff\xff"] + [good] * 200
