@@ -14,6 +14,8 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
+import numpy as np
+
 cdef extern from *:
     """
     #if defined(__linux__)
@@ -169,32 +171,32 @@ def scan_header(const uint8_t[::1] data, int64_t[::1] spans):
     return status, pos, chunk_id
 
 
-def count_sizes(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t stop):
-    """Count the 4-byte-bounded varints in ``data[start:stop]``.
+def read_sizes(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t stop):
+    """Decode the 4-byte-bounded varints of ``data[start:stop]``.
 
-    Returns ``(status, count, position)``; ``position`` locates a truncated varint.
+    Returns ``(status, position, values)``: ``values`` is a new uint32 array;
+    on ``ERR_SIZE_TRUNCATED`` it is ``None`` and ``position`` locates the
+    truncated varint.
     """
-    cdef Py_ssize_t pos = start, used, count = 0
+    cdef Py_ssize_t pos = start, used, count = 0, i
     cdef uint32_t value
-    cdef int status = OK
+    cdef uint32_t[::1] out
     with nogil:
         while pos < stop:
             used = read_varint(&data[pos], stop - pos, 4, &value)
             if used == 0:
-                status = ERR_SIZE_TRUNCATED
                 break
             pos += used
             count += 1
-    return status, count, pos
-
-
-def read_sizes(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t stop,
-               uint32_t[::1] values):
-    """Decode the varints of ``data[start:stop]`` (already counted) into ``values``."""
-    cdef Py_ssize_t pos = start, i
+    if pos < stop:
+        return ERR_SIZE_TRUNCATED, pos, None
+    values = np.empty(count, dtype=np.uint32)
+    out = values
+    pos = start
     with nogil:
-        for i in range(values.shape[0]):
-            pos += read_varint(&data[pos], stop - pos, 4, &values[i])
+        for i in range(count):
+            pos += read_varint(&data[pos], stop - pos, 4, &out[i])
+    return OK, pos, values
 
 
 def chunk_table(const uint32_t[::1] compressed_sizes, const uint32_t[::1] decompressed_values,

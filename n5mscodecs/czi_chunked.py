@@ -298,11 +298,9 @@ def _read_size_list(payload, spans, chunk_id):
     start, length = int(spans[2 * chunk_id]), int(spans[2 * chunk_id + 1])
     if start < 0:
         raise ChunkedFormatError(f"header: required {name} header chunk (id {chunk_id}) is missing")
-    status, count, position = _chunked.count_sizes(payload, start, start + length)
+    status, position, values = _chunked.read_sizes(payload, start, start + length)
     if status != _chunked.STATUS_OK:
         raise ChunkedFormatError(f"{name}: size varint truncated at byte {position} (payload ends at {start + length})")
-    values = np.empty(count, dtype=np.uint32)
-    _chunked.read_sizes(payload, start, start + length, values)
     return values
 
 
