@@ -40,6 +40,10 @@ __all__ = [
     "n5_varlen_encode",
     "n5_varlen_decode",
     "n5_block_header",
+    "CziChunked",
+    "chunked_decode",
+    "chunked_encode",
+    "chunked_info",
 ]
 
 from .multiset_array import (
@@ -55,6 +59,7 @@ from .multiset_array import (
 from .n5_header import N5BlockHeader
 
 # --- codec registrations: import each codec module and register its class ---
+from .czi_chunked import CziChunked, chunked_decode, chunked_encode, chunked_info
 from .label_multiset import LabelMultisetCodec, label_multiset_decode, label_multiset_encode
 from .label_multiset_vlen import LabelMultisetVLen
 from .n5_label_multiset import N5LabelMultiset, n5_label_multiset_decode, n5_label_multiset_encode
@@ -64,3 +69,4 @@ _register_codec(N5LabelMultiset)
 _register_codec(LabelMultisetCodec)
 _register_codec(N5Varlen)
 _register_codec(LabelMultisetVLen)
+_register_codec(CziChunked)

@@ -1,0 +1,123 @@
+"""Throughput of n5mscodecs' CZI chunked codec, side by side with imagecodecs.
+
+Data: a realistic 16-bit microscopy-like image (smooth structures plus Poisson
+noise), 64 MiB by default; 64 KiB chunks, zstd level 1 and LZ4, hi/lo packing.
+Prints the median of several repeats (MB/s, 1 MB = 1e6 bytes) and the ratio to
+imagecodecs measured in the same run. Without imagecodecs (it needs
+Python >= 3.12) the comparison columns are skipped.
+
+Usage: python benchmarks/bench_czi_chunked.py [--mib 64] [--repeat 7] [--threads 1 2]
+"""
+
+import argparse
+import os
+import statistics
+import time
+
+import numpy as np
+
+import n5mscodecs
+
+try:
+    import imagecodecs
+
+    if not getattr(imagecodecs, "CHUNKED", None) or not imagecodecs.CHUNKED.available:
+        imagecodecs = None
+except ImportError:
+    imagecodecs = None
+
+
+def realistic_image(nbytes, seed=0):
+    """Smooth cell-like blobs and gradients with Poisson noise, as uint16."""
+    rng = np.random.default_rng(seed)
+    height = 2048
+    width = max(1, nbytes // 2 // height)
+    y = np.arange(height, dtype=np.float32)[:, None]
+    x = np.arange(width, dtype=np.float32)[None, :]
+    expected = 400 + 300 * np.sin(x / 97.0) * np.cos(y / 131.0)
+    for _ in range(40):
+        cy, cx = rng.uniform(0, height), rng.uniform(0, width)
+        radius = rng.uniform(20, 120)
+        expected = expected + rng.uniform(500, 3000) * np.exp(-((x - cx) ** 2 + (y - cy) ** 2) / (2 * radius**2))
+    return rng.poisson(expected).astype(np.uint16)
+
+
+def interleaved_medians(functions, repeat):
+    """Median seconds and median CPU use (cores busy) of each function.
+
+    The functions are timed in turn in every round, so slow phases of a noisy
+    machine do not favour one side. CPU use near 1.0 for a 2-thread run means
+    the second core was taken by something else.
+    """
+    for function in functions.values():
+        function()  # warm up: pools, contexts, allocator
+    times = {name: [] for name in functions}
+    cores = {name: [] for name in functions}
+    for _ in range(repeat):
+        for name, function in functions.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            function()
+            elapsed = time.perf_counter() - start
+            times[name].append(elapsed)
+            cores[name].append((time.process_time() - start_cpu) / elapsed)
+    return {name: (statistics.median(times[name]), statistics.median(cores[name])) for name in functions}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mib", type=int, default=64)
+    parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--chunk", type=int, default=65536)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, len(os.sched_getaffinity(0))])
+    args = parser.parse_args()
+
+    image = realistic_image(args.mib << 20)
+    nbytes = image.nbytes
+    print(f"image {image.shape} uint16, {nbytes / 2**20:.1f} MiB, chunks {args.chunk} B, hi/lo, "
+          f"{len(os.sched_getaffinity(0))} CPUs, {args.repeat} interleaved rounds, "
+          f"imagecodecs {getattr(imagecodecs, '__version__', 'absent')}, "
+          f"load average {os.getloadavg()[0]:.2f}")
+    out = np.empty(nbytes, dtype=np.uint8)
+    for codec in ("zstd", "lz4"):
+        level = 1 if codec == "zstd" else None
+        options = dict(codec=codec, level=level, max_chunk_size=args.chunk, hilo=True)
+        ours = n5mscodecs.chunked_encode(image, **options)
+        payloads = {n5mscodecs.chunked_encode(image, threads=t, **options) for t in args.threads}
+        line = f"\n{codec}: compression ratio {nbytes / len(ours):.3f} (ours)"
+        operations = {"encode": {}, "decode": {}, "decode out=": {}}
+        if imagecodecs is not None:
+            theirs = imagecodecs.chunked_encode(
+                image, level=level, codec=codec, chunksize=args.chunk, itemsize=2, hilo=True
+            )
+            line += f", {nbytes / len(theirs):.3f} (imagecodecs)"
+            assert bytes(n5mscodecs.chunked_decode(theirs)) == image.tobytes()
+            assert bytes(imagecodecs.chunked_decode(ours)) == image.tobytes()
+            operations["encode"]["imagecodecs"] = lambda: imagecodecs.chunked_encode(
+                image, level=level, codec=codec, chunksize=args.chunk, itemsize=2, hilo=True
+            )
+            operations["decode"]["imagecodecs"] = lambda: imagecodecs.chunked_decode(theirs)
+            operations["decode out="]["imagecodecs"] = lambda: imagecodecs.chunked_decode(theirs, out=out)
+        print(line + f"; identical output for threads {args.threads}: {len(payloads) == 1}")
+        for threads in args.threads:
+            operations["encode"][threads] = lambda t=threads: n5mscodecs.chunked_encode(image, threads=t, **options)
+            operations["decode"][threads] = lambda t=threads: n5mscodecs.chunked_decode(ours, threads=t)
+            operations["decode out="][threads] = lambda t=threads: n5mscodecs.chunked_decode(ours, out=out, threads=t)
+        for operation, functions in operations.items():
+            medians = interleaved_medians(functions, args.repeat)
+            reference = medians["imagecodecs"][0] if "imagecodecs" in medians else None
+            text = f"  {operation:<12}"
+            if reference is not None:
+                text += f" imagecodecs {nbytes / reference / 1e6:6.0f} MB/s |"
+            for threads in args.threads:
+                seconds, busy = medians[threads]
+                text += f" ours threads={threads} {nbytes / seconds / 1e6:6.0f} MB/s"
+                if reference is not None:
+                    text += f" ({reference / seconds:4.2f}x)"
+                text += f" cpu {busy:3.1f}"
+            print(text)
+    print(f"\nload average at the end {os.getloadavg()[0]:.2f}; 'cpu' = cores our process kept busy "
+          "(about 1.0 at threads=2 means another process held the second core)")
+
+
+if __name__ == "__main__":
+    main()

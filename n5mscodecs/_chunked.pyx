@@ -1,0 +1,434 @@
+# cython: freethreading_compatible = True
+"""Byte-crunching kernels for CZI chunked (mode 7) payloads.
+
+Everything here runs without the GIL and reports problems only as status
+codes plus a byte position; ``czi_chunked.py`` turns them into messages.
+
+Header varints are little-endian 7-bit groups with a continuation bit, bounded
+to ``max_bytes``; the last allowed byte carries 8 value bits.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cython.parallel cimport prange
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy
+
+import numpy as np
+
+cdef extern from *:
+    """
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #include <stdint.h>
+    /* Ask for transparent huge pages on a fresh large allocation: first-touch
+       page faults otherwise dominate copying tens of MiB into new memory. */
+    static void n5ms_advise_huge_pages(void* start, size_t size) {
+        const uintptr_t huge = (uintptr_t)1 << 21;
+        uintptr_t first = ((uintptr_t)start + huge - 1) & ~(huge - 1);
+        uintptr_t last = ((uintptr_t)start + size) & ~(huge - 1);
+        if (last > first) madvise((void*)first, last - first, MADV_HUGEPAGE);
+    }
+    #else
+    static void n5ms_advise_huge_pages(void* start, size_t size) { (void)start; (void)size; }
+    #endif
+    """
+    void n5ms_advise_huge_pages(void* start, size_t size) nogil
+
+cdef enum:
+    # Header chunk ids.
+    ID_END_OF_HEADER = 0
+    ID_CHUNK_SIZES = 1
+    ID_COMPRESSION_METHOD = 2
+    ID_DECOMPRESSED_SIZES = 3
+    ID_PREPROCESSING = 4
+
+CHUNK_SIZES = ID_CHUNK_SIZES
+COMPRESSION_METHOD = ID_COMPRESSION_METHOD
+DECOMPRESSED_SIZES = ID_DECOMPRESSED_SIZES
+PREPROCESSING = ID_PREPROCESSING
+
+# Status codes; czi_chunked.py turns them into messages.
+cdef enum:
+    OK = 0
+    ERR_ID_TRUNCATED = 1        # data ends inside (or before) a header chunk id
+    ERR_LENGTH_TRUNCATED = 2    # data ends inside a payload length
+    ERR_PAYLOAD_PAST_END = 3    # payload length runs past the data
+    ERR_UNKNOWN_ID = 4
+    ERR_DUPLICATE_ID = 5
+    ERR_SIZE_TRUNCATED = 6      # a size varint runs past its payload
+    ERR_PAYLOAD_TOO_LONG = 7    # writer: payload length above the 3-byte maximum
+    ERR_ZSTD_MAGIC = 8          # chunk does not start with a zstd frame magic
+    ERR_ZSTD_HEADER = 9         # zstd frame header truncated or reserved bit set
+    ERR_ZSTD_CONTENT_SIZE = 10  # zstd frame content size differs from DecompressedSizes
+
+STATUS_OK = OK
+STATUS_ID_TRUNCATED = ERR_ID_TRUNCATED
+STATUS_LENGTH_TRUNCATED = ERR_LENGTH_TRUNCATED
+STATUS_PAYLOAD_PAST_END = ERR_PAYLOAD_PAST_END
+STATUS_UNKNOWN_ID = ERR_UNKNOWN_ID
+STATUS_DUPLICATE_ID = ERR_DUPLICATE_ID
+STATUS_SIZE_TRUNCATED = ERR_SIZE_TRUNCATED
+STATUS_PAYLOAD_TOO_LONG = ERR_PAYLOAD_TOO_LONG
+STATUS_ZSTD_MAGIC = ERR_ZSTD_MAGIC
+STATUS_ZSTD_HEADER = ERR_ZSTD_HEADER
+STATUS_ZSTD_CONTENT_SIZE = ERR_ZSTD_CONTENT_SIZE
+
+cdef enum:
+    # hi/lo (un)packing handles this many 16-bit words per prange iteration.
+    HILO_BLOCK_WORDS = 32768
+
+
+cdef inline Py_ssize_t read_varint(const uint8_t* p, Py_ssize_t avail, int max_bytes,
+                                   uint32_t* value) noexcept nogil:
+    """Decode one bounded varint; return the bytes used, 0 if ``avail`` is too short."""
+    cdef uint32_t v = 0
+    cdef int i
+    for i in range(max_bytes):
+        if i >= avail:
+            return 0
+        if i == max_bytes - 1:
+            v |= (<uint32_t>p[i]) << (7 * i)
+            value[0] = v
+            return i + 1
+        v |= (<uint32_t>(p[i] & 0x7F)) << (7 * i)
+        if not (p[i] & 0x80):
+            value[0] = v
+            return i + 1
+    return 0
+
+
+cdef inline uint32_t load_u32_le(const uint8_t* p) noexcept nogil:
+    return (<uint32_t>p[0]) | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
+
+cdef inline Py_ssize_t varint_length(uint32_t value, int max_bytes) noexcept nogil:
+    cdef int i
+    for i in range(1, max_bytes):
+        if value < (<uint32_t>1 << (7 * i)):
+            return i
+    return max_bytes
+
+
+cdef inline Py_ssize_t write_varint(uint8_t* p, uint32_t value, int max_bytes) noexcept nogil:
+    """Minimal encoding of ``value`` (caller ensures it fits); return bytes written."""
+    cdef int i
+    for i in range(max_bytes - 1):
+        if value < 0x80:
+            p[i] = <uint8_t>value
+            return i + 1
+        p[i] = <uint8_t>((value & 0x7F) | 0x80)
+        value >>= 7
+    p[max_bytes - 1] = <uint8_t>value
+    return max_bytes
+
+
+def max_varint(int max_bytes):
+    """Largest value a ``max_bytes`` varint holds (7 bits per byte, 8 in the last)."""
+    return (1 << (7 * (max_bytes - 1) + 8)) - 1
+
+
+def scan_header(const uint8_t[::1] data, int64_t[::1] spans):
+    """Walk the header chunks up to EndOfHeader.
+
+    ``spans`` (10 entries) receives ``offset, length`` of the payload of each
+    known id at ``2 * id``; absent ids keep ``-1``. Returns
+    ``(status, position, chunk_id)``; on success ``position`` is the header size.
+    """
+    cdef Py_ssize_t n = data.shape[0]
+    cdef const uint8_t* base = &data[0] if n > 0 else NULL
+    cdef Py_ssize_t pos = 0, used
+    cdef uint32_t chunk_id = 0, length = 0
+    cdef int status = OK
+    with nogil:
+        while True:
+            used = read_varint(base + pos, n - pos, 2, &chunk_id)
+            if used == 0:
+                status = ERR_ID_TRUNCATED
+                break
+            pos += used
+            if chunk_id == ID_END_OF_HEADER:
+                break
+            if chunk_id > ID_PREPROCESSING:
+                status = ERR_UNKNOWN_ID
+                pos -= used
+                break
+            if spans[2 * chunk_id] != -1:
+                status = ERR_DUPLICATE_ID
+                pos -= used
+                break
+            used = read_varint(base + pos, n - pos, 3, &length)
+            if used == 0:
+                status = ERR_LENGTH_TRUNCATED
+                break
+            pos += used
+            if length > n - pos:
+                status = ERR_PAYLOAD_PAST_END
+                break
+            spans[2 * chunk_id] = pos
+            spans[2 * chunk_id + 1] = length
+            pos += length
+    return status, pos, chunk_id
+
+
+def read_sizes(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t stop):
+    """Decode the 4-byte-bounded varints of ``data[start:stop]``.
+
+    Returns ``(status, position, values)``: ``values`` is a new uint32 array;
+    on ``ERR_SIZE_TRUNCATED`` it is ``None`` and ``position`` locates the
+    truncated varint.
+    """
+    cdef Py_ssize_t pos = start, used, count = 0, i
+    cdef uint32_t value
+    cdef uint32_t[::1] out
+    with nogil:
+        while pos < stop:
+            used = read_varint(&data[pos], stop - pos, 4, &value)
+            if used == 0:
+                break
+            pos += used
+            count += 1
+    if pos < stop:
+        return ERR_SIZE_TRUNCATED, pos, None
+    values = np.empty(count, dtype=np.uint32)
+    out = values
+    pos = start
+    with nogil:
+        for i in range(count):
+            pos += read_varint(&data[pos], stop - pos, 4, &out[i])
+    return OK, pos, values
+
+
+def chunk_table(const uint32_t[::1] compressed_sizes, const uint32_t[::1] decompressed_values,
+                Py_ssize_t header_size, uint32_t[::1] decompressed_sizes,
+                int64_t[::1] compressed_offsets, int64_t[::1] decompressed_offsets):
+    """Expand the DecompressedSizes suffix form and build both offset tables.
+
+    With ``n`` values for ``N`` chunks the sizes are
+    ``[values[n - 2]] * (N - n) + values`` (all ``values[0]`` when ``n == 1``).
+    Offsets have ``N + 1`` entries; compressed offsets start after the header.
+    """
+    cdef Py_ssize_t chunks = compressed_sizes.shape[0]
+    cdef Py_ssize_t listed = decompressed_values.shape[0]
+    cdef Py_ssize_t implicit = chunks - listed, i
+    cdef uint32_t repeated = decompressed_values[listed - 2] if listed > 1 else decompressed_values[0]
+    with nogil:
+        for i in range(chunks):
+            decompressed_sizes[i] = repeated if i < implicit else decompressed_values[i - implicit]
+        compressed_offsets[0] = header_size
+        decompressed_offsets[0] = 0
+        for i in range(chunks):
+            compressed_offsets[i + 1] = compressed_offsets[i] + compressed_sizes[i]
+            decompressed_offsets[i + 1] = decompressed_offsets[i] + decompressed_sizes[i]
+
+
+def first_overexpanded(const uint32_t[::1] compressed_sizes, const uint32_t[::1] decompressed_sizes,
+                       int64_t max_expansion, int64_t slack):
+    """Index of the first chunk whose decompressed size exceeds
+    ``compressed * max_expansion + slack``, or -1."""
+    cdef Py_ssize_t i, found = -1
+    with nogil:
+        for i in range(compressed_sizes.shape[0]):
+            if <int64_t>decompressed_sizes[i] > <int64_t>compressed_sizes[i] * max_expansion + slack:
+                found = i
+                break
+    return found
+
+
+def check_zstd_frames(const uint8_t[::1] data, const int64_t[::1] compressed_offsets,
+                      const uint32_t[::1] decompressed_sizes):
+    """Check each chunk's zstd frame header against its declared size.
+
+    Frames that do not record a content size pass. Returns
+    ``(status, chunk_index, content_size)``; ``ERR_ZSTD_CONTENT_SIZE`` reports
+    a recorded size that differs from ``decompressed_sizes``.
+    """
+    cdef Py_ssize_t chunks = decompressed_sizes.shape[0], i, pos, avail, need
+    cdef Py_ssize_t fcs_bytes, dict_bytes
+    cdef uint8_t descriptor, fcs_flag, single_segment
+    cdef uint64_t value = 0
+    cdef int status = OK, k
+    cdef Py_ssize_t[4] dict_id_bytes = [0, 1, 2, 4]
+    with nogil:
+        for i in range(chunks):
+            pos = compressed_offsets[i]
+            avail = compressed_offsets[i + 1] - pos
+            if avail < 4 or load_u32_le(&data[pos]) != 0xFD2FB528U:
+                status = ERR_ZSTD_MAGIC
+                break
+            if avail < 5 or data[pos + 4] & 0x08:
+                status = ERR_ZSTD_HEADER
+                break
+            descriptor = data[pos + 4]
+            fcs_flag = descriptor >> 6
+            single_segment = (descriptor >> 5) & 1
+            dict_bytes = dict_id_bytes[descriptor & 3]
+            if fcs_flag == 0:
+                fcs_bytes = single_segment
+            else:
+                fcs_bytes = 1 << fcs_flag
+            need = 5 + (1 - single_segment) + dict_bytes + fcs_bytes
+            if avail < need:
+                status = ERR_ZSTD_HEADER
+                break
+            if fcs_bytes == 0:
+                continue
+            pos += need - fcs_bytes
+            value = 0
+            for k in range(fcs_bytes):
+                value |= (<uint64_t>data[pos + k]) << (8 * k)
+            if fcs_bytes == 2:
+                value += 256
+            if value != decompressed_sizes[i]:
+                status = ERR_ZSTD_CONTENT_SIZE
+                break
+    if status == OK:
+        return status, chunks, 0
+    return status, i, value
+
+
+def header_bound(Py_ssize_t chunks):
+    """Upper bound of the header size written by :func:`write_header`."""
+    return 2 * (1 + 3) + 4 * chunks + 2 * 4 + 2 * (1 + 1 + 1) + 1
+
+
+def write_header(const uint32_t[::1] compressed_sizes, const uint32_t[::1] decompressed_values,
+                 int codec, int preprocessing, uint8_t[::1] out):
+    """Write the header in libCZI's writer order.
+
+    ChunkSizes, DecompressedSizes, CompressionMethod (only when ``codec`` is
+    not 0), Preprocessing (only when ``preprocessing >= 0``), EndOfHeader.
+    ``out`` must hold :func:`header_bound` bytes. Returns ``(status, size)``.
+    """
+    cdef Py_ssize_t pos = 0, sizes_length = 0, values_length = 0, i
+    with nogil:
+        for i in range(compressed_sizes.shape[0]):
+            sizes_length += varint_length(compressed_sizes[i], 4)
+        for i in range(decompressed_values.shape[0]):
+            values_length += varint_length(decompressed_values[i], 4)
+    if sizes_length > (1 << 22) - 1 or values_length > (1 << 22) - 1:
+        return ERR_PAYLOAD_TOO_LONG, 0
+    with nogil:
+        pos += write_varint(&out[pos], ID_CHUNK_SIZES, 2)
+        pos += write_varint(&out[pos], <uint32_t>sizes_length, 3)
+        for i in range(compressed_sizes.shape[0]):
+            pos += write_varint(&out[pos], compressed_sizes[i], 4)
+        pos += write_varint(&out[pos], ID_DECOMPRESSED_SIZES, 2)
+        pos += write_varint(&out[pos], <uint32_t>values_length, 3)
+        for i in range(decompressed_values.shape[0]):
+            pos += write_varint(&out[pos], decompressed_values[i], 4)
+        if codec != 0:
+            out[pos] = ID_COMPRESSION_METHOD
+            out[pos + 1] = 1
+            out[pos + 2] = <uint8_t>codec
+            pos += 3
+        if preprocessing >= 0:
+            out[pos] = ID_PREPROCESSING
+            out[pos + 1] = 1
+            out[pos + 2] = <uint8_t>preprocessing
+            pos += 3
+        out[pos] = ID_END_OF_HEADER
+        pos += 1
+    return OK, pos
+
+
+cdef inline void split_words(const uint8_t* src, uint8_t* low, uint8_t* high,
+                             Py_ssize_t words) noexcept nogil:
+    # Raw pointers in locals (not memoryview fields) let the compiler vectorize.
+    cdef Py_ssize_t i
+    for i in range(words):
+        low[i] = src[2 * i]
+        high[i] = src[2 * i + 1]
+
+
+cdef inline void join_words(const uint8_t* low, const uint8_t* high, uint8_t* dst,
+                            Py_ssize_t words) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(words):
+        dst[2 * i] = low[i]
+        dst[2 * i + 1] = high[i]
+
+
+def hilo_pack(const uint8_t[::1] src, uint8_t[::1] dst, int num_threads=1):
+    """Split 16-bit words into all low bytes, then all high bytes.
+
+    ``dst`` has the length of ``src``; an odd trailing byte is copied as is.
+    """
+    cdef Py_ssize_t n = src.shape[0], half = n // 2
+    cdef Py_ssize_t blocks = (half + HILO_BLOCK_WORDS - 1) // HILO_BLOCK_WORDS, b, first
+    cdef const uint8_t* source
+    cdef uint8_t* target
+    assert dst.shape[0] >= n  # callers size dst; with boundscheck off this guards memory
+    if n == 0:
+        return
+    source = &src[0]
+    target = &dst[0]
+    for b in prange(blocks, nogil=True, num_threads=num_threads, schedule="static"):
+        first = b * HILO_BLOCK_WORDS
+        split_words(source + 2 * first, target + first, target + half + first,
+                    min(HILO_BLOCK_WORDS, half - first))
+    if n & 1:
+        target[n - 1] = source[n - 1]
+
+
+def hilo_unpack(const uint8_t[::1] src, uint8_t[::1] dst, int num_threads=1):
+    """Inverse of :func:`hilo_pack`: interleave low and high byte planes again."""
+    cdef Py_ssize_t n = src.shape[0], half = n // 2
+    cdef Py_ssize_t blocks = (half + HILO_BLOCK_WORDS - 1) // HILO_BLOCK_WORDS, b, first
+    cdef const uint8_t* source
+    cdef uint8_t* target
+    assert dst.shape[0] >= n  # callers size dst; with boundscheck off this guards memory
+    if n == 0:
+        return
+    source = &src[0]
+    target = &dst[0]
+    for b in prange(blocks, nogil=True, num_threads=num_threads, schedule="static"):
+        first = b * HILO_BLOCK_WORDS
+        join_words(source + first, source + half + first, target + 2 * first,
+                   min(HILO_BLOCK_WORDS, half - first))
+    if n & 1:
+        target[n - 1] = source[n - 1]
+
+
+def copy_bytes(const uint8_t[::1] src, uint8_t[::1] dst):
+    """``dst[:len(src)] = src`` without holding the GIL."""
+    assert dst.shape[0] >= src.shape[0]
+    if src.shape[0] == 0:
+        return
+    with nogil:
+        memcpy(&dst[0], &src[0], src.shape[0])
+
+
+def gather_chunks(const uint8_t[::1] header, list blocks, const int32_t[::1] block_of,
+                  const int64_t[::1] offset_of, const int64_t[::1] size_of):
+    """Concatenate ``header`` and the staged chunks into a new ``bytes``.
+
+    Chunk ``i`` is ``blocks[block_of[i]][offset_of[i]:][:size_of[i]]``; every
+    block is a 1-D uint8 array. A large result gets a huge-page hint.
+    """
+    cdef Py_ssize_t chunks = block_of.shape[0], total = header.shape[0], pos, i
+    cdef const uint8_t[::1] block
+    cdef uint8_t* out
+    cdef object result
+    cdef const uint8_t** starts = <const uint8_t**>malloc(max(1, len(blocks)) * sizeof(uint8_t*))
+    if starts == NULL:
+        raise MemoryError()
+    try:
+        for i in range(len(blocks)):
+            block = blocks[i]
+            starts[i] = &block[0]
+        for i in range(chunks):
+            total += size_of[i]
+        result = PyBytes_FromStringAndSize(NULL, total)
+        out = <uint8_t*>PyBytes_AS_STRING(result)
+        with nogil:
+            if total >= (1 << 22):
+                n5ms_advise_huge_pages(out, total)
+            memcpy(out, &header[0], header.shape[0])
+            pos = header.shape[0]
+            for i in range(chunks):
+                memcpy(out + pos, starts[block_of[i]] + offset_of[i], size_of[i])
+                pos += size_of[i]
+    finally:
+        free(starts)
+    return result
