@@ -4,6 +4,7 @@ Headers in the format tests are written out byte by byte here, never produced
 by our encoder; chunk data comes straight from ``zstandard`` / ``lz4.block``.
 """
 
+import json
 import time
 import tracemalloc
 
@@ -381,13 +382,15 @@ def test_large_sizes_use_multi_byte_varints():
 # --- round trips ---------------------------------------------------------------------
 
 
+ROUND_TRIP_SIZES = [(chunk, length) for chunk in (1, 999, 1000, 65536, 1 << 20)
+                    for length in (0, 1, 3001, 4000, 70_001)
+                    if not (chunk == 1 and length > 4000)]  # one-byte chunks: short inputs suffice
+
+
 @pytest.mark.parametrize("codec", ["zstd", "lz4"])
-@pytest.mark.parametrize("max_chunk_size", [1, 999, 1000, 65536, 1 << 20])
-@pytest.mark.parametrize("length", [0, 1, 3001, 4000, 70_001])
+@pytest.mark.parametrize("max_chunk_size, length", ROUND_TRIP_SIZES)
 @pytest.mark.parametrize("hilo", [False, True])
 def test_round_trip(codec, max_chunk_size, length, hilo):
-    if max_chunk_size == 1 and length > 4000:
-        pytest.skip("one-byte chunks: covered by the shorter inputs")
     rng = np.random.default_rng(length)
     data = (rng.poisson(300, length // 2 + 1).astype(np.uint16).tobytes())[:length]
     payload = chunked_encode(data, codec=codec, level=1, max_chunk_size=max_chunk_size, hilo=hilo)
@@ -552,14 +555,36 @@ def test_entry_point_is_declared():
     assert entry_points["czi_chunked"] == "n5mscodecs.czi_chunked:CziChunked"
 
 
-def test_zarr_v2_compressor_round_trip():
+def test_zarr_v2_format_compressor_round_trip(tmp_path):
     zarr = pytest.importorskip("zarr")
-    if int(zarr.__version__.split(".")[0]) >= 3:
-        pytest.skip("zarr 3 needs a zarr3 codec wrapper (zarr integration work)")
     data = np.random.default_rng(2).poisson(500, (40, 300)).astype(np.uint16)
-    array = zarr.zeros(data.shape, chunks=(20, 150), dtype=data.dtype, compressor=CziChunked(max_chunk_size=5000, hilo=True))
+    array = zarr.create_array(tmp_path / "v2", shape=data.shape, chunks=(20, 150), dtype=data.dtype, zarr_format=2,
+                              compressors=CziChunked(max_chunk_size=5000, hilo=True))
     array[:] = data
-    np.testing.assert_array_equal(array[:], data)
+    np.testing.assert_array_equal(zarr.open_array(tmp_path / "v2")[:], data)
+    chunk = (tmp_path / "v2" / "1.1").read_bytes()
+    assert chunked_info(chunk).hilo and bytes(chunked_decode(chunk)) == data[20:, 150:].tobytes()
+
+
+def test_zarr_v3_codec_round_trip(tmp_path):
+    zarr = pytest.importorskip("zarr")
+    from n5mscodecs.zarr import CziChunkedZarrCodec
+    from n5mscodecs.errors import ConfigurationError
+    data = np.random.default_rng(3).poisson(500, (40, 300)).astype(np.uint16)
+    codec = CziChunkedZarrCodec(codec="lz4", max_chunk_size=4096, hilo=True)
+    array = zarr.create_array(tmp_path / "v3", shape=data.shape, chunks=(20, 150), dtype=data.dtype,
+                              compressors=[codec])
+    array[:] = data
+    reopened = zarr.open_array(tmp_path / "v3")
+    np.testing.assert_array_equal(reopened[:], data)
+    metadata = json.loads((tmp_path / "v3" / "zarr.json").read_text())
+    assert metadata["codecs"][-1] == {"name": "czi_chunked", "configuration": {
+        "codec": "lz4", "level": None, "max_chunk_size": 4096, "hilo": True}}
+    chunk = (tmp_path / "v3" / "c" / "0" / "1").read_bytes()
+    assert chunked_info(chunk).codec == "lz4" and bytes(chunked_decode(chunk)) == data[:20, 150:].tobytes()
+    with pytest.raises(ConfigurationError, match="16-bit"):
+        zarr.create_array(tmp_path / "bad", shape=(4,), chunks=(2,), dtype=np.uint8,
+                          compressors=[CziChunkedZarrCodec(hilo=True)])
 
 
 # --- interop with imagecodecs -------------------------------------------------------------

@@ -10,6 +10,7 @@ from zarr.registry import register_codec as _register_codec
 
 from .codecs import (
     ZARR_CODECS,
+    CziChunkedZarrCodec,
     LabelMultisetZarrCodec,
     N5LabelMultisetZarrCodec,
     N5VarlenZarrCodec,
@@ -30,6 +31,7 @@ __all__ = [
     "zarr_document",
     "LabelMultisetDType",
     "N5VarlenZarrCodec",
+    "CziChunkedZarrCodec",
     "N5LabelMultisetZarrCodec",
     "LabelMultisetZarrCodec",
     "chunk_to_multisets",

@@ -1,4 +1,5 @@
-"""zarr v3 codecs: ``n5_varlen``, ``n5_label_multiset``, ``label_multiset`` (array -> bytes).
+"""zarr v3 codecs: ``n5_varlen``, ``n5_label_multiset``, ``label_multiset`` (array -> bytes)
+and ``czi_chunked`` (bytes -> bytes).
 
 They delegate to the same functions as the numcodecs codecs; this module only
 converts between zarr's chunk buffers (object arrays of elements) and
@@ -13,9 +14,11 @@ import asyncio
 from dataclasses import dataclass
 from typing import ClassVar
 
-from zarr.abc.codec import ArrayBytesCodec
+import numpy as np
+from zarr.abc.codec import ArrayBytesCodec, BytesBytesCodec
 from zarr.core.common import parse_named_configuration
 
+from ..czi_chunked import CziChunked, chunked_decode, chunked_encode
 from ..errors import ConfigurationError, N5HeaderError
 from ..label_multiset import label_multiset_decode, label_multiset_encode
 from ..multiset_array import LabelMultisetArray
@@ -157,3 +160,69 @@ class N5VarlenZarrCodec(_MultisetCodec):
 
 
 ZARR_CODECS = {cls.codec_name: cls for cls in (N5VarlenZarrCodec, N5LabelMultisetZarrCodec, LabelMultisetZarrCodec)}
+
+
+@dataclass(frozen=True, init=False)
+class CziChunkedZarrCodec(BytesBytesCodec):
+    """``czi_chunked`` as a zarr v3 bytes-to-bytes codec (CZI mode 7 payloads).
+
+    Configuration as the numcodecs codec: ``codec`` ("zstd" or "lz4"), ``level``,
+    ``max_chunk_size``, ``hilo`` (16-bit data types only).
+    """
+
+    codec_name: ClassVar[str] = "czi_chunked"
+    is_fixed_size = False
+    codec: str = "zstd"
+    level: int | None = None
+    max_chunk_size: int = 65536
+    hilo: bool = False
+
+    def __init__(self, *, codec="zstd", level=None, max_chunk_size=65536, hilo=False):
+        numcodecs_codec = CziChunked(codec=codec, level=level, max_chunk_size=max_chunk_size, hilo=hilo)
+        for key, value in numcodecs_codec.get_config().items():
+            if key != "id":
+                object.__setattr__(self, key, value)
+
+    @classmethod
+    def from_dict(cls, data):
+        _, configuration = parse_named_configuration(data, cls.codec_name, require_configuration=False)
+        configuration = configuration or {}
+        unknown = set(configuration) - {"codec", "level", "max_chunk_size", "hilo"}
+        if unknown:
+            raise ConfigurationError(f"czi_chunked: unknown configuration keys {sorted(unknown)}")
+        return cls(**configuration)
+
+    def to_dict(self):
+        return {"name": self.codec_name, "configuration": {
+            "codec": self.codec, "level": self.level, "max_chunk_size": self.max_chunk_size, "hilo": self.hilo}}
+
+    def evolve_from_array_spec(self, array_spec):
+        return self
+
+    def validate(self, *, shape, dtype, chunk_grid):
+        if self.hilo and dtype.to_native_dtype().itemsize != 2:
+            raise ConfigurationError(f"czi_chunked: hilo needs 16-bit samples, the array has {dtype}")
+
+    def compute_encoded_size(self, input_byte_length, chunk_spec):
+        raise NotImplementedError("czi_chunked output size depends on the data")
+
+    def _decode_sync(self, chunk_bytes, chunk_spec):
+        native = chunk_spec.dtype.to_native_dtype()
+        limit = None if native.hasobject else int(np.prod(chunk_spec.shape)) * native.itemsize
+        decoded = chunked_decode(chunk_bytes.as_numpy_array(), max_decompressed_size=limit, threads=1)
+        return chunk_spec.prototype.buffer.from_bytes(bytes(decoded))
+
+    def _encode_sync(self, chunk_bytes, chunk_spec):
+        # a bytes-like view: the 16-bit check for hilo was done in validate()
+        encoded = chunked_encode(memoryview(chunk_bytes.as_numpy_array()), codec=self.codec, level=self.level,
+                                 max_chunk_size=self.max_chunk_size, hilo=self.hilo, threads=1)
+        return chunk_spec.prototype.buffer.from_bytes(encoded)
+
+    async def _decode_single(self, chunk_bytes, chunk_spec):
+        return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
+
+    async def _encode_single(self, chunk_bytes, chunk_spec):
+        return await asyncio.to_thread(self._encode_sync, chunk_bytes, chunk_spec)
+
+
+ZARR_CODECS[CziChunkedZarrCodec.codec_name] = CziChunkedZarrCodec
