@@ -15,24 +15,14 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
 import tempfile
-import time
 
 import numpy as np
+from timing import median_time
 
 from n5mscodecs import LabelMultisetArray, n5_label_multiset_encode
 from n5mscodecs.cli import voronoi_labels
 from n5mscodecs.paintera import convert
-
-
-def median_seconds(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def blocks_of(labels, edge):
@@ -82,14 +72,14 @@ def main():
             shutil.rmtree(target, ignore_errors=True)
             convert(labels, target, block_size=64, factors=[2, 2, 2], compression=compression,
                     threads=args.threads)
-        seconds = median_seconds(run, args.repeat)
+        seconds = median_time(run, args.repeat)
         print(f"  convert, {name:30s} {seconds:6.2f} s  {voxels / seconds / 1e6:6.1f} Mvoxel/s")
     shutil.rmtree(workdir, ignore_errors=True)
 
     # label multiset work alone, one thread, on the 64^3 blocks of a 256^3 part (elf is slow)
     part = np.ascontiguousarray(labels[:256, :256, :256])
     blocks = blocks_of(part, 64)
-    ours = median_seconds(lambda: ours_multiset_work(blocks), args.repeat)
+    ours = median_time(lambda: ours_multiset_work(blocks), args.repeat)
     print(f"  multiset work (create, 3x downsample, serialize), 1 thread, 256^3: "
           f"n5mscodecs {ours:.2f} s ({part.size / ours / 1e6:.1f} Mvoxel/s)")
     try:
@@ -97,7 +87,7 @@ def main():
     except ImportError:
         print("  python-elf is not installed: no elf comparison")
         return
-    theirs = median_seconds(lambda: elf_multiset_work(blocks), args.repeat)
+    theirs = median_time(lambda: elf_multiset_work(blocks), args.repeat)
     print(f"  python-elf {theirs:.2f} s ({part.size / theirs / 1e6:.1f} Mvoxel/s): n5mscodecs is "
           f"{theirs / ours:.1f}x faster")
 

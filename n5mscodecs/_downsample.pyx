@@ -10,7 +10,9 @@ entries ``list_offsets[i]:list_offsets[i + 1]`` of ``ids``/``counts``.
 
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memcpy
+
+from n5mscodecs._hash_table cimport HashTable, mix64, table_free, table_grow, table_init, table_slot
 
 import numpy as np
 
@@ -37,16 +39,6 @@ cdef struct Buffer:
     Entry* data
     Py_ssize_t size
     Py_ssize_t capacity
-
-
-cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
-    # splitmix64 finaliser
-    x ^= x >> 30
-    x *= 0xBF58476D1CE4E5B9ULL
-    x ^= x >> 27
-    x *= 0x94D049BB133111EBULL
-    x ^= x >> 31
-    return x
 
 
 cdef int buffer_reserve(Buffer* b, Py_ssize_t needed) noexcept nogil:
@@ -129,51 +121,6 @@ cdef Py_ssize_t keep_entries(Entry* e, Py_ssize_t n, Py_ssize_t max_num_entries,
     return max_num_entries
 
 
-cdef struct ListTable:
-    uint64_t* hashes
-    int64_t* lists      # -1 marks an empty slot
-    Py_ssize_t mask
-
-
-cdef int table_init(ListTable* t, Py_ssize_t expected) noexcept nogil:
-    cdef Py_ssize_t capacity = 64
-    while capacity < 2 * expected:
-        capacity <<= 1
-    t.hashes = <uint64_t*>malloc(capacity * sizeof(uint64_t))
-    t.lists = <int64_t*>malloc(capacity * sizeof(int64_t))
-    if t.hashes == NULL or t.lists == NULL:
-        free(t.hashes)
-        free(t.lists)
-        t.hashes = NULL
-        t.lists = NULL
-        return ERR_NO_MEMORY
-    memset(t.lists, 0xFF, capacity * sizeof(int64_t))
-    t.mask = capacity - 1
-    return OK
-
-
-cdef void table_free(ListTable* t) noexcept nogil:
-    free(t.hashes)
-    free(t.lists)
-
-
-cdef int table_grow(ListTable* t) noexcept nogil:
-    cdef ListTable bigger
-    cdef Py_ssize_t i, h
-    if table_init(&bigger, t.mask + 1) != OK:
-        return ERR_NO_MEMORY
-    for i in range(t.mask + 1):
-        if t.lists[i] >= 0:
-            h = <Py_ssize_t>(t.hashes[i] & <uint64_t>bigger.mask)
-            while bigger.lists[h] >= 0:
-                h = (h + 1) & bigger.mask
-            bigger.hashes[h] = t.hashes[i]
-            bigger.lists[h] = t.lists[i]
-    table_free(t)
-    t[0] = bigger
-    return OK
-
-
 cdef inline uint64_t entries_hash(const Entry* e, Py_ssize_t n) noexcept nogil:
     cdef uint64_t h = mix64(<uint64_t>n + 0x9E3779B97F4A7C15ULL)
     cdef Py_ssize_t k
@@ -183,7 +130,7 @@ cdef inline uint64_t entries_hash(const Entry* e, Py_ssize_t n) noexcept nogil:
 
 
 cdef struct OutputLists:
-    ListTable table
+    HashTable table
     Buffer entries          # all output lists back to back
     int64_t* offsets        # n_lists + 1 boundaries into entries
     Py_ssize_t n_lists
@@ -216,14 +163,14 @@ cdef void output_free(OutputLists* o) noexcept nogil:
 cdef int64_t output_list_number(OutputLists* o, const Entry* e, Py_ssize_t n) noexcept nogil:
     """The number of the output list equal to ``e[:n]``, appending it when new; -1 out of memory."""
     cdef uint64_t key = entries_hash(e, n)
-    cdef Py_ssize_t h = <Py_ssize_t>(key & <uint64_t>o.table.mask)
+    cdef Py_ssize_t h = table_slot(&o.table, key)
     cdef int64_t candidate, start
     cdef Py_ssize_t k
     cdef bint same
     cdef int64_t* grown
-    while o.table.lists[h] >= 0:
-        candidate = o.table.lists[h]
-        if o.table.hashes[h] == key and o.offsets[candidate + 1] - o.offsets[candidate] == n:
+    while o.table.values[h] >= 0:
+        candidate = o.table.values[h]
+        if o.table.keys[h] == key and o.offsets[candidate + 1] - o.offsets[candidate] == n:
             start = o.offsets[candidate]
             same = True
             for k in range(n):
@@ -247,8 +194,8 @@ cdef int64_t output_list_number(OutputLists* o, const Entry* e, Py_ssize_t n) no
     candidate = o.n_lists
     o.n_lists += 1
     o.offsets[o.n_lists] = o.entries.size
-    o.table.hashes[h] = key
-    o.table.lists[h] = candidate
+    o.table.keys[h] = key
+    o.table.values[h] = candidate
     if 2 * o.n_lists > o.table.mask and table_grow(&o.table) != OK:
         return -1
     return candidate

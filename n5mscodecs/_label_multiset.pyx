@@ -12,7 +12,7 @@ list ``i`` owns entries ``list_offsets[i]:list_offsets[i + 1]`` of
 from cython.parallel cimport prange
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
-from libc.string cimport memset
+from n5mscodecs._hash_table cimport HashTable, mix64, table_free, table_grow, table_init, table_slot
 
 import numpy as np
 
@@ -65,16 +65,6 @@ cdef inline void store_u32_be(uint8_t* p, uint32_t v) noexcept nogil:
 cdef inline void store_u64_le(uint8_t* p, uint64_t v) noexcept nogil:
     store_u32_le(p, <uint32_t>(v & 0xFFFFFFFFULL))
     store_u32_le(p + 4, <uint32_t>(v >> 32))
-
-
-cdef inline uint64_t mix64(uint64_t x) noexcept nogil:
-    # splitmix64 finaliser: cheap and spreads sequential label ids well
-    x ^= x >> 30
-    x *= 0xBF58476D1CE4E5B9ULL
-    x ^= x >> 27
-    x *= 0x94D049BB133111EBULL
-    x ^= x >> 31
-    return x
 
 
 # ---------------------------------------------------------------------------
@@ -197,51 +187,8 @@ def argmax_of_lists(const int64_t[::1] list_offsets, const uint64_t[::1] ids,
 # construction and dedup
 # ---------------------------------------------------------------------------
 
-cdef struct LabelTable:
-    uint64_t* keys
-    int64_t* values     # -1 marks an empty slot
-    Py_ssize_t mask
-
-
-cdef int table_init(LabelTable* t, Py_ssize_t expected) noexcept nogil:
-    cdef Py_ssize_t cap = 64
-    while cap < 2 * expected:
-        cap <<= 1
-    t.keys = <uint64_t*>malloc(cap * sizeof(uint64_t))
-    t.values = <int64_t*>malloc(cap * sizeof(int64_t))
-    if t.keys == NULL or t.values == NULL:
-        free(t.keys)
-        free(t.values)
-        return ERR_NO_MEMORY
-    memset(t.values, 0xFF, cap * sizeof(int64_t))
-    t.mask = cap - 1
-    return OK
-
-
-cdef void table_free(LabelTable* t) noexcept nogil:
-    free(t.keys)
-    free(t.values)
-
-
-cdef int table_grow(LabelTable* t) noexcept nogil:
-    cdef LabelTable bigger
-    cdef Py_ssize_t i, h
-    if table_init(&bigger, t.mask + 1) != OK:
-        return ERR_NO_MEMORY
-    for i in range(t.mask + 1):
-        if t.values[i] >= 0:
-            h = <Py_ssize_t>(mix64(t.keys[i]) & <uint64_t>bigger.mask)
-            while bigger.values[h] >= 0:
-                h = (h + 1) & bigger.mask
-            bigger.keys[h] = t.keys[i]
-            bigger.values[h] = t.values[i]
-    table_free(t)
-    t[0] = bigger
-    return OK
-
-
 cdef struct LabelNumbering:
-    LabelTable table
+    HashTable table
     uint64_t* unique      # distinct labels in first-encounter order (grows by doubling)
     Py_ssize_t n_unique
     Py_ssize_t capacity
@@ -275,7 +222,7 @@ cdef inline int64_t number_of(LabelNumbering* n, uint64_t label) noexcept nogil:
     cdef uint64_t* grown
     if n.last_number >= 0 and label == n.last_label:
         return n.last_number
-    h = <Py_ssize_t>(mix64(label) & <uint64_t>n.table.mask)
+    h = table_slot(&n.table, label)
     while n.table.values[h] >= 0 and n.table.keys[h] != label:
         h = (h + 1) & n.table.mask
     if n.table.values[h] >= 0:
@@ -390,7 +337,7 @@ def representative_lists(const int64_t[::1] list_offsets, const uint64_t[::1] id
     cdef int64_t[::1] rep = result
     cdef Py_ssize_t i, h, cand
     cdef uint64_t key
-    cdef LabelTable table
+    cdef HashTable table
     cdef int status
     if n_lists == 0:
         return result
@@ -403,7 +350,7 @@ def representative_lists(const int64_t[::1] list_offsets, const uint64_t[::1] id
         if status == OK:
             for i in range(n_lists):
                 key = list_hash(offsets_ptr, ids_ptr, counts_ptr, i)
-                h = <Py_ssize_t>(mix64(key) & <uint64_t>table.mask)
+                h = table_slot(&table, key)
                 rep[i] = i
                 while table.values[h] >= 0:
                     cand = table.values[h]

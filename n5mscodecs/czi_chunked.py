@@ -242,20 +242,14 @@ def _input_bytes(data, hilo):
                 f"with itemsize {data.dtype.itemsize}"
             )
         return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    return _payload_bytes(data, "an ndarray or bytes-like")
+
+
+def _payload_bytes(data, expected="bytes-like"):
     try:
         view = memoryview(data)
     except TypeError:
-        raise ConfigurationError(f"data must be an ndarray or bytes-like, got {type(data).__name__}") from None
-    if not view.c_contiguous:
-        view = memoryview(view.tobytes())
-    return np.frombuffer(view.cast("B"), dtype=np.uint8)
-
-
-def _payload_bytes(data):
-    try:
-        view = memoryview(data)
-    except TypeError:
-        raise ConfigurationError(f"data must be bytes-like, got {type(data).__name__}") from None
+        raise ConfigurationError(f"data must be {expected}, got {type(data).__name__}") from None
     if not view.c_contiguous:
         view = memoryview(view.tobytes())
     return np.frombuffer(view.cast("B"), dtype=np.uint8)
