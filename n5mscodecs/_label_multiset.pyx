@@ -131,21 +131,28 @@ def map_voxel_offsets(const uint8_t[::1] table, bint big_endian, int32_t[::1] sl
     """
     cdef Py_ssize_t n_voxels = index.shape[0]
     cdef Py_ssize_t v
-    cdef int64_t offset
+    cdef uint64_t offset
+    cdef uint64_t size = <uint64_t>list_data_size
     cdef int32_t slot
     cdef Py_ssize_t bad = 0
-    for v in prange(n_voxels, nogil=True, schedule="static", num_threads=num_threads,
-                    use_threads_if=n_voxels > PARALLEL_VOXELS):
-        if big_endian:
-            offset = <int32_t>load_u32_be(&table[4 * v])   # Java writes signed int32
-        else:
+    # Java writes signed int32 offsets: a negative one wraps to a huge unsigned
+    # value and fails the single range check below, like one past the end
+    if big_endian:
+        for v in prange(n_voxels, nogil=True, schedule="static", num_threads=num_threads,
+                        use_threads_if=n_voxels > PARALLEL_VOXELS):
+            offset = <uint64_t><int64_t><int32_t>load_u32_be(&table[4 * v])
+            slot = slot_of_word[offset >> 2] if offset < size and (offset & 3) == 0 else -1
+            index[v] = slot
+            if slot < 0:
+                bad += 1
+    else:
+        for v in prange(n_voxels, nogil=True, schedule="static", num_threads=num_threads,
+                        use_threads_if=n_voxels > PARALLEL_VOXELS):
             offset = load_u32_le(&table[4 * v])
-        slot = -1
-        if offset >= 0 and offset < list_data_size and (offset & 3) == 0:
-            slot = slot_of_word[offset >> 2]
-        index[v] = slot
-        if slot < 0:
-            bad += 1
+            slot = slot_of_word[offset >> 2] if offset < size and (offset & 3) == 0 else -1
+            index[v] = slot
+            if slot < 0:
+                bad += 1
     return bad
 
 
