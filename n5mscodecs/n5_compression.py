@@ -25,6 +25,11 @@ from numcodecs import blosc as _blosc
 
 from . import _xxhash
 
+try:  # zlib-ng writes the same gzip/zlib formats about 5x faster at the same level
+    from zlib_ng import zlib_ng as _deflate
+except ImportError:  # pragma: no cover - the stdlib fallback
+    _deflate = zlib
+
 from .errors import CompressionError, ConfigurationError
 
 _READ_STEP = 1 << 20
@@ -88,7 +93,7 @@ class Gzip(Compressor):
 
     def encode(self, data):
         wbits = 15 if self.use_zlib else 31
-        compressor = zlib.compressobj(self.level, zlib.DEFLATED, wbits)
+        compressor = _deflate.compressobj(self.level, _deflate.DEFLATED, wbits)
         return compressor.compress(data) + compressor.flush()
 
     def decode(self, data, expected_size=None):
@@ -97,7 +102,7 @@ class Gzip(Compressor):
         parts, produced = [], 0
         try:
             while data and (budget is None or produced < budget):
-                stream = zlib.decompressobj(47)  # 32 + 15: gzip or zlib header, detected
+                stream = _deflate.decompressobj(47)  # 32 + 15: gzip or zlib header, detected
                 part = stream.decompress(data, 0 if budget is None else budget - produced)
                 parts.append(part)
                 produced += len(part)
@@ -106,7 +111,7 @@ class Gzip(Compressor):
                         break  # more output than expected: the size check reports it
                     raise CompressionError("gzip: compressed stream is truncated")
                 data = stream.unused_data  # concatenated members continue the stream
-        except zlib.error as exc:
+        except (zlib.error, _deflate.error) as exc:
             raise CompressionError(f"gzip: corrupt compressed data ({exc})") from exc
         out = b"".join(parts)
         _check_size(self.name, len(out), expected_size)
