@@ -38,8 +38,18 @@ def multisets_to_chunk(multisets, chunk_spec):
     return chunk_spec.prototype.nd_buffer.from_numpy_array(multisets.to_elements())
 
 
+class _WorkerThreadCodec:
+    """Async entry points that run the codec's sync methods off the event loop thread."""
+
+    async def _decode_single(self, chunk_data, chunk_spec):
+        return await asyncio.to_thread(self._decode_sync, chunk_data, chunk_spec)
+
+    async def _encode_single(self, chunk_data, chunk_spec):
+        return await asyncio.to_thread(self._encode_sync, chunk_data, chunk_spec)
+
+
 @dataclass(frozen=True)
-class _MultisetCodec(ArrayBytesCodec):
+class _MultisetCodec(_WorkerThreadCodec, ArrayBytesCodec):
     """Shared plumbing of the label multiset array-to-bytes codecs."""
 
     codec_name: ClassVar[str] = ""
@@ -80,12 +90,6 @@ class _MultisetCodec(ArrayBytesCodec):
     def _encode_sync(self, chunk_array, chunk_spec):
         encoded = self._encode_multisets(chunk_to_multisets(chunk_array), chunk_spec)
         return chunk_spec.prototype.buffer.from_bytes(bytes(encoded))
-
-    async def _decode_single(self, chunk_bytes, chunk_spec):
-        return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
-
-    async def _encode_single(self, chunk_array, chunk_spec):
-        return await asyncio.to_thread(self._encode_sync, chunk_array, chunk_spec)
 
 
 @dataclass(frozen=True)
@@ -163,7 +167,7 @@ ZARR_CODECS = {cls.codec_name: cls for cls in (N5VarlenZarrCodec, N5LabelMultise
 
 
 @dataclass(frozen=True, init=False)
-class CziChunkedZarrCodec(BytesBytesCodec):
+class CziChunkedZarrCodec(_WorkerThreadCodec, BytesBytesCodec):
     """``czi_chunked`` as a zarr v3 bytes-to-bytes codec (CZI mode 7 payloads).
 
     Configuration as the numcodecs codec: ``codec`` ("zstd" or "lz4"), ``level``,
@@ -217,12 +221,6 @@ class CziChunkedZarrCodec(BytesBytesCodec):
         encoded = chunked_encode(memoryview(chunk_bytes.as_numpy_array()), codec=self.codec, level=self.level,
                                  max_chunk_size=self.max_chunk_size, hilo=self.hilo, threads=1)
         return chunk_spec.prototype.buffer.from_bytes(encoded)
-
-    async def _decode_single(self, chunk_bytes, chunk_spec):
-        return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
-
-    async def _encode_single(self, chunk_bytes, chunk_spec):
-        return await asyncio.to_thread(self._encode_sync, chunk_bytes, chunk_spec)
 
 
 ZARR_CODECS[CziChunkedZarrCodec.codec_name] = CziChunkedZarrCodec

@@ -166,6 +166,9 @@ class N5Store(WrapperStore):
     def __init__(self, store, *, fill_label=INVALID):
         super().__init__(store)
         self.fill_label = int(fill_label)
+        # attributes.json per prefix, read once: every chunk get/set asks which
+        # dataset it belongs to. Writes through this store refresh their entry.
+        self._attributes_cache = {}
 
     def _with_store(self, store):
         return type(self)(store, fill_label=self.fill_label)
@@ -207,7 +210,10 @@ class N5Store(WrapperStore):
             if not all(p.isdigit() for p in grid):
                 break
             prefix = "/".join(parts[:-n_grid])
-            attributes = await self._read_json(prefix + "/" + ATTRIBUTES if prefix else ATTRIBUTES)
+            if prefix not in self._attributes_cache:
+                self._attributes_cache[prefix] = await self._read_json(
+                    prefix + "/" + ATTRIBUTES if prefix else ATTRIBUTES)
+            attributes = self._attributes_cache[prefix]
             if attributes is None:
                 continue
             if attributes.get("isLabelMultiset") and len(attributes.get("dimensions", ())) == n_grid:
@@ -272,6 +278,7 @@ class N5Store(WrapperStore):
             prefix = key[: -len(ZARR_JSON)]
             attributes = _attributes_from_zarr(json.loads(value.to_bytes()), prefix)
             await self._store.set(prefix + ATTRIBUTES, value.__class__.from_bytes(json.dumps(attributes).encode()))
+            self._attributes_cache.pop(prefix.rstrip("/"), None)
             return
         found = await self._label_dataset_of(key)
         if found is None:
