@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 FUZZ = Path(__file__).resolve().parents[1] / "fuzz"
 sys.path.insert(0, str(FUZZ))
@@ -35,3 +37,13 @@ def test_targets_reject_what_they_should():
     # an oracle that never fails proves nothing: a decoder returning garbage must trip it
     with pytest.raises(AssertionError):
         targets.check_multisets(targets.LabelMultisetArray.from_labels([[1, 2]]), shape=(3,))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.binary(max_size=400))
+@pytest.mark.parametrize("target", sorted(targets.TARGETS))
+def test_arbitrary_bytes(target, data):
+    """Every decoder raises only N5msCodecsError on arbitrary bytes, or returns a consistent result."""
+    if target == "zarr_codecs":
+        pytest.importorskip("zarr")
+    targets.TARGETS[target](data)
