@@ -89,3 +89,41 @@ def test_offsets_negative_when_read_signed():
     bad = payload[:4] + struct.pack(">I", 0x80000000) + payload[8:]
     with pytest.raises(N5msCodecsError, match="-2147483648"):
         n5_label_multiset_decode(bad, (1,))
+
+
+def traced_peak(function):
+    """Peak of Python-tracked allocations (liblzma and numpy allocate through them) while calling."""
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        function()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+def test_xz_header_claiming_a_huge_dictionary_allocates_little():
+    # found by fuzzing: a .lzma ("alone") header is 13 bytes and names the dictionary size,
+    # which liblzma reserved before reading any data (4 GiB here)
+    lzma_alone = b"\x5d" + struct.pack("<I", 0xFFFFFFFF) + struct.pack("<q", -1) + b"\x00" * 8
+    block = hand_varlen_block((1,), lzma_alone, 16)
+
+    def decode():
+        with pytest.raises(N5msCodecsError, match="xz|lzma"):
+            n5_varlen_decode(block, ["n5_label_multiset", {"type": "xz"}])
+
+    assert traced_peak(decode) < 1 << 24
+
+
+def test_lz4_block_claiming_more_than_lz4_can_expand():
+    magic = b"LZ4Block"
+    block = magic + struct.pack("<Biii", 0x20 | 15, 1, 1 << 25, 0) + b"\x00"
+    with pytest.raises(N5msCodecsError, match="more than LZ4 can expand"):
+        n5_varlen_decode(hand_varlen_block((1,), block, 1 << 25), ["n5_label_multiset", {"type": "lz4"}])
+
+
+def test_blosc_header_claiming_more_than_blosc_can_expand():
+    header = bytes([2, 1, 1, 1]) + struct.pack("<III", 1 << 30, 1 << 16, 40) + b"\x00" * 24
+    with pytest.raises(N5msCodecsError, match="more than blosc can expand"):
+        n5_varlen_decode(hand_varlen_block((1,), header, 1 << 30), ["n5_label_multiset", {"type": "blosc"}])
