@@ -26,4 +26,4 @@ else  # still fuzzes, guided by Python coverage only
     "$venv/bin/pip" install -q -e ".[zarr]"
     asan=
 fi
-"$venv/bin/python" fuzz/run.py $asan --seconds "$seconds" --artifacts "${FUZZ_ARTIFACTS:-fuzz-artifacts}"
+"$venv/bin/python" fuzz/run.py $asan --seed 1 --seconds "$seconds" --artifacts "${FUZZ_ARTIFACTS:-fuzz-artifacts}"

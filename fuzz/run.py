@@ -63,7 +63,7 @@ def corpus_line_coverage(target, corpus, workdir):
     return float(report.stdout.strip())
 
 
-def run_target(target, seconds, workdir, artifacts):
+def run_target(target, seconds, workdir, artifacts, seed):
     import seeds
 
     corpus = Path(workdir, target)
@@ -74,7 +74,7 @@ def run_target(target, seconds, workdir, artifacts):
         f"-max_total_time={seconds}", "-print_final_stats=1",
         "-timeout=10",  # an input taking 10 s counts as a hang
         "-rss_limit_mb=3072", "-malloc_limit_mb=1024",  # unbounded allocation is a finding
-        f"-artifact_prefix={artifacts}/{target}-",
+        f"-artifact_prefix={artifacts}/{target}-", f"-seed={seed}",
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 300, check=False)
     log = result.stdout + result.stderr
@@ -92,6 +92,8 @@ def main(argv=None):
     parser.add_argument("targets", nargs="*", help="default: all")
     parser.add_argument("--seconds", type=int, default=30, help="budget per target")
     parser.add_argument("--artifacts", type=Path, default=Path("fuzz-artifacts"))
+    parser.add_argument("--seed", type=int, default=0,
+                        help="libFuzzer seed; 0 (default) draws one, CI fixes it so a run can be repeated")
     parser.add_argument("--asan", action="store_true", help="the kernels are built with ASan")
     args = parser.parse_args(argv)
     if args.asan and "asan_with_fuzzer" not in os.environ.get("LD_PRELOAD", ""):
@@ -106,7 +108,7 @@ def main(argv=None):
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
         for target in args.targets or targets.TARGETS:
-            rows.append(run_target(target, args.seconds, workdir, args.artifacts.resolve()))
+            rows.append(run_target(target, args.seconds, workdir, args.artifacts.resolve(), args.seed))
             row = rows[-1]
             print(f"{target}: {row['executions']} executions, cov {row['covered']}, "
                   f"returncode {row['returncode']}", flush=True)
