@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Distribution check: build the sdist and wheel, check their metadata and contents,
-# then install the sdist in a fresh venv (build isolation pulls Cython and numpy)
+# check the conda-forge recipe against pyproject.toml (.ci/recipe_check.py), then
+# install the sdist in a fresh venv (build isolation pulls Cython and numpy)
 # and run the test suite and the doctests against the installed package.
 # Usage: .ci/dist.sh [PYTHON]   (default: python3)
 set -euo pipefail
@@ -19,7 +20,8 @@ git -C "$repo" ls-files -z --cached --others --exclude-standard \
     | tar -xf - -C "$work/src"
 
 "$py" -m venv "$work/tools"
-"$work/tools/bin/pip" install -q build twine
+"$work/tools/bin/pip" install -q build twine py-rattler-build==0.73.0
+"$work/tools/bin/python" "$work/src/.ci/recipe_check.py"
 (cd "$work/src" && "$work/tools/bin/python" -m build --outdir "$work/dist" . >"$work/build.log" 2>&1) \
     || { tail -50 "$work/build.log"; exit 1; }
 "$work/tools/bin/twine" check --strict "$work/dist"/*
