@@ -56,7 +56,8 @@ required = {"setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "CHANGELOG
             "n5mscodecs/zarr/codecs.py"}
 required |= {p.relative_to(src).as_posix() for pattern in
              ("n5mscodecs/**/*.py", "n5mscodecs/*.pyx", "n5mscodecs/*.pxd", "tests/*.py",
-              "docs/**/*.md", "docs/**/*.rst", "docs/**/*.py", "docs/**/*.txt", "benchmarks/*.py")
+              "docs/**/*.md", "docs/**/*.rst", "docs/**/*.py", "docs/**/*.txt", "benchmarks/*.py",
+              "fuzz/*.py", "fuzz/regressions/*/*")
              for p in src.glob(pattern) if "_build" not in p.parts}
 errors += [f"sdist lacks {name}" for name in sorted(required - sdist_files)]
 errors += [f"sdist holds generated {name}" for name in sorted(sdist_files)
