@@ -84,7 +84,7 @@ def main():
     expect("n5mscodecs" in imports, "no import test of n5mscodecs")
     expect(any("pytest" in line and "tests" in line for line in scripts), "no test-suite run")
     expect(any(line.startswith("n5ms ") for line in scripts), "no n5ms command test")
-    expect({"tests/", "conftest.py", "pyproject.toml"} <= set(sources), "tests do not copy the test sources")
+    expect({"tests/", "fuzz/", "conftest.py", "pyproject.toml"} <= set(sources), "tests do not copy the test sources")
     source = stage1.to_dict()["source"][0]
     expect(source["url"].endswith(f"/n5mscodecs-{version}.tar.gz"), f"source url {source['url']}")
 
