@@ -4,6 +4,13 @@ Every ``n5mscodecs/*.pyx`` becomes an extension module. OpenMP is used for
 ``prange`` when the compiler accepts it (probe below) and skipped otherwise, so
 the build never depends on an OpenMP runtime being installed.
 Set ``N5MSCODECS_OPENMP=0`` to force a serial build.
+
+The probe compiles with the same environment flags the build uses (``CPPFLAGS``,
+``CFLAGS``, ``LDFLAGS``, macOS ``ARCHFLAGS``, ``N5MSCODECS_EXTRA_CFLAGS`` and
+``N5MSCODECS_EXTRA_LDFLAGS``), so e.g. ``CFLAGS=-I$(brew --prefix libomp)/include``
+and ``LDFLAGS=-L$(brew --prefix libomp)/lib`` enable OpenMP with Apple clang, and a
+cross-architecture build whose OpenMP library does not match falls back to serial.
+MSVC always has OpenMP (``/openmp``, runtime vcomp140.dll), so Windows is not probed.
 """
 
 import glob
@@ -17,6 +24,11 @@ import tempfile
 import numpy
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+
+
+def env_flags(*names):
+    """Whitespace-separated flags from the environment variables ``names``."""
+    return [flag for name in names for flag in os.environ.get(name, "").split()]
 
 
 def openmp_flags():
@@ -39,7 +51,9 @@ def openmp_flags():
         with open(src, "w") as f:
             f.write(source)
         for cflags, ldflags in candidates:
-            cmd = compiler + cflags + [src, "-o", os.path.join(tmp, "probe")] + ldflags
+            cmd = (compiler + env_flags("CPPFLAGS", "CFLAGS", "ARCHFLAGS", "N5MSCODECS_EXTRA_CFLAGS")
+                   + cflags + [src, "-o", os.path.join(tmp, "probe")]
+                   + env_flags("LDFLAGS", "N5MSCODECS_EXTRA_LDFLAGS") + ldflags)
             try:
                 ok = subprocess.run(cmd, capture_output=True, timeout=60).returncode == 0
             except (OSError, subprocess.SubprocessError):
@@ -54,8 +68,8 @@ def extensions():
     cflags, ldflags = openmp_flags()
     if sys.platform != "win32":
         cflags = cflags + ["-O3"]
-    extra_c = os.environ.get("N5MSCODECS_EXTRA_CFLAGS", "").split()
-    extra_l = os.environ.get("N5MSCODECS_EXTRA_LDFLAGS", "").split()
+    extra_c = env_flags("N5MSCODECS_EXTRA_CFLAGS")
+    extra_l = env_flags("N5MSCODECS_EXTRA_LDFLAGS")
     exts = []
     for pyx in sorted(glob.glob(os.path.join("n5mscodecs", "*.pyx"))):
         name = "n5mscodecs." + os.path.splitext(os.path.basename(pyx))[0]
