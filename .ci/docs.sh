@@ -3,9 +3,10 @@
 #
 #   bash .ci/docs.sh [PYTHON]        PYTHON defaults to python3
 #
-# Makes a temporary venv, installs the package from this checkout (compiling the
-# Cython kernels: autodoc imports them) with the zarr extra and docs/requirements.txt,
-# then runs sphinx-build -W --keep-going -n. Exits non-zero on any warning.
+# Makes a temporary venv, installs the package from this checkout in editable mode
+# (compiling the Cython kernels in place, as the README's commands do: autodoc
+# imports them) with the zarr extra and docs/requirements.txt, then runs
+# sphinx-build -W --keep-going -n. Exits non-zero on any warning.
 # Set DOCS_HTML_DIR to keep the HTML there; by default it goes to the temporary
 # directory, which is removed at the end.
 set -euo pipefail
@@ -22,11 +23,10 @@ case "$html" in /*) ;; *) html="$caller/$html" ;; esac
 
 echo "=== docs: $("$python" --version) ==="
 "$python" -m venv "$tmp/venv"
-"$tmp/venv/bin/python" -m pip install --quiet ".[zarr]" -r docs/requirements.txt
+"$tmp/venv/bin/python" -m pip install --quiet -e ".[zarr]" -r docs/requirements.txt
 
-# run from outside the checkout so that autodoc imports the installed package
-cd "$tmp"
+cd "$tmp"   # nothing of the build lands in the checkout
 venv/bin/python -c 'import n5mscodecs, n5mscodecs.zarr; print("docs: n5mscodecs", n5mscodecs.__version__, "from", n5mscodecs.__file__)'
-venv/bin/python -m sphinx -W --keep-going -n -b html -d "$tmp/doctrees" "$repo/docs" "$html"
+venv/bin/python -m sphinx -W --keep-going -n -q -b html -d "$tmp/doctrees" "$repo/docs" "$html"
 
 echo "docs: built without warnings in $(( $(date +%s) - started )) s${DOCS_HTML_DIR:+: $html}"
