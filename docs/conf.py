@@ -36,6 +36,7 @@ napoleon_use_ivar = True
 napoleon_preprocess_types = True
 
 autodoc_member_order = "bysource"
+autodoc_preserve_defaults = True   # show INVALID, DEFAULT_CODECS, ... instead of their values
 autodoc_typehints = "none"          # signatures carry no annotations worth showing
 autodoc_default_options = {"members": True}
 autodoc_inherit_docstrings = False  # numcodecs'/zarr's base-class docstrings are not ours to format
