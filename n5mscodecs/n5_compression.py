@@ -33,6 +33,15 @@ except ImportError:  # pragma: no cover - the stdlib fallback
 from .errors import CompressionError, ConfigurationError
 
 _READ_STEP = 1 << 20
+# Decoder state a header may demand before any output exists: xz/lzma dictionaries
+# (preset 9 needs 64 MiB) and zstd windows (zstd -19 uses 8 MiB; larger only for
+# data that large). Without these caps a 60-byte block can make liblzma reserve 4 GiB.
+_XZ_MEMLIMIT = 1 << 27
+_ZSTD_MIN_WINDOW = 1 << 23
+# Largest expansion of one compressed byte: an LZ4 length byte adds at most 255
+# bytes of output; no blosc codec (zstd RLE blocks included) exceeds 2**16.
+_LZ4_MAX_RATIO = 255
+_BLOSC_MAX_RATIO = 1 << 16
 
 
 def _to_bytes(data):
@@ -138,8 +147,9 @@ class Zstd(Compressor):
         return zstandard.ZstdCompressor(level=self.level, write_checksum=self.checksum).compress(data)
 
     def decode(self, data, expected_size=None):
+        window = 0 if expected_size is None else min(1 << 31, max(_ZSTD_MIN_WINDOW, 1 << expected_size.bit_length()))
         try:
-            reader = zstandard.ZstdDecompressor().stream_reader(
+            reader = zstandard.ZstdDecompressor(max_window_size=window).stream_reader(
                 _to_bytes(data), read_across_frames=True
             )
             parts, produced = [], 0
@@ -196,6 +206,9 @@ class Blosc(Compressor):
         if cbytes > len(data):
             raise CompressionError(f"blosc: header claims {cbytes} compressed bytes, block has {len(data)}")
         _check_size(self.name, nbytes, expected_size)
+        if nbytes > max(cbytes - 16, 1) * _BLOSC_MAX_RATIO:
+            raise CompressionError(f"blosc: header claims {nbytes} bytes from {cbytes} compressed bytes, "
+                                   "more than blosc can expand")
         try:
             out = _blosc.decompress(data)
         except (RuntimeError, ValueError) as exc:
@@ -245,7 +258,7 @@ class Xz(_StreamCompressor):
         self.preset = int(preset)
 
     def _decompressor(self):
-        return lzma.LZMADecompressor(lzma.FORMAT_AUTO)
+        return lzma.LZMADecompressor(lzma.FORMAT_AUTO, memlimit=_XZ_MEMLIMIT)
 
     def encode(self, data):
         return lzma.compress(data, format=lzma.FORMAT_XZ, preset=self.preset)
@@ -337,6 +350,9 @@ class Lz4(Compressor):
                 raise CompressionError(f"lz4: bad block token 0x{token:02x} or length {decompressed}")
             if compressed < 0 or compressed > len(data) - pos or (method == 0x10 and compressed != decompressed):
                 raise CompressionError(f"lz4: compressed length {compressed} does not fit the block")
+            if decompressed > compressed * _LZ4_MAX_RATIO + 16:
+                raise CompressionError(f"lz4: block claims {decompressed} bytes from {compressed} compressed bytes, "
+                                       "more than LZ4 can expand")
             if expected_size is not None and produced + decompressed > expected_size:
                 raise CompressionError(f"lz4: payload decompresses past the {expected_size} bytes expected")
             body = data[pos:pos + compressed]

@@ -1,0 +1,112 @@
+"""Seed corpora for the fuzz targets: encoder output, the tests' hand-built vectors and,
+when ``../shared`` is present, real Java-written N5 blocks (read in place, never copied
+into the project). ``write_seeds(target, directory)`` fills one corpus directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from n5mscodecs import (
+    LabelMultisetArray,
+    LabelMultisetVLen,
+    N5BlockHeader,
+    chunked_encode,
+    label_multiset_encode,
+    n5_label_multiset_encode,
+    n5_varlen_encode,
+)
+from n5mscodecs.n5_header import MODE_DEFAULT, MODE_VARLENGTH
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from conftest import N5_DATA, hand_list, hand_n5_payload, hand_varlen_block, hand_zarr_payload  # noqa: E402
+from targets import VARLEN_CHAINS, shape_prefix  # noqa: E402
+
+# largest real blocks taken as seeds: big inputs slow every execution
+MAX_REAL_SEED = 1 << 17
+
+
+def sample_arrays():
+    rng = np.random.default_rng(0)
+    yield LabelMultisetArray.from_labels(rng.integers(0, 4, (2, 3, 2)).astype(np.uint64))
+    yield LabelMultisetArray.from_elements([{1: 3, 7: 2}, {}, {2**64 - 2: 1}, {5: 1, 6: 1, 9: 4}])
+    yield LabelMultisetArray.from_elements(
+        [dict(zip(rng.integers(0, 50, 3).tolist(), rng.integers(1, 9, 3).tolist())) for _ in range(16)]
+    ).reshape((4, 4))
+
+
+def real_varlen_blocks():
+    """(chain index, block bytes) for real blocks, smallest first, a few per dataset."""
+    if not N5_DATA.exists():
+        return
+    chain_of = {"raw": 0, "gzip": 1}
+    for attributes in sorted(N5_DATA.rglob("attributes.json")):
+        meta = json.loads(attributes.read_text())
+        if not meta.get("isLabelMultiset"):
+            continue
+        chain = chain_of.get(meta.get("compression", {}).get("type", "raw"))
+        if chain is None:
+            continue
+        blocks = sorted((p for p in attributes.parent.rglob("*") if p.is_file() and p.name.isdigit()),
+                        key=lambda p: p.stat().st_size)
+        for block in [b for b in blocks if b.stat().st_size <= MAX_REAL_SEED][:4]:
+            yield chain, block.read_bytes()
+
+
+def seeds(target):
+    arrays = list(sample_arrays())
+    if target == "n5_varlen":
+        for index, chain in enumerate(VARLEN_CHAINS):
+            for a in arrays:
+                yield bytes([index]) + bytes(n5_varlen_encode(a, chain))
+        payload = hand_n5_payload([0, 0, 12], [hand_list([(1, 1)]), hand_list([(3, 2), (4, 1)])])
+        yield b"\x00" + hand_varlen_block((3,), payload)
+        for chain, block in real_varlen_blocks():
+            yield bytes([chain]) + block
+    elif target in ("n5_label_multiset", "label_multiset"):
+        encode = n5_label_multiset_encode if target == "n5_label_multiset" else label_multiset_encode
+        for a in arrays:
+            yield shape_prefix(a.shape) + bytes(encode(a))
+        lists = [hand_list([(1, 1)]), hand_list([(2, 5), (9, 1)])]
+        hand = hand_n5_payload if target == "n5_label_multiset" else hand_zarr_payload
+        yield shape_prefix((3,)) + hand([0, 12, 0], lists)
+    elif target == "label_multiset_vlen":
+        for a in arrays:
+            yield bytes(LabelMultisetVLen().encode(a))
+    elif target == "czi_chunked":
+        image = np.random.default_rng(1).poisson(300, 5000).astype(np.uint16)
+        for option, kwargs in [(0, {}), (1, {"codec": "lz4"}), (2, {"hilo": True, "max_chunk_size": 999}),
+                               (7, {"codec": "lz4", "hilo": True, "max_chunk_size": 1000}),
+                               (3, {"max_chunk_size": 1})]:
+            data = image[:7] if kwargs.get("max_chunk_size") == 1 else image
+            yield bytes([option]) + bytes(chunked_encode(data, **kwargs))
+    elif target == "n5_header":
+        yield N5BlockHeader(MODE_VARLENGTH, (32, 32, 16), 1000).to_bytes()
+        yield N5BlockHeader(MODE_DEFAULT, (7, 3), None).to_bytes() + b"\x00" * 8
+    elif target == "zarr_codecs":
+        boundary = LabelMultisetArray.from_labels(np.arange(2 * 4 * 4, dtype=np.uint64).reshape(2, 4, 4))
+        full = boundary.padded((4, 4, 4), 0)
+        yield b"\x00" + bytes(n5_varlen_encode(boundary.transpose(), ["n5_label_multiset"]))
+        yield b"\x01" + bytes(n5_varlen_encode(full.transpose(), ["n5_label_multiset", "gzip"]))
+        yield b"\x02" + bytes(n5_label_multiset_encode(full.transpose()))
+        yield b"\x03" + bytes(label_multiset_encode(full))
+    else:
+        raise KeyError(target)
+
+
+def write_seeds(target, directory):
+    """Write the seeds of ``target`` into ``directory``; returns how many."""
+    os.makedirs(directory, exist_ok=True)
+    count = 0
+    for seed in seeds(target):
+        name = hashlib.sha1(seed).hexdigest()
+        Path(directory, name).write_bytes(seed)
+        count += 1
+    return count

@@ -1,0 +1,200 @@
+"""Fuzz targets: one function per decoder, each taking one input as bytes.
+
+A target passes when the decoder either raises an ``N5msCodecsError`` or returns
+a result that is internally consistent and survives a re-encode; anything else
+(another exception type, a wrong result, a crash) is a finding. The first byte
+of an input picks the target's options (inner codec chain, chunk shape,
+thread count), the rest is the encoded data. This module has no atheris
+dependency so that the regression tests can replay inputs with plain pytest.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from n5mscodecs import (
+    LabelMultisetArray,
+    LabelMultisetVLen,
+    N5BlockHeader,
+    N5msCodecsError,
+    chunked_decode,
+    chunked_info,
+    label_multiset_decode,
+    label_multiset_encode,
+    n5_label_multiset_decode,
+    n5_label_multiset_encode,
+    n5_varlen_decode,
+    n5_varlen_encode,
+)
+
+VARLEN_CHAINS = [
+    ["n5_label_multiset"],
+    ["n5_label_multiset", "gzip"],
+    ["n5_label_multiset", "zstd"],
+    ["n5_label_multiset", {"type": "lz4"}],
+    ["n5_label_multiset", {"type": "xz"}],
+    ["n5_label_multiset", {"type": "bzip2"}],
+    ["n5_label_multiset", {"type": "blosc", "cname": "lz4"}],
+    ["label_multiset"],
+    ["label_multiset", "gzip"],
+]
+
+
+def split_shape(data):
+    """(shape, rest): byte 0 picks 1-3 dimensions, the next bytes their sizes (0..5)."""
+    ndim = 1 + data[0] % 3 if data else 1
+    dims = data[1:1 + ndim]
+    return tuple(d % 6 for d in dims) + (1,) * (ndim - len(dims)), data[1 + ndim:]
+
+
+def shape_prefix(shape):
+    """The bytes split_shape() reads back as ``shape``."""
+    return bytes([len(shape) - 1, *shape])
+
+
+def check_multisets(result, shape=None):
+    """Invariants every decoded LabelMultisetArray must satisfy."""
+    assert isinstance(result, LabelMultisetArray)
+    if shape is not None:
+        assert result.shape == shape
+    if result.index.size:
+        assert 0 <= result.index.min() and result.index.max() < result.n_lists
+    result.argmax()
+    result.canonical()
+
+
+def fuzz_n5_varlen(data):
+    chain = VARLEN_CHAINS[data[0] % len(VARLEN_CHAINS)] if data else VARLEN_CHAINS[0]
+    try:
+        result = n5_varlen_decode(data[1:], chain)
+    except N5msCodecsError:
+        return
+    check_multisets(result)
+    assert n5_varlen_decode(n5_varlen_encode(result, chain), chain) == result
+
+
+def _payload_target(decode, encode, data):
+    shape, payload = split_shape(data)
+    try:
+        result = decode(payload, shape)
+    except N5msCodecsError:
+        return
+    check_multisets(result, shape)
+    assert decode(encode(result), shape) == result
+
+
+def fuzz_n5_label_multiset(data):
+    _payload_target(n5_label_multiset_decode, n5_label_multiset_encode, data)
+
+
+def fuzz_label_multiset(data):
+    _payload_target(label_multiset_decode, label_multiset_encode, data)
+
+
+def fuzz_label_multiset_vlen(data):
+    try:
+        result = LabelMultisetVLen().decode(data)
+    except N5msCodecsError:
+        return
+    assert result.dtype == object
+    check_multisets(LabelMultisetArray.from_elements(result))
+
+
+def fuzz_czi_chunked(data):
+    # option bits: 0 thread count, 1 decode into ``out``, 2 ``out`` of another size with
+    # ``allow_size_mismatch``, 3-7 that size difference
+    option, payload = (data[0], data[1:]) if data else (0, b"")
+    threads = 1 + option % 2
+    try:
+        info = chunked_info(payload)
+    except N5msCodecsError:
+        info = None
+    mismatch = bool(option & 4)
+    out = None
+    if option & 2 and info is not None:
+        size = min(info.decompressed_size, 1 << 20) + (option >> 3 if mismatch else 0)
+        out = np.empty(size, np.uint8)
+    try:
+        result = chunked_decode(payload, out=out, threads=threads, max_decompressed_size=1 << 22,
+                                allow_size_mismatch=mismatch)
+    except N5msCodecsError:
+        return
+    assert info is not None, "decoded a payload whose header chunked_info rejects"
+    size = len(memoryview(result).cast("B"))
+    assert size == (info.decompressed_size if out is None else out.size)
+
+
+def fuzz_n5_header(data):
+    try:
+        header = N5BlockHeader.from_bytes(data)
+    except N5msCodecsError:
+        return
+    assert header.to_bytes() == bytes(data[: header.nbytes])
+
+
+class _ZarrArrays:
+    """One zarr v3 array per multiset codec over a dict store, made on first use."""
+
+    def __init__(self):
+        self.arrays = None
+
+    def get(self):
+        if self.arrays is None:
+            import zarr
+            from zarr.storage import MemoryStore
+
+            from n5mscodecs import zarr as nz
+
+            self.arrays = []
+            for codec in (
+                nz.N5VarlenZarrCodec(codecs=[{"name": "n5_label_multiset"}]),
+                nz.N5VarlenZarrCodec(codecs=[{"name": "n5_label_multiset"}, {"name": "gzip"}]),
+                nz.N5LabelMultisetZarrCodec(),
+                nz.LabelMultisetZarrCodec(),
+            ):
+                store_dict = {}
+                array = zarr.create_array(
+                    MemoryStore(store_dict), shape=(6, 5, 4), chunks=(4, 4, 4),
+                    dtype=nz.LabelMultisetDType(), serializer=codec, compressors=None,
+                )
+                self.arrays.append((array, store_dict))
+        return self.arrays
+
+
+_zarr_arrays = _ZarrArrays()
+
+
+def fuzz_zarr_codecs(data):
+    from zarr.core.buffer import cpu
+
+    arrays = _zarr_arrays.get()
+    array, store_dict = arrays[data[0] % len(arrays)] if data else arrays[0]
+    store_dict["c/1/0/0"] = cpu.Buffer.from_bytes(data[1:])  # the boundary chunk (2 of 4 rows)
+    try:
+        result = array[4:, :4, :]
+    except N5msCodecsError:
+        return
+    assert result.shape == (2, 4, 4) and result.dtype == object
+    check_multisets(LabelMultisetArray.from_elements(result))
+
+
+# package modules on each target's decode path, for the line coverage of a finished corpus
+DECODE_MODULES = {
+    "n5_varlen": ["n5_varlen", "n5_header", "n5_compression", "payload", "n5_label_multiset", "label_multiset"],
+    "n5_label_multiset": ["payload", "n5_label_multiset"],
+    "label_multiset": ["payload", "label_multiset"],
+    "label_multiset_vlen": ["payload", "label_multiset_vlen"],
+    "czi_chunked": ["czi_chunked"],
+    "n5_header": ["n5_header"],
+    "zarr_codecs": ["zarr/codecs", "zarr/dtype", "n5_varlen", "payload"],
+}
+
+TARGETS = {
+    "n5_varlen": fuzz_n5_varlen,
+    "n5_label_multiset": fuzz_n5_label_multiset,
+    "label_multiset": fuzz_label_multiset,
+    "label_multiset_vlen": fuzz_label_multiset_vlen,
+    "czi_chunked": fuzz_czi_chunked,
+    "n5_header": fuzz_n5_header,
+    "zarr_codecs": fuzz_zarr_codecs,
+}
