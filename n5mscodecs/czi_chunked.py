@@ -71,7 +71,7 @@ _HEADER_NAMES = {
 
 @dataclass(frozen=True, eq=False)
 class ChunkedInfo:
-    """What a chunked payload's header says (see :func:`chunked_info`).
+    """What a chunked payload's header says (see :func:`~n5mscodecs.chunked_info`).
 
     Attributes
     ----------
@@ -83,12 +83,17 @@ class ChunkedInfo:
         Raw Preprocessing value, ``None`` when the header chunk is absent.
     chunk_count : int
         Number of compressed chunks.
-    compressed_sizes, decompressed_sizes : numpy.ndarray
-        Per-chunk sizes in bytes (read-only ``uint32``), suffix form expanded.
+    compressed_sizes : numpy.ndarray
+        Per-chunk compressed sizes in bytes (read-only ``uint32``).
+    decompressed_sizes : numpy.ndarray
+        Per-chunk decompressed sizes in bytes (read-only ``uint32``), suffix
+        form expanded.
     header_size : int
         Bytes before the first chunk.
-    compressed_size, decompressed_size : int
-        Sums of the per-chunk sizes.
+    compressed_size : int
+        Sum of the compressed chunk sizes.
+    decompressed_size : int
+        Sum of the decompressed chunk sizes.
     trailing_bytes : int
         Bytes after the last chunk (tolerated, ignored).
     """

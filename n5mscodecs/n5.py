@@ -205,7 +205,7 @@ class LabelMultisetDataset(_Dataset):
         return self.read(key)
 
     def read(self, key=(), threads=None):
-        """Read a basic selection into one :class:`LabelMultisetArray` (only the blocks needed)."""
+        """Read a basic selection into one :class:`~n5mscodecs.LabelMultisetArray` (only the blocks needed)."""
         starts, stops, _, _ = _normalize_selection(key, self.shape)
         box = tuple(max(b - a, 0) for a, b in zip(starts, stops))
         index = np.zeros(box, np.int64)

@@ -101,7 +101,7 @@ def _as_uint8(data):
 
 
 def n5_varlen_decode(data, codecs=DEFAULT_CODECS, *, shape=None, threads=None):
-    """Decode one varlength block to a :class:`LabelMultisetArray`.
+    """Decode one varlength block to a :class:`~n5mscodecs.LabelMultisetArray`.
 
     The voxel count comes from the header dims unless ``shape`` is given
     (dataset readers pass the cropped block shape, because some writers

@@ -528,7 +528,7 @@ def convert(source, target, *, dataset=None, block_size=64, factors=None, compre
         N5 compression of every dataset (default gzip).
     max_num_entries, keep
         Cut downsampled lists to this many entries (-1: no cut); see
-        :meth:`LabelMultisetArray.downsample`.
+        :meth:`~n5mscodecs.LabelMultisetArray.downsample`.
     resolution, offset : tuple, optional
         Voxel size and offset in world units (N5 order) for ``data``.
     lookup_block_size : int
@@ -543,7 +543,8 @@ def convert(source, target, *, dataset=None, block_size=64, factors=None, compre
         the same parameters (blocks on disk are kept).
     progress : callable, optional
         ``progress(description, total)`` returning an object with
-        ``update(n)`` and ``close()`` (``tqdm.tqdm`` fits).
+        ``update(n)`` and ``close()``, e.g.
+        ``lambda description, total: tqdm.tqdm(desc=description, total=total)``.
 
     Returns
     -------

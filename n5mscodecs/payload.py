@@ -4,13 +4,13 @@ Both layouts are an offset table (one 32-bit byte offset per voxel into the
 list data) followed by little-endian list data (``numEntries`` uint32, then
 ``numEntries`` x (id uint64, count uint32)). They differ in:
 
-=====================  ==============================  ==========================
-layout                 N5 legacy (``n5_label_multiset``)  zarr-native (``label_multiset``)
-=====================  ==============================  ==========================
-leading field          argMaxSize int32 BE (+8 bytes each)  none
-offset table           int32 big-endian                uint32 little-endian
-voxel order            first axis fastest (N5 / F)     last axis fastest (C)
-=====================  ==============================  ==========================
+=============  ========================================  ================================
+layout         N5 legacy (``n5_label_multiset``)         zarr-native (``label_multiset``)
+=============  ========================================  ================================
+leading field  argMaxSize int32 BE (+8 bytes each)       none
+offset table   int32 big-endian                          uint32 little-endian
+voxel order    first axis fastest (N5 / F)               last axis fastest (C)
+=============  ========================================  ================================
 
 The N5 voxel order is what Java-written data really uses (the spec's
 "row-major" wording is wrong for N5): a block of header dims ``(dx, dy, dz)``
