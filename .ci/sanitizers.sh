@@ -20,6 +20,14 @@ asan_runtime=$(gcc -print-file-name=libasan.so)
 # detect_leaks=0: CPython's interned objects and arenas are reported as leaks at exit.
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-ldd n5mscodecs/_label_multiset*.so | grep -q libasan || { echo "kernels are not instrumented" >&2; exit 1; }
+# Every kernel must link the ASan runtime. ldd's output is captured first: under
+# pipefail, `ldd | grep -q` fails at random when grep exits before ldd is done (SIGPIPE).
+for kernel in n5mscodecs/_*.so; do
+    linked=$(ldd "$kernel")
+    case "$linked" in
+        *libasan*) ;;
+        *) printf 'kernel %s is not instrumented:\n%s\n' "$kernel" "$linked" >&2; exit 1 ;;
+    esac
+done
 LD_PRELOAD="$asan_runtime" "$venv/bin/python" -m pytest -q -p no:cacheprovider
 echo "sanitizers: clean"
