@@ -400,24 +400,30 @@ def copy_bytes(const uint8_t[::1] src, uint8_t[::1] dst):
 
 
 def gather_chunks(const uint8_t[::1] header, list blocks, const int32_t[::1] block_of,
-                  const int64_t[::1] offset_of, const int64_t[::1] size_of):
+                  const int64_t[::1] offset_of, const int64_t[::1] size_of, int num_threads=1):
     """Concatenate ``header`` and the staged chunks into a new ``bytes``.
 
     Chunk ``i`` is ``blocks[block_of[i]][offset_of[i]:][:size_of[i]]``; every
-    block is a 1-D uint8 array. A large result gets a huge-page hint.
+    block is a 1-D uint8 array. A large result gets a huge-page hint. The
+    copies (and the page faults of the fresh result) run on ``num_threads``
+    threads: done serially they are a tenth of a 2-thread encode.
     """
-    cdef Py_ssize_t chunks = block_of.shape[0], total = header.shape[0], pos, i
+    cdef Py_ssize_t chunks = block_of.shape[0], total = header.shape[0], i
     cdef const uint8_t[::1] block
     cdef uint8_t* out
     cdef object result
     cdef const uint8_t** starts = <const uint8_t**>malloc(max(1, len(blocks)) * sizeof(uint8_t*))
-    if starts == NULL:
+    cdef int64_t* positions = <int64_t*>malloc(max(1, chunks) * sizeof(int64_t))
+    if starts == NULL or positions == NULL:
+        free(starts)
+        free(positions)
         raise MemoryError()
     try:
         for i in range(len(blocks)):
             block = blocks[i]
             starts[i] = &block[0]
         for i in range(chunks):
+            positions[i] = total
             total += size_of[i]
         result = PyBytes_FromStringAndSize(NULL, total)
         out = <uint8_t*>PyBytes_AS_STRING(result)
@@ -425,10 +431,9 @@ def gather_chunks(const uint8_t[::1] header, list blocks, const int32_t[::1] blo
             if total >= (1 << 22):
                 n5ms_advise_huge_pages(out, total)
             memcpy(out, &header[0], header.shape[0])
-            pos = header.shape[0]
-            for i in range(chunks):
-                memcpy(out + pos, starts[block_of[i]] + offset_of[i], size_of[i])
-                pos += size_of[i]
+            for i in prange(chunks, num_threads=max(1, num_threads), schedule="static"):
+                memcpy(out + positions[i], starts[block_of[i]] + offset_of[i], size_of[i])
     finally:
         free(starts)
+        free(positions)
     return result

@@ -703,7 +703,8 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
             "the ChunkSizes header chunk would exceed its 4,194,303-byte limit; use a larger max_chunk_size"
         )
     return _chunked.gather_chunks(
-        header[:header_size], staging.blocks, staging.block_of, staging.offset_of, staging.size_of
+        header[:header_size], staging.blocks, staging.block_of, staging.offset_of, staging.size_of,
+        workers * kernel_threads,
     )
 
 
