@@ -545,8 +545,7 @@ class LabelMultisetArray:
         flat = self.index.ravel(order=order)
         if flat.dtype not in (np.int32, np.int64):
             flat = flat.astype(np.int64)
-        out = np.empty(self.size, dtype=object)
-        _kernels.gather_objects(elements, np.ascontiguousarray(flat), out)
+        out = _kernels.gather_objects(elements, np.ascontiguousarray(flat))
         return out.reshape(self.shape, order=order)
 
     to_object_array = to_elements
