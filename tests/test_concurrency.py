@@ -90,7 +90,7 @@ def test_zarr_with_many_workers_writes_the_serial_bytes(serializer):
     stores, reads = [], []
     for workers in (1, N_THREADS):
         store_dict = {}
-        with zarr.config.set({"threading.max_workers": workers, "async.concurrency": 64}):
+        with nz.zarr_threads(workers), zarr.config.set({"async.concurrency": 64}):
             array = zarr.create_array(MemoryStore(store_dict), shape=labels.shape, chunks=(16, 16, 8),
                                       dtype=nz.LabelMultisetDType(), serializer=codec,
                                       compressors=[nz.CziChunkedZarrCodec(codec="lz4", max_chunk_size=512)])

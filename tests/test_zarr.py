@@ -259,7 +259,7 @@ def test_dask_map_blocks_on_a_process_cluster(tmp_path):
 
 
 def test_concurrent_zarr_reads_and_writes(tmp_path):
-    with zarr.config.set({"threading.max_workers": 4}):
+    with nz.zarr_threads(4):
         array = make_array(tmp_path / "a", nz.LabelMultisetZarrCodec(), shape=(64, 64), chunks=(8, 8))
         labels = np.random.default_rng(0).integers(0, 20, (64, 64))
         array[:] = labels
@@ -275,3 +275,14 @@ def test_cli_zarr_json(tmp_path, capsys):
     assert argmax_elements(zarr.open_array(tmp_path / "c.n5" / "labels")[:]).tolist() == \
         np.arange(12).reshape(3, 4).tolist()
     assert main(["zarr-json", str(tmp_path / "missing")]) == 2
+
+
+def test_zarr_threads_sizes_zarrs_pool():
+    from zarr.core import sync
+    for n in (1, 3):
+        with nz.zarr_threads(n):
+            zarr.create_array({}, shape=(4,), chunks=(2,), dtype="u1")[:] = 1
+            assert sync._get_executor()._max_workers == n
+    with pytest.raises(ValueError, match="n_threads"):
+        with nz.zarr_threads(0):
+            pass

@@ -18,6 +18,7 @@ from .codecs import (
 )
 from .dtype import LabelMultisetDType
 from .store import N5Store, label_multiset_metadata, write_zarr_json, zarr_document
+from .threads import zarr_threads
 
 for _name, _cls in ZARR_CODECS.items():
     _register_codec(_name, _cls)
@@ -35,4 +36,5 @@ __all__ = [
     "N5LabelMultisetZarrCodec",
     "LabelMultisetZarrCodec",
     "chunk_to_multisets",
+    "zarr_threads",
 ]

@@ -1,0 +1,39 @@
+"""Run zarr with a given number of worker threads."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import zarr
+from zarr.core import sync as _zarr_sync
+
+
+@contextmanager
+def zarr_threads(n_threads: int):
+    """Run zarr's codecs on exactly ``n_threads`` worker threads inside the block.
+
+    zarr reads ``threading.max_workers`` only when it creates its thread pool,
+    on first use, so setting the option later changes nothing. This context
+    manager shuts the pool (and zarr's event loop) down, sets the option, and
+    lets zarr build a fresh pool of that size; on exit the pool is shut down
+    again, so the next zarr call builds one from the then current configuration.
+
+    Examples
+    --------
+    >>> import numpy as np, zarr
+    >>> from n5mscodecs.zarr import zarr_threads
+    >>> a = zarr.create_array({}, shape=(4, 4), chunks=(2, 2), dtype="u2")
+    >>> with zarr_threads(1):
+    ...     a[:] = np.arange(16).reshape(4, 4)
+    ...     int(a[3, 3])
+    15
+    """
+    if int(n_threads) < 1:
+        raise ValueError(f"n_threads must be >= 1, got {n_threads!r}")
+    _zarr_sync.cleanup_resources()
+    try:
+        with zarr.config.set({"threading.max_workers": int(n_threads)}):
+            _zarr_sync._get_executor()
+            yield
+    finally:
+        _zarr_sync.cleanup_resources()
