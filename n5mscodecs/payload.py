@@ -57,10 +57,16 @@ def _as_bytes(data):
 
 def _voxel_count(shape):
     n = 1
+    nonzero = 1
     for s in shape:
         if int(s) < 0:
             raise LabelMultisetFormatError(f"shape: negative extent in {tuple(shape)}")
         n *= int(s)
+        nonzero *= max(int(s), 1)
+    # numpy refuses such shapes even for empty arrays (a zero extent next to
+    # huge ones, e.g. from a corrupt block header)
+    if nonzero * 8 > np.iinfo(np.intp).max:
+        raise LabelMultisetFormatError(f"shape: extents {tuple(shape)} exceed numpy's maximum array size")
     return n
 
 

@@ -58,3 +58,9 @@ def test_offset_past_list_data_is_rejected():
     payload = hand_zarr_payload([0, 2**32 - 4], [hand_list([(1, 1)])])
     with pytest.raises(LabelMultisetFormatError, match=r"listEntryOffsets\[1\] = 4294967292"):
         label_multiset_decode(payload, (2,))
+
+
+def test_zero_extent_beside_huge_extents_is_rejected():
+    # 0 voxels, but numpy cannot represent the shape (found by fuzzing n5_varlen)
+    with pytest.raises(LabelMultisetFormatError, match="shape: extents"):
+        label_multiset_decode(b"", (2**31, 0, 2**31 + 4))
