@@ -63,9 +63,9 @@ def _voxel_count(shape):
             raise LabelMultisetFormatError(f"shape: negative extent in {tuple(shape)}")
         n *= int(s)
         nonzero *= max(int(s), 1)
-    # numpy refuses such shapes even for empty arrays (a zero extent next to
-    # huge ones, e.g. from a corrupt block header)
-    if nonzero * 8 > np.iinfo(np.intp).max:
+    # An empty block's other extents are bounded by no payload size check, and
+    # numpy refuses shapes whose nonzero extents overflow (corrupt block header).
+    if n == 0 and nonzero * 8 > np.iinfo(np.intp).max:
         raise LabelMultisetFormatError(f"shape: extents {tuple(shape)} exceed numpy's maximum array size")
     return n
 
