@@ -15,6 +15,7 @@ from zarr.storage import LocalStore  # noqa: E402
 import n5mscodecs.zarr as nz  # noqa: E402
 from n5mscodecs import (  # noqa: E402
     INVALID,
+    ConfigurationError,
     LabelMultiset,
     LabelMultisetArray,
     LabelMultisetVLen,
@@ -283,6 +284,6 @@ def test_zarr_threads_sizes_zarrs_pool():
         with nz.zarr_threads(n):
             zarr.create_array({}, shape=(4,), chunks=(2,), dtype="u1")[:] = 1
             assert sync._get_executor()._max_workers == n
-    with pytest.raises(ValueError, match="n_threads"):
+    with pytest.raises(ConfigurationError, match="threads must be >= 1"):
         with nz.zarr_threads(0):
             pass

@@ -7,10 +7,14 @@ from contextlib import contextmanager
 import zarr
 from zarr.core import sync as _zarr_sync
 
+from ..multiset_array import default_threads
+
 
 @contextmanager
-def zarr_threads(n_threads: int):
+def zarr_threads(n_threads: int | None = None):
     """Run zarr's codecs on exactly ``n_threads`` worker threads inside the block.
+
+    ``None`` means one per core.
 
     zarr reads ``threading.max_workers`` only when it creates its thread pool,
     on first use, so setting the option later changes nothing. This context
@@ -28,11 +32,10 @@ def zarr_threads(n_threads: int):
     ...     int(a[3, 3])
     15
     """
-    if int(n_threads) < 1:
-        raise ValueError(f"n_threads must be >= 1, got {n_threads!r}")
+    n_threads = default_threads(n_threads)
     _zarr_sync.cleanup_resources()
     try:
-        with zarr.config.set({"threading.max_workers": int(n_threads)}):
+        with zarr.config.set({"threading.max_workers": n_threads}):
             _zarr_sync._get_executor()
             yield
     finally:
