@@ -50,17 +50,21 @@ def main(argv=None):
         with ThreadPoolExecutor(n_threads) as pool:
             return list(pool.map(direct_one, chunk_files))
 
-    def through_zarr():
-        return zarr.open_array(workdir / "a")[:]
+    def through_zarr(name="a"):
+        return zarr.open_array(workdir / name)[:]
+
+    def time_zarr(kind, name="a"):
+        for n in (1, 2):
+            # zarr sizes its thread pool once: zarr_threads rebuilds it with n workers
+            with nz.zarr_threads(n):
+                results[kind, n] = median_time(lambda: through_zarr(name), args.repeat)
 
     assert np.array_equal(nz.chunk_to_multisets(
         zarr.core.buffer.cpu.NDBuffer.from_numpy_array(through_zarr())).argmax(), labels)
     results = {}
     for n in (1, 2):
         results["direct", n] = median_time(lambda: direct(n), args.repeat)
-        # zarr sizes its thread pool once: zarr_threads rebuilds it with n workers
-        with nz.zarr_threads(n):
-            results["zarr", n] = median_time(through_zarr, args.repeat)
+    time_zarr("zarr")
     # zarr's own floor for object arrays: the same read with our codec replaced by a
     # lookup of an already decoded chunk (gzip and zarr's copying still run)
     from n5mscodecs.zarr import codecs as zarr_codecs
@@ -74,18 +78,14 @@ def main(argv=None):
 
     zarr_codecs.LabelMultisetZarrCodec._decode_sync = cached
     try:
-        for n in (1, 2):
-            with nz.zarr_threads(n):
-                results["zarr floor", n] = median_time(through_zarr, args.repeat)
+        time_zarr("zarr floor")
     finally:
         zarr_codecs.LabelMultisetZarrCodec._decode_sync = decode_sync
     # the same labels as a plain uint64 array: zarr's overhead without object dtype
     plain = zarr.create_array(workdir / "u", shape=shape, chunks=chunks, dtype="uint64",
                               compressors=[GzipCodec(level=6)])
     plain[:] = labels
-    for n in (1, 2):
-        with nz.zarr_threads(n):
-            results["zarr uint64", n] = median_time(lambda: zarr.open_array(workdir / "u")[:], args.repeat)
+    time_zarr("zarr uint64", "u")
     voxels = labels.size
     for (kind, n), t in results.items():
         print(f"  {kind:<11} {n} thread(s): {t * 1e3:8.1f} ms  {voxels / t / 1e6:7.1f} Mvoxel/s")
