@@ -166,26 +166,31 @@ def _thread_split(threads, chunk_count, total_bytes):
     return workers, max(1, threads // workers)
 
 
-def _run_chunks(process_range, chunk_count, workers):
-    """Call ``process_range(first, stop)`` over all chunks with ``workers`` threads.
+def _run_chunks(start_worker, chunk_count, workers):
+    """Process all chunks on ``workers`` threads.
 
-    Workers pull small batches from a shared counter so a slow core does not
-    hold up the rest; every chunk goes to a fixed place, so the result does not
-    depend on the scheduling.
+    Each worker calls ``start_worker()`` once for its ``process(first, stop)``
+    callable (per-thread codec contexts, scratch and staging live in it), then
+    pulls small batches of chunks from a shared counter, so a slow core does
+    not hold up the rest. Every chunk goes to a fixed place, so the result
+    does not depend on the scheduling.
     """
     if workers == 1:
-        process_range(0, chunk_count)
+        start_worker()(0, chunk_count)
         return
-    batch = max(1, chunk_count // (workers * 8))
+    batch = max(1, chunk_count // (workers * 64))
     starts = itertools.count(0, batch)  # next() is atomic under the GIL
     failed = threading.Event()  # one bad chunk stops the others early
 
     def drain():
+        process = None
         for first in starts:
             if first >= chunk_count or failed.is_set():
                 return
             try:
-                process_range(first, min(first + batch, chunk_count))
+                if process is None:
+                    process = start_worker()
+                process(first, min(first + batch, chunk_count))
             except BaseException:
                 failed.set()
                 raise
@@ -492,7 +497,7 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
         )
     if out is None:
         _check_expansion(layout, payload)
-        target = np.empty(total, dtype=np.uint8)  # numpy's allocator uses huge pages when it can
+        target = _aligned_empty(total)
         result = target
     else:
         target = _output_bytes(out)
@@ -510,33 +515,37 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
     codec, hilo = info.codec, info.hilo
     workers, kernel_threads = _thread_split(threads, info.chunk_count, total)
 
-    def decode_range(first, stop):
+    def start_worker():
         decompress = _chunk_decompressor(codec)
-        for i in range(first, stop):
-            start, end = decompressed_offsets[i], decompressed_offsets[i + 1]
-            if end > limit and start >= limit:
-                return  # allow_size_mismatch: the rest does not fit into out
-            try:
-                chunk = decompress(source[compressed_offsets[i] : compressed_offsets[i + 1]], end - start)
-            except (zstandard.ZstdError, lz4.block.LZ4BlockError) as error:
-                raise ChunkedFormatError(f"chunk {i}: corrupt {codec} data ({error})") from None
-            if len(chunk) != end - start:
-                raise ChunkedFormatError(
-                    f"chunk {i}: decompressed to {len(chunk)} bytes, DecompressedSizes says {end - start}"
-                )
-            if end > limit:  # hi/lo is per chunk, so undo it before cutting
-                whole = np.empty(end - start, dtype=np.uint8)
-                if hilo:
-                    _chunked.hilo_unpack(chunk, whole, 1)
-                else:
-                    _chunked.copy_bytes(chunk, whole)
-                target[start:limit] = whole[: limit - start]
-            elif hilo:
-                _chunked.hilo_unpack(chunk, destination[start:end], kernel_threads)
-            else:
-                _chunked.copy_bytes(chunk, destination[start:end])
 
-    _run_chunks(decode_range, info.chunk_count, workers)
+        def decode_range(first, stop):
+            for i in range(first, stop):
+                start, end = decompressed_offsets[i], decompressed_offsets[i + 1]
+                if end > limit and start >= limit:
+                    return  # allow_size_mismatch: the rest does not fit into out
+                try:
+                    chunk = decompress(source[compressed_offsets[i] : compressed_offsets[i + 1]], end - start)
+                except (zstandard.ZstdError, lz4.block.LZ4BlockError) as error:
+                    raise ChunkedFormatError(f"chunk {i}: corrupt {codec} data ({error})") from None
+                if len(chunk) != end - start:
+                    raise ChunkedFormatError(
+                        f"chunk {i}: decompressed to {len(chunk)} bytes, DecompressedSizes says {end - start}"
+                    )
+                if end > limit:  # hi/lo is per chunk, so undo it before cutting
+                    whole = np.empty(end - start, dtype=np.uint8)
+                    if hilo:
+                        _chunked.hilo_unpack(chunk, whole, 1)
+                    else:
+                        _chunked.copy_bytes(chunk, whole)
+                    target[start:limit] = whole[: limit - start]
+                elif hilo:
+                    _chunked.hilo_unpack(chunk, destination[start:end], kernel_threads)
+                else:
+                    _chunked.copy_bytes(chunk, destination[start:end])
+
+        return decode_range
+
+    _run_chunks(start_worker, info.chunk_count, workers)
     return result
 
 
@@ -577,7 +586,7 @@ class _Staging:
         self._lock = threading.Lock()
 
     def _new_block(self, size):
-        block = np.empty(max(self.block_bytes, size), dtype=np.uint8)
+        block = _aligned_empty(max(self.block_bytes, size))
         with self._lock:
             self.blocks.append(block)
             return len(self.blocks) - 1, block
@@ -597,6 +606,23 @@ class _Staging:
             fill += size
 
         return store
+
+
+_HUGE_PAGE = 1 << 21
+
+
+def _aligned_empty(size):
+    """``np.empty(size, uint8)`` starting on a 2 MiB boundary when it is large.
+
+    numpy asks for transparent huge pages on large arrays, but only the
+    aligned interior gets them; an unaligned start leaves up to 4 MiB of 4 KiB
+    pages whose first-touch faults cost more than the copy into them.
+    """
+    if size < 2 * _HUGE_PAGE:
+        return np.empty(size, dtype=np.uint8)
+    buffer = np.empty(size + _HUGE_PAGE, dtype=np.uint8)
+    start = -buffer.ctypes.data % _HUGE_PAGE
+    return buffer[start : start + size]
 
 
 def _hilo_scratch(size):
@@ -664,19 +690,23 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
 
     stream = memoryview(source)
 
-    def encode_range(first, stop):
+    def start_worker():
         compress = _compressor(codec, level)
-        store = staging.writer()
+        store = staging.writer()  # one per worker: it fills its staging blocks densely
         scratch = memoryview(_hilo_scratch(max_chunk_size)) if hilo else None
-        for i in range(first, stop):
-            chunk = stream[i * max_chunk_size : (i + 1) * max_chunk_size]
-            if hilo:
-                packed = scratch[: len(chunk)]
-                _chunked.hilo_pack(chunk, packed, kernel_threads)
-                chunk = packed
-            store(i, compress(chunk))
 
-    _run_chunks(encode_range, chunk_count, workers)
+        def encode_range(first, stop):
+            for i in range(first, stop):
+                chunk = stream[i * max_chunk_size : (i + 1) * max_chunk_size]
+                if hilo:
+                    packed = scratch[: len(chunk)]
+                    _chunked.hilo_pack(chunk, packed, kernel_threads)
+                    chunk = packed
+                store(i, compress(chunk))
+
+        return encode_range
+
+    _run_chunks(start_worker, chunk_count, workers)
 
     compressed_sizes = staging.size_of
     if compressed_sizes.max() > MAX_CHUNK_SIZE:
