@@ -8,7 +8,7 @@ Header varints are little-endian 7-bit groups with a continuation bit, bounded
 to ``max_bytes``; the last allowed byte carries 8 value bits.
 """
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cython.parallel cimport prange
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
@@ -349,45 +349,141 @@ cdef inline void join_words(const uint8_t* low, const uint8_t* high, uint8_t* ds
         dst[2 * i + 1] = high[i]
 
 
-def hilo_pack(const uint8_t[::1] src, uint8_t[::1] dst, int num_threads=1):
+cdef inline void hilo_piece(const uint8_t* src, uint8_t* dst, Py_ssize_t n, Py_ssize_t chunk_size,
+                            Py_ssize_t blocks_per_chunk, Py_ssize_t piece, bint pack) noexcept nogil:
+    """(Un)pack block ``piece`` of the ``chunk_size``-byte chunks of ``src`` (``n`` bytes)."""
+    cdef Py_ssize_t chunk = piece // blocks_per_chunk
+    cdef Py_ssize_t offset = chunk * chunk_size
+    cdef Py_ssize_t length = min(chunk_size, n - offset), half = length // 2
+    cdef Py_ssize_t first = (piece % blocks_per_chunk) * HILO_BLOCK_WORDS
+    cdef Py_ssize_t words = min(<Py_ssize_t>HILO_BLOCK_WORDS, half - first)
+    if words > 0:
+        if pack:
+            split_words(src + offset + 2 * first, dst + offset + first, dst + offset + half + first, words)
+        else:
+            join_words(src + offset + first, src + offset + half + first, dst + offset + 2 * first, words)
+    if first == 0 and length & 1:  # an odd trailing byte stays in place
+        dst[offset + length - 1] = src[offset + length - 1]
+
+
+cdef void hilo_chunks(const uint8_t* src, uint8_t* dst, Py_ssize_t n, Py_ssize_t chunk_size,
+                      int num_threads, bint pack) noexcept nogil:
+    cdef Py_ssize_t chunks, blocks_per_chunk, piece
+    if n == 0:
+        return
+    if chunk_size <= 0 or chunk_size > n:
+        chunk_size = n
+    chunks = (n + chunk_size - 1) // chunk_size
+    blocks_per_chunk = max(1, (chunk_size // 2 + HILO_BLOCK_WORDS - 1) // HILO_BLOCK_WORDS)
+    if num_threads <= 1:  # no OpenMP region for the small per-batch calls
+        for piece in range(chunks * blocks_per_chunk):
+            hilo_piece(src, dst, n, chunk_size, blocks_per_chunk, piece, pack)
+    else:
+        for piece in prange(chunks * blocks_per_chunk, num_threads=num_threads, schedule="static"):
+            hilo_piece(src, dst, n, chunk_size, blocks_per_chunk, piece, pack)
+
+
+def hilo_pack(const uint8_t[::1] src, uint8_t[::1] dst, int num_threads=1, Py_ssize_t chunk_size=0):
     """Split 16-bit words into all low bytes, then all high bytes.
 
-    ``dst`` has the length of ``src``; an odd trailing byte is copied as is.
+    Each ``chunk_size`` bytes of ``src`` (the last piece may be shorter; 0:
+    all of it) are packed on their own, as the format stores them; an odd
+    trailing byte of a piece is copied as is. ``dst`` has the length of ``src``.
     """
-    cdef Py_ssize_t n = src.shape[0], half = n // 2
-    cdef Py_ssize_t blocks = (half + HILO_BLOCK_WORDS - 1) // HILO_BLOCK_WORDS, b, first
-    cdef const uint8_t* source
-    cdef uint8_t* target
-    assert dst.shape[0] >= n  # callers size dst; with boundscheck off this guards memory
-    if n == 0:
+    assert dst.shape[0] >= src.shape[0]  # callers size dst; with boundscheck off this guards memory
+    if src.shape[0] == 0:
         return
-    source = &src[0]
-    target = &dst[0]
-    for b in prange(blocks, nogil=True, num_threads=num_threads, schedule="static"):
-        first = b * HILO_BLOCK_WORDS
-        split_words(source + 2 * first, target + first, target + half + first,
-                    min(HILO_BLOCK_WORDS, half - first))
-    if n & 1:
-        target[n - 1] = source[n - 1]
+    with nogil:
+        hilo_chunks(&src[0], &dst[0], src.shape[0], chunk_size, num_threads, True)
 
 
-def hilo_unpack(const uint8_t[::1] src, uint8_t[::1] dst, int num_threads=1):
+def hilo_unpack(const uint8_t[::1] src, uint8_t[::1] dst, int num_threads=1, Py_ssize_t chunk_size=0):
     """Inverse of :func:`hilo_pack`: interleave low and high byte planes again."""
-    cdef Py_ssize_t n = src.shape[0], half = n // 2
-    cdef Py_ssize_t blocks = (half + HILO_BLOCK_WORDS - 1) // HILO_BLOCK_WORDS, b, first
-    cdef const uint8_t* source
-    cdef uint8_t* target
-    assert dst.shape[0] >= n  # callers size dst; with boundscheck off this guards memory
-    if n == 0:
+    assert dst.shape[0] >= src.shape[0]  # callers size dst; with boundscheck off this guards memory
+    if src.shape[0] == 0:
         return
-    source = &src[0]
-    target = &dst[0]
-    for b in prange(blocks, nogil=True, num_threads=num_threads, schedule="static"):
-        first = b * HILO_BLOCK_WORDS
-        join_words(source + first, source + half + first, target + 2 * first,
-                   min(HILO_BLOCK_WORDS, half - first))
-    if n & 1:
-        target[n - 1] = source[n - 1]
+    with nogil:
+        hilo_chunks(&src[0], &dst[0], src.shape[0], chunk_size, num_threads, False)
+
+
+def stage_chunks(list compressed, uint8_t[::1] block, Py_ssize_t fill, Py_ssize_t first,
+                 int64_t[::1] offset_of, int64_t[::1] size_of):
+    """Copy the ``bytes`` in ``compressed`` (chunks ``first, first + 1, ...``) into
+    ``block`` from ``fill`` on, recording each one's offset and size.
+
+    Stops at the first that does not fit. Returns ``(stored, fill)``. One call
+    per batch: per-chunk buffer acquisitions and GIL hand-offs cost more than
+    the copies.
+    """
+    cdef Py_ssize_t count = len(compressed), stored = 0, size, capacity = block.shape[0], j
+    cdef object item
+    cdef const char** sources = <const char**>malloc(max(1, count) * sizeof(char*))
+    if sources == NULL:
+        raise MemoryError()
+    try:
+        if first < 0 or first + count > size_of.shape[0] or offset_of.shape[0] < size_of.shape[0]:
+            raise IndexError("stage_chunks: chunk index out of range")
+        for item in compressed:
+            if not isinstance(item, bytes):
+                raise TypeError(f"stage_chunks: expected bytes, got {type(item).__name__}")
+            size = PyBytes_GET_SIZE(item)
+            if fill + size > capacity:
+                break
+            sources[stored] = PyBytes_AS_STRING(item)
+            offset_of[first + stored] = fill
+            size_of[first + stored] = size
+            fill += size
+            stored += 1
+        with nogil:  # the list keeps the bytes alive
+            for j in range(stored):
+                memcpy(&block[offset_of[first + j]], sources[j], size_of[first + j])
+    finally:
+        free(sources)
+    return stored, fill
+
+
+def place_chunks(list decompressed, uint8_t[::1] target, const int64_t[::1] decompressed_offsets,
+                 Py_ssize_t first, bint hilo):
+    """Write the ``bytes`` in ``decompressed`` (chunks ``first, first + 1, ...``)
+    to ``target[decompressed_offsets[i]:decompressed_offsets[i + 1]]``,
+    undoing hi/lo packing when ``hilo``.
+
+    Returns -1, or the position in the list of the first chunk whose length
+    differs from its slot (nothing is written then). One call per batch.
+    """
+    cdef Py_ssize_t count = len(decompressed), j, start, length
+    cdef object item
+    cdef const uint8_t** sources
+    if count == 0:
+        return -1
+    if first < 0 or first + count >= decompressed_offsets.shape[0]:
+        raise IndexError("place_chunks: chunk index out of range")
+    if decompressed_offsets[first] < 0 or decompressed_offsets[first + count] > target.shape[0]:
+        raise IndexError("place_chunks: chunks end past the target")
+    sources = <const uint8_t**>malloc(count * sizeof(uint8_t*))
+    if sources == NULL:
+        raise MemoryError()
+    try:
+        for j in range(count):
+            item = decompressed[j]
+            if not isinstance(item, bytes):
+                raise TypeError(f"place_chunks: expected bytes, got {type(item).__name__}")
+            if PyBytes_GET_SIZE(item) != decompressed_offsets[first + j + 1] - decompressed_offsets[first + j]:
+                return j
+            sources[j] = <const uint8_t*>PyBytes_AS_STRING(item)
+        with nogil:  # the list keeps the bytes alive
+            for j in range(count):
+                start = decompressed_offsets[first + j]
+                length = decompressed_offsets[first + j + 1] - start
+                if length == 0:
+                    continue
+                if hilo:
+                    hilo_chunks(sources[j], &target[start], length, 0, 1, False)
+                else:
+                    memcpy(&target[start], sources[j], length)
+    finally:
+        free(sources)
+    return -1
 
 
 def copy_bytes(const uint8_t[::1] src, uint8_t[::1] dst):
@@ -399,41 +495,57 @@ def copy_bytes(const uint8_t[::1] src, uint8_t[::1] dst):
         memcpy(&dst[0], &src[0], src.shape[0])
 
 
-def gather_chunks(const uint8_t[::1] header, list blocks, const int32_t[::1] block_of,
-                  const int64_t[::1] offset_of, const int64_t[::1] size_of, int num_threads=1):
-    """Concatenate ``header`` and the staged chunks into a new ``bytes``.
-
-    Chunk ``i`` is ``blocks[block_of[i]][offset_of[i]:][:size_of[i]]``; every
-    block is a 1-D uint8 array. A large result gets a huge-page hint. The
-    copies (and the page faults of the fresh result) run on ``num_threads``
-    threads: done serially they are a tenth of a 2-thread encode.
-    """
-    cdef Py_ssize_t chunks = block_of.shape[0], total = header.shape[0], i
-    cdef const uint8_t[::1] block
-    cdef uint8_t* out
+def new_bytes(Py_ssize_t size, const uint8_t[::1] prefix):
+    """A new ``bytes`` of ``size`` starting with ``prefix``; the rest is for
+    :func:`copy_staged` to fill before the object is shared. A large one gets a
+    huge-page hint (first-touch faults of 4 KiB pages cost more than the copy)."""
     cdef object result
-    cdef const uint8_t** starts = <const uint8_t**>malloc(max(1, len(blocks)) * sizeof(uint8_t*))
-    cdef int64_t* positions = <int64_t*>malloc(max(1, chunks) * sizeof(int64_t))
-    if starts == NULL or positions == NULL:
+    cdef uint8_t* out
+    if size < prefix.shape[0]:
+        raise ValueError("new_bytes: size below the prefix length")
+    result = PyBytes_FromStringAndSize(NULL, size)
+    out = <uint8_t*>PyBytes_AS_STRING(result)
+    with nogil:
+        if size >= (1 << 22):
+            n5ms_advise_huge_pages(out, size)
+        if prefix.shape[0]:
+            memcpy(out, &prefix[0], prefix.shape[0])
+    return result
+
+
+def copy_staged(bytes out, list blocks, const int32_t[::1] block_of, const int64_t[::1] offset_of,
+                const int64_t[::1] size_of, const int64_t[::1] positions, Py_ssize_t first, Py_ssize_t stop):
+    """Copy staged chunks ``first:stop`` into ``out`` (from :func:`new_bytes`),
+    chunk ``i`` from ``blocks[block_of[i]][offset_of[i]:][:size_of[i]]`` to
+    ``positions[i]``. Workers call it on disjoint ranges at once."""
+    cdef Py_ssize_t i, block_count = len(blocks), out_size = PyBytes_GET_SIZE(out)
+    cdef uint8_t* target = <uint8_t*>PyBytes_AS_STRING(out)
+    cdef const uint8_t[::1] block
+    cdef const uint8_t** starts
+    cdef int64_t* lengths
+    if first < 0 or stop > block_of.shape[0] or stop > offset_of.shape[0] or stop > size_of.shape[0] \
+            or stop > positions.shape[0]:
+        raise IndexError("copy_staged: chunk range out of bounds")
+    starts = <const uint8_t**>malloc(max(1, block_count) * sizeof(uint8_t*))
+    lengths = <int64_t*>malloc(max(1, block_count) * sizeof(int64_t))
+    if starts == NULL or lengths == NULL:
         free(starts)
-        free(positions)
+        free(lengths)
         raise MemoryError()
     try:
-        for i in range(len(blocks)):
+        for i in range(block_count):
             block = blocks[i]
-            starts[i] = &block[0]
-        for i in range(chunks):
-            positions[i] = total
-            total += size_of[i]
-        result = PyBytes_FromStringAndSize(NULL, total)
-        out = <uint8_t*>PyBytes_AS_STRING(result)
-        with nogil:
-            if total >= (1 << 22):
-                n5ms_advise_huge_pages(out, total)
-            memcpy(out, &header[0], header.shape[0])
-            for i in prange(chunks, num_threads=max(1, num_threads), schedule="static"):
-                memcpy(out + positions[i], starts[block_of[i]] + offset_of[i], size_of[i])
+            starts[i] = &block[0] if block.shape[0] else NULL
+            lengths[i] = block.shape[0]
+        for i in range(first, stop):
+            if not (0 <= block_of[i] < block_count and 0 <= offset_of[i] and 0 <= size_of[i]
+                    and offset_of[i] + size_of[i] <= lengths[block_of[i]]
+                    and 0 <= positions[i] and positions[i] + size_of[i] <= out_size):
+                raise IndexError(f"copy_staged: chunk {i} out of bounds")
+        with nogil:  # the list keeps the blocks alive
+            for i in range(first, stop):
+                if size_of[i]:
+                    memcpy(target + positions[i], starts[block_of[i]] + offset_of[i], size_of[i])
     finally:
         free(starts)
-        free(positions)
-    return result
+        free(lengths)

@@ -59,7 +59,13 @@ _ZSTD_DEFAULT_LEVEL = 3  # zstd's own default (ZSTD_CLEVEL_DEFAULT)
 # Below this many decompressed bytes a thread hand-off costs more than it saves.
 _PARALLEL_MIN_BYTES = 1 << 18
 
-_NO_SPANS = np.full(10, -1, dtype=np.int64)  # payload offset, length per header id
+_NO_SPANS = np.full(10, -1, dtype=np.int64)
+_NO_BYTES = np.empty(0, dtype=np.uint8)
+
+# Chunks are handled in batches of about this many decompressed bytes: one
+# kernel call per batch for hi/lo, staging and placing (per-chunk calls cost
+# more than the byte shuffling), small enough to stay in a core's L2 cache.
+_BATCH_BYTES = 1 << 18  # payload offset, length per header id
 
 _HEADER_NAMES = {
     _chunked.CHUNK_SIZES: "ChunkSizes",
@@ -511,41 +517,64 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
     # Python ints and memoryviews: the per-chunk bookkeeping runs under the GIL.
     compressed_offsets = layout.compressed_offsets.tolist()
     decompressed_offsets = layout.decompressed_offsets.tolist()
-    source, destination = memoryview(payload), memoryview(target)
+    source = memoryview(payload)
     codec, hilo = info.codec, info.hilo
     workers, kernel_threads = _thread_split(threads, info.chunk_count, total)
+    # allow_size_mismatch with a short out: chunks wholly past its end are skipped,
+    # one reaching past it is cut.
+    needed = info.chunk_count
+    while needed and decompressed_offsets[needed - 1] >= limit and decompressed_offsets[needed] > limit:
+        needed -= 1
+    batch_chunks = max(1, _BATCH_BYTES // max(1, int(info.decompressed_sizes[0])))
 
     def start_worker():
         decompress = _chunk_decompressor(codec)
 
+        def decompress_chunk(i):
+            size = decompressed_offsets[i + 1] - decompressed_offsets[i]
+            try:
+                return decompress(source[compressed_offsets[i] : compressed_offsets[i + 1]], size)
+            except (zstandard.ZstdError, lz4.block.LZ4BlockError) as error:
+                raise ChunkedFormatError(f"chunk {i}: corrupt {codec} data ({error})") from None
+
+        def size_error(i, chunk):
+            size = decompressed_offsets[i + 1] - decompressed_offsets[i]
+            return ChunkedFormatError(f"chunk {i}: decompressed to {len(chunk)} bytes, DecompressedSizes says {size}")
+
         def decode_range(first, stop):
-            for i in range(first, stop):
-                start, end = decompressed_offsets[i], decompressed_offsets[i + 1]
-                if end > limit and start >= limit:
-                    return  # allow_size_mismatch: the rest does not fit into out
-                try:
-                    chunk = decompress(source[compressed_offsets[i] : compressed_offsets[i + 1]], end - start)
-                except (zstandard.ZstdError, lz4.block.LZ4BlockError) as error:
-                    raise ChunkedFormatError(f"chunk {i}: corrupt {codec} data ({error})") from None
-                if len(chunk) != end - start:
-                    raise ChunkedFormatError(
-                        f"chunk {i}: decompressed to {len(chunk)} bytes, DecompressedSizes says {end - start}"
-                    )
-                if end > limit:  # hi/lo is per chunk, so undo it before cutting
+            for batch_first in range(first, stop, batch_chunks):
+                batch_stop = min(stop, batch_first + batch_chunks)
+                cut = batch_stop if decompressed_offsets[batch_stop] <= limit else batch_stop - 1
+                if kernel_threads > 1 and cut == batch_stop == batch_first + 1:
+                    # Fewer chunks than threads: this chunk's hi/lo gets the spare ones.
+                    chunk = decompress_chunk(batch_first)
+                    start, end = decompressed_offsets[batch_first], decompressed_offsets[batch_first + 1]
+                    if len(chunk) != end - start:
+                        raise size_error(batch_first, chunk)
+                    if hilo:
+                        _chunked.hilo_unpack(chunk, target[start:end], kernel_threads)
+                    else:
+                        _chunked.copy_bytes(chunk, target[start:end])
+                    continue
+                chunks = [decompress_chunk(i) for i in range(batch_first, cut)]
+                wrong = _chunked.place_chunks(chunks, target, layout.decompressed_offsets, batch_first, hilo)
+                if wrong >= 0:
+                    raise size_error(batch_first + wrong, chunks[wrong])
+                if cut < batch_stop:  # reaches past out: hi/lo is per chunk, so undo it before cutting
+                    chunk = decompress_chunk(cut)
+                    start, end = decompressed_offsets[cut], decompressed_offsets[cut + 1]
+                    if len(chunk) != end - start:
+                        raise size_error(cut, chunk)
                     whole = np.empty(end - start, dtype=np.uint8)
                     if hilo:
-                        _chunked.hilo_unpack(chunk, whole, 1)
+                        _chunked.hilo_unpack(chunk, whole)
                     else:
                         _chunked.copy_bytes(chunk, whole)
                     target[start:limit] = whole[: limit - start]
-                elif hilo:
-                    _chunked.hilo_unpack(chunk, destination[start:end], kernel_threads)
-                else:
-                    _chunked.copy_bytes(chunk, destination[start:end])
 
         return decode_range
 
-    _run_chunks(start_worker, info.chunk_count, workers)
+    _run_chunks(start_worker, needed, workers)
     return result
 
 
@@ -592,18 +621,20 @@ class _Staging:
             return len(self.blocks) - 1, block
 
     def writer(self):
-        """A ``store(i, compressed)`` callable for one worker thread."""
-        index, block, fill, capacity = -1, None, 0, 0
+        """A ``store(first, compressed)`` callable for one worker thread: stages
+        the list ``compressed`` as chunks ``first, first + 1, ...``."""
+        index, block, fill = -1, _NO_BYTES, 0
 
-        def store(i, compressed):
-            nonlocal index, block, fill, capacity
-            size = len(compressed)
-            if fill + size > capacity:
-                index, array = self._new_block(size)
-                block, fill, capacity = memoryview(array), 0, array.shape[0]
-            _chunked.copy_bytes(compressed, block[fill:])
-            self.block_of[i], self.offset_of[i], self.size_of[i] = index, fill, size
-            fill += size
+        def store(first, compressed):
+            nonlocal index, block, fill
+            while True:
+                stored, fill = _chunked.stage_chunks(compressed, block, fill, first, self.offset_of, self.size_of)
+                self.block_of[first : first + stored] = index
+                if stored == len(compressed):
+                    return
+                first, compressed = first + stored, compressed[stored:]
+                index, block = self._new_block(len(compressed[0]))  # it fits: progress
+                fill = 0
 
         return store
 
@@ -690,19 +721,24 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
 
     stream = memoryview(source)
 
+    batch_chunks = max(1, _BATCH_BYTES // max_chunk_size)
+
     def start_worker():
         compress = _compressor(codec, level)
         store = staging.writer()  # one per worker: it fills its staging blocks densely
-        scratch = memoryview(_hilo_scratch(max_chunk_size)) if hilo else None
+        scratch = memoryview(_hilo_scratch(min(total, batch_chunks * max_chunk_size))) if hilo else None
 
         def encode_range(first, stop):
-            for i in range(first, stop):
-                chunk = stream[i * max_chunk_size : (i + 1) * max_chunk_size]
+            for batch_first in range(first, stop, batch_chunks):
+                begin = batch_first * max_chunk_size
+                end = min(total, min(stop, batch_first + batch_chunks) * max_chunk_size)
+                piece = stream[begin:end]
                 if hilo:
-                    packed = scratch[: len(chunk)]
-                    _chunked.hilo_pack(chunk, packed, kernel_threads)
-                    chunk = packed
-                store(i, compress(chunk))
+                    piece = scratch[: end - begin]
+                    _chunked.hilo_pack(stream[begin:end], piece, kernel_threads, max_chunk_size)
+                # range(0, 1, ...): empty input is one empty chunk
+                offsets = range(0, max(1, end - begin), max_chunk_size)
+                store(batch_first, [compress(piece[k : k + max_chunk_size]) for k in offsets])
 
         return encode_range
 
@@ -732,10 +768,25 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
         raise ConfigurationError(
             "the ChunkSizes header chunk would exceed its 4,194,303-byte limit; use a larger max_chunk_size"
         )
-    return _chunked.gather_chunks(
-        header[:header_size], staging.blocks, staging.block_of, staging.offset_of, staging.size_of,
-        workers * kernel_threads,
-    )
+    # The staged chunks go into one new bytes object, copied (and its pages
+    # first touched) on the same workers.
+    positions = np.empty(chunk_count, dtype=np.int64)
+    positions[0] = header_size
+    np.cumsum(compressed_sizes[:-1], out=positions[1:])
+    positions[1:] += header_size
+    output = _chunked.new_bytes(header_size + int(compressed_sizes.sum()), header[:header_size])
+    blocks = staging.blocks
+
+    def start_copier():
+        def copy_range(first, stop):
+            _chunked.copy_staged(
+                output, blocks, staging.block_of, staging.offset_of, compressed_sizes, positions, first, stop
+            )
+
+        return copy_range
+
+    _run_chunks(start_copier, chunk_count, workers * kernel_threads)
+    return output
 
 
 # --- numcodecs -----------------------------------------------------------------

@@ -689,3 +689,84 @@ def test_hilo_kernels_match_reference(length, num_threads):
     restored = np.empty_like(data)
     _chunked.hilo_unpack(packed, restored, num_threads)
     assert restored.tobytes() == data.tobytes()
+
+
+@pytest.mark.parametrize("chunk_size", [1, 2, 7, 1000, 65537])
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_hilo_kernels_pack_each_chunk_on_its_own(chunk_size, num_threads):
+    from n5mscodecs import _chunked
+
+    data = np.random.default_rng(chunk_size).integers(0, 256, 3 * 65536 + 5, dtype=np.uint8)
+    raw = data.tobytes()
+    expected = b"".join(hilo_split(raw[i : i + chunk_size]) for i in range(0, len(raw), chunk_size))
+    packed = np.empty_like(data)
+    _chunked.hilo_pack(data, packed, num_threads, chunk_size)
+    assert packed.tobytes() == expected
+    restored = np.empty_like(data)
+    _chunked.hilo_unpack(packed, restored, num_threads, chunk_size)
+    assert restored.tobytes() == raw
+
+
+def test_size_mismatch_names_the_chunk_inside_a_batch():
+    # DecompressedSizes suffix form [8, 9]: chunks of 8, 8, 8 and 9 bytes; all four are one batch.
+    with pytest.raises(ChunkedFormatError, match="chunk 3: decompressed to 8 bytes, DecompressedSizes says 9"):
+        chunked_decode(lz4_payload([LZ4_A8] * 4, [8, 9]))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("hilo", [False, True])
+@pytest.mark.parametrize("cut", [0, 1, 999, 1000, 1001, 150_000, 299_999])
+def test_short_out_gets_the_prefix_across_batches(threads, hilo, cut):
+    data = np.random.default_rng(cut).poisson(300, 150_000).astype(np.uint16)
+    payload = chunked_encode(data, codec="lz4", max_chunk_size=1000, hilo=hilo)
+    shorter = np.full(cut, 0xAA, dtype=np.uint8)
+    chunked_decode(payload, out=shorter, allow_size_mismatch=True, threads=threads)
+    assert shorter.tobytes() == data.tobytes()[:cut]
+
+
+def test_stage_chunks_stops_at_a_full_block():
+    from n5mscodecs import _chunked
+
+    block = np.zeros(10, np.uint8)
+    offsets, sizes = np.full(5, -1, np.int64), np.full(5, -1, np.int64)
+    assert _chunked.stage_chunks([b"abc", b"defg", b"hijk"], block, 1, 2, offsets, sizes) == (2, 8)
+    assert block.tobytes() == b"\x00abcdefg\x00\x00"
+    assert offsets.tolist() == [-1, -1, 1, 4, -1] and sizes.tolist() == [-1, -1, 3, 4, -1]
+    with pytest.raises(IndexError, match="chunk index"):
+        _chunked.stage_chunks([b"a", b"b"], block, 0, 4, offsets, sizes)
+    with pytest.raises(TypeError, match="expected bytes"):
+        _chunked.stage_chunks([bytearray(b"a")], block, 0, 0, offsets, sizes)
+
+
+def test_place_chunks_checks_sizes_and_bounds():
+    from n5mscodecs import _chunked
+
+    target = np.zeros(6, np.uint8)
+    offsets = np.array([0, 2, 4, 6], np.int64)
+    assert _chunked.place_chunks([b"ab", b"cd", b"ef"], target, offsets, 0, False) == -1
+    assert target.tobytes() == b"abcdef"
+    assert _chunked.place_chunks([b"xy", b"z"], target, offsets, 1, True) == 1
+    assert target.tobytes() == b"abcdef"  # nothing written when a size is wrong
+    assert _chunked.place_chunks([b"xy"], target, offsets, 2, True) == -1
+    assert target.tobytes() == b"abcdxy"  # hi/lo of one word: low byte x, high byte y
+    with pytest.raises(IndexError, match="chunk index"):
+        _chunked.place_chunks([b"ab"] * 4, target, offsets, 0, False)
+    with pytest.raises(IndexError, match="past the target"):
+        _chunked.place_chunks([b"ab"], np.zeros(1, np.uint8), offsets, 0, False)
+
+
+def test_copy_staged_checks_every_chunk_before_copying():
+    from n5mscodecs import _chunked
+
+    out = _chunked.new_bytes(7, np.frombuffer(b"H", np.uint8))
+    blocks = [np.frombuffer(b"abcdef", np.uint8).copy()]
+    block_of, offset_of = np.zeros(2, np.int32), np.array([0, 3], np.int64)
+    size_of, positions = np.array([3, 3], np.int64), np.array([1, 4], np.int64)
+    _chunked.copy_staged(out, blocks, block_of, offset_of, size_of, positions, 0, 2)
+    assert out == b"Habcdef"
+    with pytest.raises(IndexError, match="chunk 1 out of bounds"):
+        _chunked.copy_staged(out, blocks, block_of, offset_of, size_of, np.array([1, 5], np.int64), 0, 2)
+    with pytest.raises(IndexError, match="chunk 0 out of bounds"):
+        _chunked.copy_staged(out, blocks, np.ones(2, np.int32), offset_of, size_of, positions, 0, 2)
+    with pytest.raises(IndexError, match="range"):
+        _chunked.copy_staged(out, blocks, block_of, offset_of, size_of, positions, 0, 3)
