@@ -59,13 +59,13 @@ _ZSTD_DEFAULT_LEVEL = 3  # zstd's own default (ZSTD_CLEVEL_DEFAULT)
 # Below this many decompressed bytes a thread hand-off costs more than it saves.
 _PARALLEL_MIN_BYTES = 1 << 18
 
-_NO_SPANS = np.full(10, -1, dtype=np.int64)
+_NO_SPANS = np.full(10, -1, dtype=np.int64)  # payload offset, length per header id
 _NO_BYTES = np.empty(0, dtype=np.uint8)
 
 # Chunks are handled in batches of about this many decompressed bytes: one
 # kernel call per batch for hi/lo, staging and placing (per-chunk calls cost
 # more than the byte shuffling), small enough to stay in a core's L2 cache.
-_BATCH_BYTES = 1 << 18  # payload offset, length per header id
+_BATCH_BYTES = 1 << 18
 
 _HEADER_NAMES = {
     _chunked.CHUNK_SIZES: "ChunkSizes",
@@ -541,35 +541,33 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
             size = decompressed_offsets[i + 1] - decompressed_offsets[i]
             return ChunkedFormatError(f"chunk {i}: decompressed to {len(chunk)} bytes, DecompressedSizes says {size}")
 
+        def decode_alone(i, destination, threads):
+            """Chunk ``i`` into ``destination`` (its whole size), hi/lo on ``threads``."""
+            chunk = decompress_chunk(i)
+            if len(chunk) != decompressed_offsets[i + 1] - decompressed_offsets[i]:
+                raise size_error(i, chunk)
+            if hilo:
+                _chunked.hilo_unpack(chunk, destination, threads)
+            else:
+                _chunked.copy_bytes(chunk, destination)
+
         def decode_range(first, stop):
             for batch_first in range(first, stop, batch_chunks):
                 batch_stop = min(stop, batch_first + batch_chunks)
                 cut = batch_stop if decompressed_offsets[batch_stop] <= limit else batch_stop - 1
-                if kernel_threads > 1 and cut == batch_stop == batch_first + 1:
-                    # Fewer chunks than threads: this chunk's hi/lo gets the spare ones.
-                    chunk = decompress_chunk(batch_first)
-                    start, end = decompressed_offsets[batch_first], decompressed_offsets[batch_first + 1]
-                    if len(chunk) != end - start:
-                        raise size_error(batch_first, chunk)
-                    if hilo:
-                        _chunked.hilo_unpack(chunk, target[start:end], kernel_threads)
-                    else:
-                        _chunked.copy_bytes(chunk, target[start:end])
+                if cut == batch_stop == batch_first + 1:
+                    # A large chunk: with fewer chunks than threads, its hi/lo gets the spare ones.
+                    start, end = decompressed_offsets[batch_first], decompressed_offsets[cut]
+                    decode_alone(batch_first, target[start:end], kernel_threads)
                     continue
                 chunks = [decompress_chunk(i) for i in range(batch_first, cut)]
                 wrong = _chunked.place_chunks(chunks, target, layout.decompressed_offsets, batch_first, hilo)
                 if wrong >= 0:
                     raise size_error(batch_first + wrong, chunks[wrong])
                 if cut < batch_stop:  # reaches past out: hi/lo is per chunk, so undo it before cutting
-                    chunk = decompress_chunk(cut)
                     start, end = decompressed_offsets[cut], decompressed_offsets[cut + 1]
-                    if len(chunk) != end - start:
-                        raise size_error(cut, chunk)
                     whole = np.empty(end - start, dtype=np.uint8)
-                    if hilo:
-                        _chunked.hilo_unpack(chunk, whole)
-                    else:
-                        _chunked.copy_bytes(chunk, whole)
+                    decode_alone(cut, whole, 1)
                     target[start:limit] = whole[: limit - start]
 
         return decode_range
@@ -734,8 +732,9 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
                 end = min(total, min(stop, batch_first + batch_chunks) * max_chunk_size)
                 piece = stream[begin:end]
                 if hilo:
-                    piece = scratch[: end - begin]
-                    _chunked.hilo_pack(stream[begin:end], piece, kernel_threads, max_chunk_size)
+                    packed = scratch[: end - begin]
+                    _chunked.hilo_pack(piece, packed, kernel_threads, max_chunk_size)
+                    piece = packed
                 # range(0, 1, ...): empty input is one empty chunk
                 offsets = range(0, max(1, end - begin), max_chunk_size)
                 store(batch_first, [compress(piece[k : k + max_chunk_size]) for k in offsets])
