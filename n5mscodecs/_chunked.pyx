@@ -9,6 +9,7 @@ to ``max_bytes``; the last allowed byte carries 8 value bits.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
 from cython.parallel cimport prange
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
@@ -61,6 +62,11 @@ cdef enum:
     ERR_ZSTD_MAGIC = 8          # chunk does not start with a zstd frame magic
     ERR_ZSTD_HEADER = 9         # zstd frame header truncated or reserved bit set
     ERR_ZSTD_CONTENT_SIZE = 10  # zstd frame content size differs from DecompressedSizes
+    ERR_CORRUPT = 11            # the codec rejected a chunk (detail: its error code)
+    ERR_EXTRA_DATA = 12         # a zstd chunk holds more than one frame
+    ERR_CHUNK_SIZE = 13         # a chunk decompressed to another size (detail: the size)
+    ERR_BLOCK_FULL = 14         # encode: the staging block is full (detail: bytes needed)
+    ERR_NO_MEMORY = 15
 
 STATUS_OK = OK
 STATUS_ID_TRUNCATED = ERR_ID_TRUNCATED
@@ -73,6 +79,11 @@ STATUS_PAYLOAD_TOO_LONG = ERR_PAYLOAD_TOO_LONG
 STATUS_ZSTD_MAGIC = ERR_ZSTD_MAGIC
 STATUS_ZSTD_HEADER = ERR_ZSTD_HEADER
 STATUS_ZSTD_CONTENT_SIZE = ERR_ZSTD_CONTENT_SIZE
+STATUS_CORRUPT = ERR_CORRUPT
+STATUS_EXTRA_DATA = ERR_EXTRA_DATA
+STATUS_CHUNK_SIZE = ERR_CHUNK_SIZE
+STATUS_BLOCK_FULL = ERR_BLOCK_FULL
+STATUS_NO_MEMORY = ERR_NO_MEMORY
 
 cdef enum:
     # hi/lo (un)packing handles this many 16-bit words per prange iteration.
@@ -549,3 +560,327 @@ def copy_staged(bytes out, list blocks, const int32_t[::1] block_of, const int64
     finally:
         free(starts)
         free(lengths)
+
+
+# --- whole chunk ranges through the zstd / LZ4 C functions -------------------------
+#
+# The zstandard and lz4 packages compile those libraries into their extension
+# modules; _chunk_libraries.py looks the functions up there and binds them
+# here once. Called from these loops, a chunk costs no Python call, no bytes
+# object and no GIL hand-off, and lands straight in its place in the output.
+
+ctypedef unsigned (*zstd_is_error_t)(size_t) noexcept nogil
+ctypedef const char* (*zstd_get_error_name_t)(size_t) noexcept nogil
+ctypedef void* (*zstd_create_t)() noexcept nogil
+ctypedef size_t (*zstd_free_t)(void*) noexcept nogil
+ctypedef size_t (*zstd_decompress_dctx_t)(void*, void*, size_t, const void*, size_t) noexcept nogil
+ctypedef size_t (*zstd_find_frame_compressed_size_t)(const void*, size_t) noexcept nogil
+ctypedef size_t (*zstd_compress_cctx_t)(void*, void*, size_t, const void*, size_t, int) noexcept nogil
+ctypedef size_t (*zstd_compress_bound_t)(size_t) noexcept nogil
+ctypedef int (*lz4_sizeof_state_t)() noexcept nogil
+ctypedef void* (*lz4_init_stream_t)(void*, size_t) noexcept nogil
+ctypedef int (*lz4_compress_fast_continue_t)(void*, const char*, char*, int, int, int) noexcept nogil
+ctypedef int (*lz4_decompress_safe_t)(const char*, char*, int, int) noexcept nogil
+ctypedef int (*lz4_compress_bound_t)(int) noexcept nogil
+
+cdef struct Library:
+    zstd_is_error_t ZSTD_isError
+    zstd_get_error_name_t ZSTD_getErrorName
+    zstd_create_t ZSTD_createDCtx
+    zstd_free_t ZSTD_freeDCtx
+    zstd_decompress_dctx_t ZSTD_decompressDCtx
+    zstd_find_frame_compressed_size_t ZSTD_findFrameCompressedSize
+    zstd_create_t ZSTD_createCCtx
+    zstd_free_t ZSTD_freeCCtx
+    zstd_compress_cctx_t ZSTD_compressCCtx
+    zstd_compress_bound_t ZSTD_compressBound
+    lz4_sizeof_state_t LZ4_sizeofState
+    lz4_init_stream_t LZ4_initStream
+    lz4_compress_fast_continue_t LZ4_compress_fast_continue
+    lz4_decompress_safe_t LZ4_decompress_safe
+    lz4_compress_bound_t LZ4_compressBound
+
+cdef Library lib
+cdef bint lib_bound = False
+
+LIBRARY_FUNCTIONS = (
+    "ZSTD_isError", "ZSTD_getErrorName", "ZSTD_createDCtx", "ZSTD_freeDCtx", "ZSTD_decompressDCtx",
+    "ZSTD_findFrameCompressedSize", "ZSTD_createCCtx", "ZSTD_freeCCtx", "ZSTD_compressCCtx",
+    "ZSTD_compressBound", "LZ4_sizeofState", "LZ4_initStream", "LZ4_compress_fast_continue",
+    "LZ4_decompress_safe", "LZ4_compressBound",
+)
+
+cdef enum:
+    MAX_CODEC_INPUT = 0x7E000000  # LZ4_MAX_INPUT_SIZE; far above the format's chunk sizes
+    SCRATCH_KEEP = 1 << 22  # a worker frees larger scratch after each call
+
+# An empty chunk still needs a valid pointer for the libraries.
+cdef uint8_t empty_buffer[1]
+
+
+def bind_libraries(dict addresses):
+    """Bind the C functions named in ``LIBRARY_FUNCTIONS`` (name -> address).
+
+    Called once, at import; every address must be non-zero.
+    """
+    global lib, lib_bound
+    cdef Library bound
+    cdef size_t[15] values
+    if lib_bound:
+        raise RuntimeError("bind_libraries: already bound")
+    for k, name in enumerate(LIBRARY_FUNCTIONS):
+        value = addresses.get(name)
+        if not isinstance(value, int) or value <= 0:
+            raise ValueError(f"bind_libraries: no address for {name}")
+        values[k] = value
+    bound.ZSTD_isError = <zstd_is_error_t>values[0]
+    bound.ZSTD_getErrorName = <zstd_get_error_name_t>values[1]
+    bound.ZSTD_createDCtx = <zstd_create_t>values[2]
+    bound.ZSTD_freeDCtx = <zstd_free_t>values[3]
+    bound.ZSTD_decompressDCtx = <zstd_decompress_dctx_t>values[4]
+    bound.ZSTD_findFrameCompressedSize = <zstd_find_frame_compressed_size_t>values[5]
+    bound.ZSTD_createCCtx = <zstd_create_t>values[6]
+    bound.ZSTD_freeCCtx = <zstd_free_t>values[7]
+    bound.ZSTD_compressCCtx = <zstd_compress_cctx_t>values[8]
+    bound.ZSTD_compressBound = <zstd_compress_bound_t>values[9]
+    bound.LZ4_sizeofState = <lz4_sizeof_state_t>values[10]
+    bound.LZ4_initStream = <lz4_init_stream_t>values[11]
+    bound.LZ4_compress_fast_continue = <lz4_compress_fast_continue_t>values[12]
+    bound.LZ4_decompress_safe = <lz4_decompress_safe_t>values[13]
+    bound.LZ4_compressBound = <lz4_compress_bound_t>values[14]
+    lib = bound
+    lib_bound = True
+
+
+def libraries_bound():
+    return lib_bound
+
+
+cdef class ChunkWorker:
+    """One thread's codec contexts and scratch buffer for :func:`decode_chunks`
+    and :func:`encode_chunks`. Not shareable: each worker thread keeps its own
+    (contexts are created on first use and reused across calls)."""
+
+    cdef void* dctx
+    cdef void* cctx
+    cdef void* lz4_stream
+    cdef uint8_t* scratch
+    cdef Py_ssize_t scratch_size
+    cdef bint busy
+
+    def __cinit__(self):
+        if not lib_bound:
+            raise RuntimeError("ChunkWorker: the zstd/LZ4 functions are not bound")
+
+    def __dealloc__(self):
+        if self.dctx != NULL:
+            lib.ZSTD_freeDCtx(self.dctx)
+        if self.cctx != NULL:
+            lib.ZSTD_freeCCtx(self.cctx)
+        PyMem_RawFree(self.lz4_stream)
+        PyMem_RawFree(self.scratch)
+
+    cdef int enter(self) except -1:
+        if self.busy:
+            raise RuntimeError("ChunkWorker is in use by another call")
+        self.busy = True
+        return 0
+
+    cdef void leave(self) noexcept:
+        # A thread's worker lives as long as the thread: keep no huge scratch.
+        if self.scratch_size > SCRATCH_KEEP:
+            PyMem_RawFree(self.scratch)
+            self.scratch, self.scratch_size = NULL, 0
+        self.busy = False
+
+    cdef uint8_t* reserve(self, Py_ssize_t size) noexcept nogil:
+        """Scratch of at least ``size`` bytes (bounded by the caller's chunk sizes), or NULL."""
+        if size <= 0:
+            return empty_buffer
+        if size > self.scratch_size:
+            PyMem_RawFree(self.scratch)
+            self.scratch = <uint8_t*>PyMem_RawMalloc(size)
+            self.scratch_size = size if self.scratch != NULL else 0
+        return self.scratch
+
+
+cdef inline void unpack_prefix(const uint8_t* packed, uint8_t* dst, Py_ssize_t n, Py_ssize_t keep,
+                               int num_threads) noexcept nogil:
+    """The first ``keep`` bytes of the hi/lo-packed ``n``-byte chunk ``packed``."""
+    if keep == n:
+        hilo_chunks(packed, dst, n, 0, num_threads, False)
+        return
+    join_words(packed, packed + n // 2, dst, keep // 2)
+    if keep & 1:  # keep < n, so this is a low byte, never the odd trailing one
+        dst[keep - 1] = packed[keep // 2]
+
+
+def decode_chunks(ChunkWorker worker, const uint8_t[::1] payload, uint8_t[::1] target,
+                  const int64_t[::1] compressed_offsets, const int64_t[::1] decompressed_offsets,
+                  Py_ssize_t first, Py_ssize_t stop, bint lz4, bint hilo, int num_threads=1):
+    """Decompress chunks ``first:stop`` into ``target``.
+
+    Chunk ``i`` is ``payload[compressed_offsets[i]:compressed_offsets[i + 1]]``
+    and goes to ``target[decompressed_offsets[i]:decompressed_offsets[i + 1]]``,
+    hi/lo-unpacked when ``hilo`` (with ``num_threads`` for a large chunk);
+    only the part before the end of ``target`` is written. Each zstd chunk
+    must be exactly one frame. Returns ``(status, chunk, detail)``: detail is
+    zstd's error text or LZ4's (negative) result for ``STATUS_CORRUPT``, the
+    decompressed size for ``STATUS_CHUNK_SIZE``.
+    """
+    cdef Py_ssize_t payload_size = payload.shape[0], target_size = target.shape[0]
+    cdef Py_ssize_t i, source_start, source_size, start, size, keep
+    cdef int64_t detail = 0
+    cdef size_t result
+    cdef int produced, status = OK
+    cdef const uint8_t* source
+    cdef uint8_t* destination
+    cdef const uint8_t* payload_start = &payload[0] if payload_size else empty_buffer
+    cdef uint8_t* target_start = &target[0] if target_size else empty_buffer
+    if not (0 <= first <= stop and stop < compressed_offsets.shape[0] and stop < decompressed_offsets.shape[0]):
+        raise IndexError("decode_chunks: chunk range out of bounds")
+    for i in range(first, stop):  # every offset and length before anything is read
+        if not (0 <= compressed_offsets[i] <= compressed_offsets[i + 1] <= payload_size
+                and compressed_offsets[i + 1] - compressed_offsets[i] <= MAX_CODEC_INPUT
+                and 0 <= decompressed_offsets[i] <= decompressed_offsets[i + 1]
+                and decompressed_offsets[i + 1] - decompressed_offsets[i] <= MAX_CODEC_INPUT):
+            raise IndexError(f"decode_chunks: chunk {i} out of bounds")
+    worker.enter()
+    try:
+        with nogil:
+            for i in range(first, stop):
+                source_start = compressed_offsets[i]
+                source_size = compressed_offsets[i + 1] - source_start
+                source = payload_start + source_start
+                start = decompressed_offsets[i]
+                size = decompressed_offsets[i + 1] - start
+                keep = max(0, min(size, target_size - start))
+                if keep == 0 and size > 0:
+                    continue  # wholly past the end of target
+                if size == 0:
+                    destination = empty_buffer
+                elif keep == size and not hilo:
+                    destination = target_start + start
+                else:  # hi/lo or cut by the end of target: whole chunk to scratch first
+                    destination = worker.reserve(size)
+                    if destination == NULL:
+                        status = ERR_NO_MEMORY
+                        break
+                if lz4:
+                    produced = lib.LZ4_decompress_safe(<const char*>source, <char*>destination,
+                                                       <int>source_size, <int>size)
+                    if produced < 0:
+                        status, detail = ERR_CORRUPT, produced
+                        break
+                    result = <size_t>produced
+                else:
+                    if worker.dctx == NULL:
+                        worker.dctx = lib.ZSTD_createDCtx()
+                        if worker.dctx == NULL:
+                            status = ERR_NO_MEMORY
+                            break
+                    result = lib.ZSTD_findFrameCompressedSize(source, source_size)
+                    if lib.ZSTD_isError(result):
+                        status = ERR_CORRUPT
+                        break
+                    if result != <size_t>source_size:
+                        status = ERR_EXTRA_DATA
+                        break
+                    result = lib.ZSTD_decompressDCtx(worker.dctx, destination, size, source, source_size)
+                    if lib.ZSTD_isError(result):
+                        status = ERR_CORRUPT
+                        break
+                if result != <size_t>size:
+                    status, detail = ERR_CHUNK_SIZE, <int64_t>result
+                    break
+                if size == 0 or destination == target_start + start:
+                    continue
+                if hilo:
+                    unpack_prefix(destination, target_start + start, size, keep, num_threads)
+                elif keep > 0:
+                    memcpy(target_start + start, destination, keep)
+    finally:
+        worker.leave()
+    if status == ERR_CORRUPT and not lz4:
+        return status, i, lib.ZSTD_getErrorName(result).decode("ascii", "replace")
+    return status, (i if status != OK else stop), detail
+
+
+def encode_chunks(ChunkWorker worker, const uint8_t[::1] source, Py_ssize_t chunk_size,
+                  Py_ssize_t first, Py_ssize_t stop, bint lz4, int level, bint hilo, int num_threads,
+                  uint8_t[::1] block, int32_t block_index, Py_ssize_t fill,
+                  int32_t[::1] block_of, int64_t[::1] offset_of, int64_t[::1] size_of):
+    """Compress chunks ``first:stop`` of ``source`` (``chunk_size`` bytes each,
+    the last may be shorter; empty ``source``: one empty chunk) into ``block``
+    from ``fill`` on, recording block, offset and size of each.
+
+    zstd: one frame at ``level`` with its content size; LZ4: one raw block,
+    ``level`` is the acceleration. hi/lo packs each chunk first. Returns
+    ``(status, next_chunk, fill, detail)``; ``STATUS_BLOCK_FULL`` stops before
+    a chunk whose worst case (``detail`` bytes) does not fit.
+    """
+    cdef Py_ssize_t total = source.shape[0], capacity = block.shape[0]
+    cdef Py_ssize_t i, begin, n, bound
+    cdef int64_t detail = 0
+    cdef size_t result
+    cdef int status = OK
+    cdef const uint8_t* chunk
+    cdef uint8_t* packed
+    cdef const uint8_t* source_start = &source[0] if total else empty_buffer
+    cdef uint8_t* block_start = &block[0] if capacity else empty_buffer
+    if not (0 < chunk_size <= MAX_CODEC_INPUT and 0 <= first <= stop and stop <= size_of.shape[0]
+            and stop <= offset_of.shape[0] and stop <= block_of.shape[0] and 0 <= fill <= capacity
+            and (stop == 0 or (stop - 1) * chunk_size < max(total, 1))):
+        raise IndexError("encode_chunks: chunk range or block out of bounds")
+    worker.enter()
+    try:
+        with nogil:
+            for i in range(first, stop):
+                begin = i * chunk_size
+                n = min(chunk_size, total - begin)
+                bound = lib.LZ4_compressBound(<int>n) if lz4 else <Py_ssize_t>lib.ZSTD_compressBound(n)
+                if fill + bound > capacity:
+                    status, detail = ERR_BLOCK_FULL, bound
+                    break
+                chunk = source_start + begin
+                if hilo and n > 1:
+                    packed = worker.reserve(n)
+                    if packed == NULL:
+                        status = ERR_NO_MEMORY
+                        break
+                    hilo_chunks(chunk, packed, n, 0, num_threads, True)
+                    chunk = packed
+                if lz4:
+                    if worker.lz4_stream == NULL:
+                        worker.lz4_stream = PyMem_RawMalloc(lib.LZ4_sizeofState())
+                        if worker.lz4_stream == NULL:
+                            status = ERR_NO_MEMORY
+                            break
+                    # A fresh stream per chunk: chunks are independent blocks.
+                    if lib.LZ4_initStream(worker.lz4_stream, lib.LZ4_sizeofState()) == NULL:
+                        status = ERR_NO_MEMORY
+                        break
+                    result = <size_t>lib.LZ4_compress_fast_continue(
+                        worker.lz4_stream, <const char*>chunk, <char*>(block_start + fill), <int>n, <int>bound, level)
+                    if result == 0:
+                        status = ERR_CORRUPT
+                        break
+                else:
+                    if worker.cctx == NULL:
+                        worker.cctx = lib.ZSTD_createCCtx()
+                        if worker.cctx == NULL:
+                            status = ERR_NO_MEMORY
+                            break
+                    result = lib.ZSTD_compressCCtx(worker.cctx, block_start + fill, bound, chunk, n, level)
+                    if lib.ZSTD_isError(result):
+                        status = ERR_CORRUPT
+                        break
+                block_of[i] = block_index
+                offset_of[i] = fill
+                size_of[i] = <int64_t>result
+                fill += <Py_ssize_t>result
+    finally:
+        worker.leave()
+    if status == ERR_CORRUPT and not lz4:
+        return status, i, fill, lib.ZSTD_getErrorName(result).decode("ascii", "replace")
+    return status, (i if status != OK else stop), fill, detail

@@ -6,10 +6,13 @@ logical byte stream. Chunks are zstd frames or raw LZ4 blocks; with hi/lo
 preprocessing each chunk's 16-bit words are stored as all low bytes, then all
 high bytes of that chunk.
 
-Chunks are (de)compressed concurrently with ``zstandard`` / ``lz4.block``
-(both release the GIL) on a shared thread pool; header parsing, size tables
-and hi/lo (un)packing are GIL-free Cython kernels in ``_chunked``. See
-``docs/czi_chunked.md`` for the format notes.
+Chunks are (de)compressed concurrently on a shared thread pool. Each worker
+hands whole ranges of chunks to GIL-free Cython kernels in ``_chunked`` that
+call the zstd and LZ4 C functions bundled in the ``zstandard`` and ``lz4``
+packages (see ``_chunk_libraries``) and write every chunk straight to its
+place; where those functions cannot be found, the packages' Python APIs
+(which release the GIL too) do the per-chunk work, with identical output.
+See ``docs/czi_chunked.md`` for the format notes.
 
 Examples
 --------
@@ -37,7 +40,7 @@ import numpy as np
 import zstandard
 from numcodecs.abc import Codec
 
-from . import _chunked
+from . import _chunk_libraries, _chunked
 from .errors import ChunkedFormatError, ConfigurationError
 
 __all__ = ["ChunkedInfo", "CziChunked", "chunked_decode", "chunked_encode", "chunked_info"]
@@ -55,6 +58,10 @@ _LZ4_SLACK = 16  # tiny blocks: literal-only tails add a few bytes either way
 
 _ZSTD_LEVELS = (-(1 << 17), zstandard.MAX_COMPRESSION_LEVEL)
 _ZSTD_DEFAULT_LEVEL = 3  # zstd's own default (ZSTD_CLEVEL_DEFAULT)
+_LZ4_MAX_ACCELERATION = 65537  # LZ4_ACCELERATION_MAX: LZ4 treats larger values as this
+
+# Whether the kernels call zstd/LZ4 themselves (else: their Python APIs per chunk).
+_NATIVE = _chunk_libraries.bind()
 
 # Below this many decompressed bytes a thread hand-off costs more than it saves.
 _PARALLEL_MIN_BYTES = 1 << 18
@@ -234,8 +241,10 @@ def _validate_options(codec, level, max_chunk_size, hilo):
             raise ConfigurationError(f"zstd level must be in {_ZSTD_LEVELS}, got {level}")
     else:
         level = 1 if level is None else level
-        if level < 1:
-            raise ConfigurationError(f"lz4 level (acceleration) must be >= 1, got {level}")
+        if not 1 <= level <= _LZ4_MAX_ACCELERATION:
+            raise ConfigurationError(
+                f"lz4 level (acceleration) must be in [1, {_LZ4_MAX_ACCELERATION}], got {level}"
+            )
     if (
         isinstance(max_chunk_size, bool)
         or not isinstance(max_chunk_size, int)
@@ -435,6 +444,29 @@ def _check_expansion(layout, payload):
             raise ChunkedFormatError(f"chunk {i}: corrupt zstd frame header")
 
 
+def _chunk_worker():
+    """The calling thread's contexts and scratch for the ``_chunked`` codec kernels."""
+    worker = getattr(_thread_state, "chunk_worker", None)
+    if worker is None:
+        worker = _thread_state.chunk_worker = _chunked.ChunkWorker()
+    return worker
+
+
+def _chunk_error(status, i, detail, codec, layout):
+    """The exception for a failed ``_chunked.decode_chunks`` / ``encode_chunks`` status."""
+    if status == _chunked.STATUS_CHUNK_SIZE:
+        declared = int(layout.decompressed_offsets[i + 1] - layout.decompressed_offsets[i])
+        return ChunkedFormatError(f"chunk {i}: decompressed to {detail} bytes, DecompressedSizes says {declared}")
+    if status == _chunked.STATUS_CORRUPT:
+        reason = detail if codec == "zstd" else f"LZ4_decompress_safe returned {detail}"
+        return ChunkedFormatError(f"chunk {i}: corrupt {codec} data ({reason})")
+    if status == _chunked.STATUS_EXTRA_DATA:
+        return ChunkedFormatError(f"chunk {i}: corrupt zstd data (bytes after the end of its frame)")
+    if status == _chunked.STATUS_NO_MEMORY:
+        return MemoryError(f"chunk {i}: no memory for the codec context or scratch")
+    return RuntimeError(f"chunk {i}: unexpected kernel status {status}")
+
+
 def _chunk_decompressor(codec):
     """A ``decompress(source, size)`` callable for the calling thread."""
     if codec == "lz4":
@@ -525,6 +557,24 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
     needed = info.chunk_count
     while needed and decompressed_offsets[needed - 1] >= limit and decompressed_offsets[needed] > limit:
         needed -= 1
+    if _NATIVE:
+
+        def start_native_worker():
+            worker = _chunk_worker()
+
+            def decode_range(first, stop):
+                status, i, detail = _chunked.decode_chunks(
+                    worker, payload, target, layout.compressed_offsets, layout.decompressed_offsets,
+                    first, stop, codec == "lz4", hilo, kernel_threads,
+                )  # fmt: skip
+                if status != _chunked.STATUS_OK:
+                    raise _chunk_error(status, i, detail, codec, layout)
+
+            return decode_range
+
+        _run_chunks(start_native_worker, needed, workers)
+        return result
+
     batch_chunks = max(1, _BATCH_BYTES // max(1, int(info.decompressed_sizes[0])))
 
     def start_worker():
@@ -618,9 +668,34 @@ class _Staging:
             self.blocks.append(block)
             return len(self.blocks) - 1, block
 
+    def compressor(self, source, chunk_size, codec, level, hilo, threads):
+        """A ``compress(first, stop)`` callable for one worker thread: the
+        ``_chunked.encode_chunks`` kernel compresses chunks ``first:stop`` of
+        ``source`` straight into this worker's staging blocks."""
+        worker = _chunk_worker()
+        lz4_codec = codec == "lz4"
+        index, block, fill = -1, _NO_BYTES, 0
+
+        def compress(first, stop):
+            nonlocal index, block, fill
+            while True:
+                status, first, fill, detail = _chunked.encode_chunks(
+                    worker, source, chunk_size, first, stop, lz4_codec, level, hilo, threads,
+                    block, index, fill, self.block_of, self.offset_of, self.size_of,
+                )  # fmt: skip
+                if status == _chunked.STATUS_OK:
+                    return
+                if status != _chunked.STATUS_BLOCK_FULL:
+                    raise RuntimeError(f"chunk {first}: {codec} compression failed ({detail})")
+                index, block = self._new_block(detail)  # it fits: progress
+                fill = 0
+
+        return compress
+
     def writer(self):
         """A ``store(first, compressed)`` callable for one worker thread: stages
-        the list ``compressed`` as chunks ``first, first + 1, ...``."""
+        the list ``compressed`` (``bytes`` from the Python APIs) as chunks
+        ``first, first + 1, ...``."""
         index, block, fill = -1, _NO_BYTES, 0
 
         def store(first, compressed):
@@ -721,6 +796,9 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
 
     batch_chunks = max(1, _BATCH_BYTES // max_chunk_size)
 
+    def start_native_worker():
+        return staging.compressor(source, max_chunk_size, codec, level, hilo, kernel_threads)
+
     def start_worker():
         compress = _compressor(codec, level)
         store = staging.writer()  # one per worker: it fills its staging blocks densely
@@ -741,7 +819,7 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
 
         return encode_range
 
-    _run_chunks(start_worker, chunk_count, workers)
+    _run_chunks(start_native_worker if _NATIVE else start_worker, chunk_count, workers)
 
     compressed_sizes = staging.size_of
     if compressed_sizes.max() > MAX_CHUNK_SIZE:

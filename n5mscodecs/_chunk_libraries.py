@@ -1,0 +1,54 @@
+"""Find the zstd and LZ4 C functions inside the ``zstandard`` and ``lz4`` packages.
+
+Both packages compile their C library into an extension module. Called
+directly from the ``_chunked`` kernels, a chunk costs no Python call, no
+intermediate ``bytes`` and no GIL hand-off, and is written straight to its
+place in the output. :func:`bind` looks the functions up once; when a build
+of those packages does not export them, ``czi_chunked`` keeps using their
+Python APIs, which produce the same bytes.
+"""
+
+import ctypes
+import importlib.util
+
+from . import _chunked
+
+# Modules that may export the functions, tried in order. zstandard's C backend
+# hides its symbols; its cffi backend exports them (or links a shared libzstd).
+_ZSTD_MODULES = ("zstandard.backend_c", "zstandard._cffi")
+_LZ4_MODULES = ("lz4.block._block",)
+
+_MIN_ZSTD_VERSION = 10400  # 1.4.0: the one-shot CCtx/DCtx API as used here
+_MIN_LZ4_VERSION = 10900  # 1.9.0: LZ4_initStream
+
+
+def _lookup(modules, prefix, min_version):
+    """Addresses of ``_chunked.LIBRARY_FUNCTIONS`` starting with ``prefix`` in
+    the first of ``modules`` that exports them all, or ``None``."""
+    names = [name for name in _chunked.LIBRARY_FUNCTIONS if name.startswith(prefix)]
+    for module in modules:
+        try:
+            spec = importlib.util.find_spec(module)
+            if spec is None or not spec.origin:
+                continue
+            library = ctypes.CDLL(spec.origin)
+            version = getattr(library, f"{prefix}versionNumber")
+            version.restype = ctypes.c_uint
+            if version() < min_version:
+                continue
+            return {name: ctypes.cast(getattr(library, name), ctypes.c_void_p).value for name in names}
+        except (ImportError, OSError, AttributeError, ValueError):
+            continue
+    return None
+
+
+def bind():
+    """Bind the library functions into ``_chunked``; return whether they are available."""
+    if _chunked.libraries_bound():
+        return True
+    zstd = _lookup(_ZSTD_MODULES, "ZSTD_", _MIN_ZSTD_VERSION)
+    lz4 = _lookup(_LZ4_MODULES, "LZ4_", _MIN_LZ4_VERSION)
+    if zstd is None or lz4 is None:
+        return False
+    _chunked.bind_libraries({**zstd, **lz4})
+    return True
