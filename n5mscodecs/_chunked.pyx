@@ -680,6 +680,11 @@ cdef class ChunkWorker:
         PyMem_RawFree(self.lz4_stream)
         PyMem_RawFree(self.scratch)
 
+    @property
+    def scratch_bytes(self):
+        """Bytes of scratch held between calls."""
+        return self.scratch_size
+
     cdef int enter(self) except -1:
         if self.busy:
             raise RuntimeError("ChunkWorker is in use by another call")

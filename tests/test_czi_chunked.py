@@ -2,6 +2,8 @@
 
 Headers in the format tests are written out byte by byte here, never produced
 by our encoder; chunk data comes straight from ``zstandard`` / ``lz4.block``.
+Every test runs on both chunk paths: the kernels calling the zstd/LZ4 C
+functions themselves, and the fallback through the packages' Python APIs.
 """
 
 import json
@@ -24,7 +26,18 @@ from n5mscodecs import (
     chunked_decode,
     chunked_encode,
     chunked_info,
+    czi_chunked,
 )
+
+
+@pytest.fixture(scope="module", autouse=True, params=["native", "python"])
+def chunk_path(request):
+    if request.param == "native" and not czi_chunked._NATIVE:
+        pytest.skip("this build of zstandard/lz4 does not export the C functions (see test_chunk_libraries)")
+    saved = czi_chunked._NATIVE
+    czi_chunked._NATIVE = request.param == "native"
+    yield request.param
+    czi_chunked._NATIVE = saved
 
 
 def zstd_frame(data, content_size=True):

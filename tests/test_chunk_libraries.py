@@ -1,0 +1,159 @@
+"""The zstd/LZ4 C functions found in the zstandard and lz4 packages, and the
+``_chunked`` kernels that call them.
+
+The CZI chunked tests (test_czi_chunked.py) run on this path and on the
+Python-API fallback; here: finding the functions, byte-identical output of
+both paths, and the kernels' own bounds checks.
+"""
+
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from n5mscodecs import _chunk_libraries, _chunked, chunked_decode, chunked_encode, czi_chunked
+
+native = pytest.mark.skipif(not czi_chunked._NATIVE, reason="zstandard/lz4 build without exported C functions")
+
+
+def test_functions_are_found_in_the_installed_packages():
+    # CI sets N5MSCODECS_REQUIRE_NATIVE=1: there the fast path must be the one tested.
+    if os.environ.get("N5MSCODECS_REQUIRE_NATIVE") == "1":
+        assert czi_chunked._NATIVE
+    assert _chunk_libraries.bind() == czi_chunked._NATIVE == _chunked.libraries_bound()
+    if czi_chunked._NATIVE:
+        found = {
+            **_chunk_libraries._lookup(_chunk_libraries._ZSTD_MODULES, "ZSTD_", 10400),
+            **_chunk_libraries._lookup(_chunk_libraries._LZ4_MODULES, "LZ4_", 10900),
+        }
+        assert sorted(found) == sorted(_chunked.LIBRARY_FUNCTIONS)
+        assert all(isinstance(address, int) and address > 0 for address in found.values())
+
+
+def test_lookup_gives_up_cleanly():
+    assert _chunk_libraries._lookup(("no_such_package.module",), "ZSTD_", 10400) is None
+    assert _chunk_libraries._lookup(("json",), "ZSTD_", 10400) is None  # not a shared library
+    assert _chunk_libraries._lookup(_chunk_libraries._LZ4_MODULES, "LZ4_", 10 ** 9) is None  # too old
+    with pytest.raises(RuntimeError, match="already bound") if _chunked.libraries_bound() else pytest.raises(ValueError):
+        _chunked.bind_libraries({})
+
+
+def encode_with(path_is_native, data, **options):
+    saved = czi_chunked._NATIVE
+    czi_chunked._NATIVE = path_is_native
+    try:
+        return chunked_encode(data, **options)
+    finally:
+        czi_chunked._NATIVE = saved
+
+
+SAMPLES = {
+    "poisson": np.random.default_rng(1).poisson(600, 200_001).astype(np.uint16).tobytes()[:-1],
+    "zeros": bytes(70_000),
+    "random": np.random.default_rng(2).integers(0, 256, 50_000, dtype=np.uint8).tobytes(),
+    "empty": b"",
+}
+
+
+@native
+@pytest.mark.parametrize("sample", sorted(SAMPLES))
+@pytest.mark.parametrize(
+    "codec, level", [("zstd", 1), ("zstd", 3), ("zstd", -5), ("zstd", 19), ("lz4", 1), ("lz4", 9)]
+)
+@pytest.mark.parametrize("max_chunk_size, hilo", [(65536, True), (999, True), (1, False), (1 << 20, False)])
+def test_both_paths_write_identical_payloads(sample, codec, level, max_chunk_size, hilo):
+    data = SAMPLES[sample]
+    if codec == "zstd" and level == 19 and len(data) > 100_000:
+        data = data[:100_000]  # level 19 is slow; the size still spans several chunks
+    options = dict(codec=codec, level=level, max_chunk_size=max_chunk_size, hilo=hilo, threads=2)
+    ours = encode_with(True, data, **options)
+    assert ours == encode_with(False, data, **options)
+    assert bytes(chunked_decode(ours)) == data
+
+
+@native
+def test_each_thread_has_its_own_worker():
+    workers = []
+
+    def grab():
+        workers.append(czi_chunked._chunk_worker())
+        workers.append(czi_chunked._chunk_worker())
+
+    threads = [threading.Thread(target=grab) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert workers[0] is workers[1] and workers[2] is workers[3] and workers[0] is not workers[2]
+
+
+@native
+def test_large_scratch_is_released_after_the_call():
+    data = np.random.default_rng(3).poisson(500, 3 << 20).astype(np.uint16)  # one 6 MiB chunk
+    payload = chunked_encode(data, codec="lz4", max_chunk_size=8 << 20, hilo=True, threads=1)
+    assert bytes(chunked_decode(payload, threads=1)) == data.tobytes()
+    assert czi_chunked._chunk_worker().scratch_bytes == 0
+    small = chunked_encode(data[:1000], codec="lz4", hilo=True, threads=1)
+    chunked_decode(small, threads=1)
+    assert czi_chunked._chunk_worker().scratch_bytes == 2000  # small scratch is kept for the next call
+
+
+def lz4_layout(chunks):
+    """payload, compressed offsets and decompressed offsets of raw LZ4 blocks of ``chunks``."""
+    import lz4.block
+
+    blocks = [lz4.block.compress(chunk, store_size=False) for chunk in chunks]
+    compressed = np.cumsum([0] + [len(block) for block in blocks]).astype(np.int64)
+    decompressed = np.cumsum([0] + [len(chunk) for chunk in chunks]).astype(np.int64)
+    return np.frombuffer(b"".join(blocks), np.uint8), compressed, decompressed
+
+
+@native
+def test_decode_chunks_checks_every_offset_before_reading():
+    worker = _chunked.ChunkWorker()
+    payload, compressed, decompressed = lz4_layout([b"abcd" * 10, b"efgh" * 10])
+    target = np.zeros(80, np.uint8)
+    assert _chunked.decode_chunks(worker, payload, target, compressed, decompressed, 0, 2, True, False) == (0, 2, 0)
+    assert target.tobytes() == b"abcd" * 10 + b"efgh" * 10
+    bad = compressed.copy()
+    bad[2] = payload.shape[0] + 1  # runs past the payload
+    with pytest.raises(IndexError, match="chunk 1 out of bounds"):
+        _chunked.decode_chunks(worker, payload, target, bad, decompressed, 0, 2, True, False)
+    backwards = decompressed.copy()
+    backwards[2] = 30  # chunk 1 would end before it starts
+    with pytest.raises(IndexError, match="chunk 1 out of bounds"):
+        _chunked.decode_chunks(worker, payload, target, compressed, backwards, 0, 2, True, False)
+    with pytest.raises(IndexError, match="range"):
+        _chunked.decode_chunks(worker, payload, target, compressed, decompressed, 0, 3, True, False)
+    # A short target gets the prefix only; hi/lo undone before cutting.
+    short = np.zeros(45, np.uint8)
+    assert _chunked.decode_chunks(worker, payload, short, compressed, decompressed, 0, 2, True, False)[0] == 0
+    assert short.tobytes() == (b"abcd" * 10 + b"efgh" * 10)[:45]
+    status, chunk, size = _chunked.decode_chunks(
+        worker, payload, target, compressed, np.array([0, 41, 80], np.int64), 0, 2, True, False
+    )
+    assert (status, chunk, size) == (_chunked.STATUS_CHUNK_SIZE, 0, 40)
+
+
+@native
+def test_encode_chunks_stops_at_a_full_block_and_checks_bounds():
+    worker = _chunked.ChunkWorker()
+    source = np.frombuffer(bytes(range(256)) * 4, np.uint8)  # 4 chunks of 256 bytes
+    block_of, offset_of, size_of = np.full(4, -1, np.int32), np.full(4, -1, np.int64), np.full(4, -1, np.int64)
+    block = np.zeros(600, np.uint8)  # room for two worst cases (256 + 16 bytes each), not three
+    status, next_chunk, fill, needed = _chunked.encode_chunks(
+        worker, source, 256, 0, 4, True, 1, False, 1, block, 7, 0, block_of, offset_of, size_of
+    )
+    assert (status, next_chunk, needed) == (_chunked.STATUS_BLOCK_FULL, 2, 256 + 256 // 255 + 16)
+    assert block_of.tolist() == [7, 7, -1, -1] and offset_of[:2].tolist() == [0, size_of[0]]
+    assert fill == size_of[0] + size_of[1]
+    import lz4.block
+
+    assert block[: size_of[0]].tobytes() == lz4.block.compress(bytes(range(256)), store_size=False)
+    with pytest.raises(IndexError, match="out of bounds"):
+        _chunked.encode_chunks(worker, source, 256, 0, 5, True, 1, False, 1, block, 0, 0, block_of, offset_of, size_of)
+    with pytest.raises(IndexError, match="out of bounds"):
+        _chunked.encode_chunks(worker, source, 256, 0, 1, True, 1, False, 1, block, 0, 601, block_of, offset_of, size_of)
+    with pytest.raises(IndexError, match="out of bounds"):
+        _chunked.encode_chunks(worker, source, 0, 0, 1, True, 1, False, 1, block, 0, 0, block_of, offset_of, size_of)
