@@ -546,17 +546,14 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
         if target.shape[0] > total:
             target[total:] = 0
     limit = target.shape[0]
-    # Python ints and memoryviews: the per-chunk bookkeeping runs under the GIL.
-    compressed_offsets = layout.compressed_offsets.tolist()
-    decompressed_offsets = layout.decompressed_offsets.tolist()
-    source = memoryview(payload)
     codec, hilo = info.codec, info.hilo
     workers, kernel_threads = _thread_split(threads, info.chunk_count, total)
-    # allow_size_mismatch with a short out: chunks wholly past its end are skipped,
-    # one reaching past it is cut.
+    # allow_size_mismatch with a short out: chunks starting at or past its end are
+    # skipped (empty ones before it are still checked), one reaching past it is cut.
     needed = info.chunk_count
-    while needed and decompressed_offsets[needed - 1] >= limit and decompressed_offsets[needed] > limit:
-        needed -= 1
+    if limit < total:
+        starts, ends = layout.decompressed_offsets[:-1], layout.decompressed_offsets[1:]
+        needed = max(int(np.searchsorted(starts, limit, "left")), int(np.searchsorted(ends, limit, "right")))
     if _NATIVE:
 
         def start_native_worker():
@@ -575,6 +572,10 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
         _run_chunks(start_native_worker, needed, workers)
         return result
 
+    # Python ints and memoryviews: the per-chunk bookkeeping runs under the GIL.
+    compressed_offsets = layout.compressed_offsets.tolist()
+    decompressed_offsets = layout.decompressed_offsets.tolist()
+    source = memoryview(payload)
     batch_chunks = max(1, _BATCH_BYTES // max(1, int(info.decompressed_sizes[0])))
 
     def start_worker():

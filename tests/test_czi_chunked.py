@@ -329,6 +329,19 @@ def test_out_size_must_match_unless_mismatch_is_allowed():
     assert shorter.tobytes() == b"a" * 8 + b"bb"
 
 
+def test_short_out_skips_chunks_past_its_end_but_checks_those_before():
+    corrupt = b"\xf0\xff\xff"
+    payload = lz4_payload([LZ4_A8, LZ4_A8, corrupt], [8])
+    for size, decoded in ((8, b"a" * 8), (9, b"a" * 9), (16, b"a" * 16)):
+        out = bytearray(size)
+        chunked_decode(payload, out=out, allow_size_mismatch=True)
+        assert bytes(out) == decoded
+    with pytest.raises(ChunkedFormatError, match="chunk 2: corrupt lz4 data"):
+        chunked_decode(payload, out=bytearray(17), allow_size_mismatch=True)
+    with pytest.raises(ChunkedFormatError, match="chunk 1: corrupt lz4 data"):
+        chunked_decode(lz4_payload([LZ4_A8, corrupt, LZ4_A8], [8]), out=bytearray(9), allow_size_mismatch=True)
+
+
 def test_out_truncation_undoes_hilo_before_cutting():
     chunk = b"abcdefgh"
     frame = zstd_frame(hilo_split(chunk))
