@@ -19,6 +19,7 @@ from n5mscodecs import (
     N5msCodecsError,
     chunked_decode,
     chunked_info,
+    czi_chunked,
     label_multiset_decode,
     label_multiset_encode,
     n5_label_multiset_decode,
@@ -100,6 +101,20 @@ def fuzz_label_multiset_vlen(data):
     check_multisets(LabelMultisetArray.from_elements(result))
 
 
+def chunked_decode_on_path(native, payload, out_size, **options):
+    """Decoded bytes, or the error class, with the zstd/LZ4 calls made by the
+    kernels (``native``) or through the packages' Python APIs."""
+    saved = czi_chunked._NATIVE
+    czi_chunked._NATIVE = native
+    try:
+        out = None if out_size is None else np.full(out_size, 0x5A, np.uint8)
+        return bytes(memoryview(chunked_decode(payload, out=out, **options)).cast("B"))
+    except N5msCodecsError as error:
+        return type(error)
+    finally:
+        czi_chunked._NATIVE = saved
+
+
 def fuzz_czi_chunked(data):
     # option bits: 0 thread count, 1 decode into ``out``, 2 ``out`` of another size with
     # ``allow_size_mismatch``, 3-7 that size difference
@@ -110,18 +125,19 @@ def fuzz_czi_chunked(data):
     except N5msCodecsError:
         info = None
     mismatch = bool(option & 4)
-    out = None
+    out_size = None
     if option & 2 and info is not None:
-        size = min(info.decompressed_size, 1 << 20) + (option >> 3 if mismatch else 0)
-        out = np.empty(size, np.uint8)
-    try:
-        result = chunked_decode(payload, out=out, threads=threads, max_decompressed_size=1 << 22,
-                                allow_size_mismatch=mismatch)
-    except N5msCodecsError:
+        out_size = min(info.decompressed_size, 1 << 20) + (option >> 3 if mismatch else 0)
+    options = dict(threads=threads, max_decompressed_size=1 << 22, allow_size_mismatch=mismatch)
+    # Differential: both chunk paths must agree on every input.
+    results = {native: chunked_decode_on_path(native, payload, out_size, **options)
+               for native in ({True, False} if czi_chunked._NATIVE else {False})}
+    assert len(set(results.values())) == 1, f"chunk paths disagree: {results}"
+    result = results.popitem()[1]
+    if isinstance(result, type):
         return
     assert info is not None, "decoded a payload whose header chunked_info rejects"
-    size = len(memoryview(result).cast("B"))
-    assert size == (info.decompressed_size if out is None else out.size)
+    assert len(result) == (info.decompressed_size if out_size is None else out_size)
 
 
 def fuzz_n5_header(data):

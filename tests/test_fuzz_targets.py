@@ -39,6 +39,17 @@ def test_targets_reject_what_they_should():
         targets.check_multisets(targets.LabelMultisetArray.from_labels([[1, 2]]), shape=(3,))
 
 
+def test_chunk_paths_that_disagree_are_a_finding(monkeypatch):
+    if not targets.czi_chunked._NATIVE:
+        pytest.skip("only one chunk path in this build of zstandard/lz4")
+    payload = targets.czi_chunked.chunked_encode(b"abcdefgh" * 100, codec="lz4", max_chunk_size=100)
+    targets.fuzz_czi_chunked(b"\x00" + payload)
+    decode = targets.chunked_decode_on_path
+    monkeypatch.setattr(targets, "chunked_decode_on_path", lambda native, *a, **k: decode(native, *a, **k)[native:])
+    with pytest.raises(AssertionError, match="chunk paths disagree"):
+        targets.fuzz_czi_chunked(b"\x00" + payload)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.binary(max_size=400))
 @pytest.mark.parametrize("target", sorted(targets.TARGETS))
