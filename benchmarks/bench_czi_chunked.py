@@ -6,7 +6,11 @@ Prints the median of several repeats (MB/s, 1 MB = 1e6 bytes) and the ratio to
 imagecodecs measured in the same run. Without imagecodecs (it needs
 Python >= 3.12) the comparison columns are skipped.
 
-Usage: python benchmarks/bench_czi_chunked.py [--mib 64] [--repeat 7] [--threads 1 2]
+With ``--python-path`` the chunks also go through zstandard's / lz4's Python
+APIs (the fallback used when their C functions cannot be found), as the
+before/after baseline of calling the C functions from the kernels.
+
+Usage: python benchmarks/bench_czi_chunked.py [--mib 64] [--repeat 7] [--threads 1 2] [--python-path]
 """
 
 import argparse
@@ -17,6 +21,7 @@ import time
 import numpy as np
 
 import n5mscodecs
+from n5mscodecs import czi_chunked
 
 try:
     import imagecodecs
@@ -69,13 +74,31 @@ def main():
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--chunk", type=int, default=65536)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, len(os.sched_getaffinity(0))])
+    parser.add_argument("--python-path", action="store_true", help="also time the Python-API fallback")
     args = parser.parse_args()
+    native = czi_chunked._NATIVE
+    paths = [native] + ([False] if args.python_path and native else [])
+
+    def on_path(path_is_native, function):
+        def call():
+            saved = czi_chunked._NATIVE
+            czi_chunked._NATIVE = path_is_native
+            try:
+                return function()
+            finally:
+                czi_chunked._NATIVE = saved
+
+        return call
+
+    def label(threads, path_is_native):
+        return f"ours threads={threads}" + ("" if path_is_native == native else " python-API path")
 
     image = realistic_image(args.mib << 20)
     nbytes = image.nbytes
     print(f"image {image.shape} uint16, {nbytes / 2**20:.1f} MiB, chunks {args.chunk} B, hi/lo, "
           f"{len(os.sched_getaffinity(0))} CPUs, {args.repeat} interleaved rounds, "
           f"imagecodecs {getattr(imagecodecs, '__version__', 'absent')}, "
+          f"zstd/LZ4 called {'from the kernels' if native else 'through the Python APIs'}, "
           f"load average {os.getloadavg()[0]:.2f}")
     out = np.empty(nbytes, dtype=np.uint8)
     for codec in ("zstd", "lz4"):
@@ -97,20 +120,32 @@ def main():
             )
             operations["decode"]["imagecodecs"] = lambda: imagecodecs.chunked_decode(theirs)
             operations["decode out="]["imagecodecs"] = lambda: imagecodecs.chunked_decode(theirs, out=out)
+        if len(paths) > 1:
+            fallback = on_path(False, lambda: n5mscodecs.chunked_encode(image, **options))()
+            line += f"; python-API path output identical: {fallback == ours}"
         print(line + f"; identical output for threads {args.threads}: {len(payloads) == 1}")
-        for threads in args.threads:
-            operations["encode"][threads] = lambda t=threads: n5mscodecs.chunked_encode(image, threads=t, **options)
-            operations["decode"][threads] = lambda t=threads: n5mscodecs.chunked_decode(ours, threads=t)
-            operations["decode out="][threads] = lambda t=threads: n5mscodecs.chunked_decode(ours, out=out, threads=t)
+        for path in paths:
+            for threads in args.threads:
+                name = label(threads, path)
+                operations["encode"][name] = on_path(
+                    path, lambda t=threads: n5mscodecs.chunked_encode(image, threads=t, **options)
+                )
+                operations["decode"][name] = on_path(
+                    path, lambda t=threads: n5mscodecs.chunked_decode(ours, threads=t)
+                )
+                operations["decode out="][name] = on_path(
+                    path, lambda t=threads: n5mscodecs.chunked_decode(ours, out=out, threads=t)
+                )
         for operation, functions in operations.items():
             medians = interleaved_medians(functions, args.repeat)
             reference = medians["imagecodecs"][0] if "imagecodecs" in medians else None
-            text = f"  {operation:<12}"
+            text = f"  {operation}:"
             if reference is not None:
-                text += f" imagecodecs {nbytes / reference / 1e6:6.0f} MB/s |"
-            for threads in args.threads:
-                seconds, busy = medians[threads]
-                text += f" ours threads={threads} {nbytes / seconds / 1e6:6.0f} MB/s"
+                text += f"\n    imagecodecs {nbytes / reference / 1e6:6.0f} MB/s"
+            for name, (seconds, busy) in medians.items():
+                if name == "imagecodecs":
+                    continue
+                text += f"\n    {name:<40} {nbytes / seconds / 1e6:6.0f} MB/s"
                 if reference is not None:
                     text += f" ({reference / seconds:4.2f}x)"
                 text += f" cpu {busy:3.1f}"

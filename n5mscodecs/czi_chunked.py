@@ -69,6 +69,11 @@ _PARALLEL_MIN_BYTES = 1 << 18
 _NO_SPANS = np.full(10, -1, dtype=np.int64)  # payload offset, length per header id
 _NO_BYTES = np.empty(0, dtype=np.uint8)
 
+# Outputs at least this large are written with streaming stores: they would not
+# stay in the caches anyway, and skipping the read of each destination line
+# halves the memory traffic.
+_STREAM_MIN_BYTES = 16 << 20
+
 # Chunks are handled in batches of about this many decompressed bytes: one
 # kernel call per batch for hi/lo, staging and placing (per-chunk calls cost
 # more than the byte shuffling), small enough to stay in a core's L2 cache.
@@ -562,7 +567,7 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
             def decode_range(first, stop):
                 status, i, detail = _chunked.decode_chunks(
                     worker, payload, target, layout.compressed_offsets, layout.decompressed_offsets,
-                    first, stop, codec == "lz4", hilo, kernel_threads,
+                    first, stop, codec == "lz4", hilo, kernel_threads, limit >= _STREAM_MIN_BYTES,
                 )  # fmt: skip
                 if status != _chunked.STATUS_OK:
                     raise _chunk_error(status, i, detail, codec, layout)
@@ -858,8 +863,9 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
     def start_copier():
         def copy_range(first, stop):
             _chunked.copy_staged(
-                output, blocks, staging.block_of, staging.offset_of, compressed_sizes, positions, first, stop
-            )
+                output, blocks, staging.block_of, staging.offset_of, compressed_sizes, positions, first, stop,
+                len(output) >= _STREAM_MIN_BYTES,
+            )  # fmt: skip
 
         return copy_range
 

@@ -157,3 +157,39 @@ def test_encode_chunks_stops_at_a_full_block_and_checks_bounds():
         _chunked.encode_chunks(worker, source, 256, 0, 1, True, 1, False, 1, block, 0, 601, block_of, offset_of, size_of)
     with pytest.raises(IndexError, match="out of bounds"):
         _chunked.encode_chunks(worker, source, 0, 0, 1, True, 1, False, 1, block, 0, 0, block_of, offset_of, size_of)
+
+
+@native
+@pytest.mark.parametrize("stream", [False, True])
+def test_decode_chunks_streaming_stores_write_the_same_bytes(stream):
+    # Odd chunk sizes put destinations at every alignment; the streaming
+    # unpack handles the unaligned head and the tail by hand.
+    rng = np.random.default_rng(4)
+    chunks = [rng.integers(0, 256, size, dtype=np.uint8).tobytes() for size in (1, 2, 33, 47, 64, 65, 1001, 4096)]
+    packed = [czi_chunked_hilo(chunk) for chunk in chunks]
+    payload, compressed, decompressed = lz4_layout(packed)
+    target = np.zeros(int(decompressed[-1]) + 3, np.uint8)[3:]  # an unaligned start as well
+    status = _chunked.decode_chunks(
+        _chunked.ChunkWorker(), payload, target, compressed, decompressed, 0, len(chunks), True, True, 1, stream
+    )
+    assert status == (0, len(chunks), 0)
+    assert target.tobytes() == b"".join(chunks)
+
+
+def czi_chunked_hilo(chunk):
+    """hi/lo packing of one chunk, written independently of the kernels."""
+    words = len(chunk) // 2
+    return chunk[0 : 2 * words : 2] + chunk[1 : 2 * words : 2] + chunk[2 * words :]
+
+
+@native
+@pytest.mark.parametrize("codec", ["zstd", "lz4"])
+def test_outputs_above_the_streaming_threshold_round_trip(codec):
+    size = czi_chunked._STREAM_MIN_BYTES + 4097
+    data = np.random.default_rng(5).integers(0, 256, size, dtype=np.uint8).tobytes()  # incompressible
+    payload = chunked_encode(data, codec=codec, level=1, max_chunk_size=99_999, hilo=True, threads=2)
+    assert len(payload) >= czi_chunked._STREAM_MIN_BYTES  # the encode's final copy streams too
+    out = np.empty(size + 1, np.uint8)[1:]
+    assert chunked_decode(payload, out=out, threads=2) is out
+    assert out.tobytes() == data
+    assert bytes(chunked_decode(payload, threads=1)) == data

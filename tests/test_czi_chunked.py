@@ -796,3 +796,17 @@ def test_copy_staged_checks_every_chunk_before_copying():
         _chunked.copy_staged(out, blocks, np.ones(2, np.int32), offset_of, size_of, positions, 0, 2)
     with pytest.raises(IndexError, match="range"):
         _chunked.copy_staged(out, blocks, block_of, offset_of, size_of, positions, 0, 3)
+
+
+def test_copy_staged_with_streaming_stores_writes_the_same_bytes():
+    from n5mscodecs import _chunked
+
+    rng = np.random.default_rng(8)
+    sizes = [1, 15, 16, 17, 63, 64, 65, 200, 1000]
+    staged = rng.integers(0, 256, sum(sizes), dtype=np.uint8)
+    offset_of = np.cumsum([0] + sizes[:-1]).astype(np.int64)
+    positions = offset_of + 3  # after a 3-byte prefix: every alignment
+    out = _chunked.new_bytes(3 + sum(sizes), np.frombuffer(b"HDR", np.uint8))
+    _chunked.copy_staged(out, [staged], np.zeros(len(sizes), np.int32), offset_of,
+                         np.array(sizes, np.int64), positions, 0, len(sizes), True)
+    assert out == b"HDR" + staged.tobytes()
