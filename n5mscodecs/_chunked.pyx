@@ -768,6 +768,26 @@ cdef class ChunkWorker:
             self.scratch, self.scratch_size = NULL, 0
         self.busy = False
 
+    cdef void* zstd_dctx(self) noexcept nogil:
+        """The zstd decompression context, created on first use (NULL: no memory)."""
+        if self.dctx == NULL:
+            self.dctx = lib.ZSTD_createDCtx()
+        return self.dctx
+
+    cdef void* zstd_cctx(self) noexcept nogil:
+        """The zstd compression context, created on first use (NULL: no memory)."""
+        if self.cctx == NULL:
+            self.cctx = lib.ZSTD_createCCtx()
+        return self.cctx
+
+    cdef void* fresh_lz4_stream(self) noexcept nogil:
+        """The LZ4 stream state, reset: chunks are independent blocks (NULL: no memory)."""
+        if self.lz4_stream == NULL:
+            self.lz4_stream = PyMem_RawMalloc(lib.LZ4_sizeofState())
+            if self.lz4_stream == NULL:
+                return NULL
+        return lib.LZ4_initStream(self.lz4_stream, lib.LZ4_sizeofState())
+
     cdef uint8_t* reserve(self, Py_ssize_t size) noexcept nogil:
         """Scratch of at least ``size`` bytes (bounded by the caller's chunk sizes), or NULL."""
         if size <= 0:
@@ -817,6 +837,7 @@ def decode_chunks(ChunkWorker worker, const uint8_t[::1] payload, uint8_t[::1] t
     cdef int produced, status = OK
     cdef const uint8_t* source
     cdef uint8_t* destination
+    cdef void* context
     cdef const uint8_t* payload_start = &payload[0] if payload_size else empty_buffer
     cdef uint8_t* target_start = &target[0] if target_size else empty_buffer
     if not (0 <= first <= stop and stop < compressed_offsets.shape[0] and stop < decompressed_offsets.shape[0]):
@@ -856,11 +877,10 @@ def decode_chunks(ChunkWorker worker, const uint8_t[::1] payload, uint8_t[::1] t
                         break
                     result = <size_t>produced
                 else:
-                    if worker.dctx == NULL:
-                        worker.dctx = lib.ZSTD_createDCtx()
-                        if worker.dctx == NULL:
-                            status = ERR_NO_MEMORY
-                            break
+                    context = worker.zstd_dctx()
+                    if context == NULL:
+                        status = ERR_NO_MEMORY
+                        break
                     result = lib.ZSTD_findFrameCompressedSize(source, source_size)
                     if lib.ZSTD_isError(result):
                         status = ERR_CORRUPT
@@ -868,7 +888,7 @@ def decode_chunks(ChunkWorker worker, const uint8_t[::1] payload, uint8_t[::1] t
                     if result != <size_t>source_size:
                         status = ERR_EXTRA_DATA
                         break
-                    result = lib.ZSTD_decompressDCtx(worker.dctx, destination, size, source, source_size)
+                    result = lib.ZSTD_decompressDCtx(context, destination, size, source, source_size)
                     if lib.ZSTD_isError(result):
                         status = ERR_CORRUPT
                         break
@@ -910,6 +930,7 @@ def encode_chunks(ChunkWorker worker, const uint8_t[::1] source, Py_ssize_t chun
     cdef int status = OK
     cdef const uint8_t* chunk
     cdef uint8_t* packed
+    cdef void* context
     cdef const uint8_t* source_start = &source[0] if total else empty_buffer
     cdef uint8_t* block_start = &block[0] if capacity else empty_buffer
     if not (0 < chunk_size <= MAX_CODEC_INPUT and 0 <= first <= stop and stop <= size_of.shape[0]
@@ -934,28 +955,18 @@ def encode_chunks(ChunkWorker worker, const uint8_t[::1] source, Py_ssize_t chun
                         break
                     hilo_chunks(chunk, packed, n, 0, num_threads, True)
                     chunk = packed
+                context = worker.fresh_lz4_stream() if lz4 else worker.zstd_cctx()
+                if context == NULL:
+                    status = ERR_NO_MEMORY
+                    break
                 if lz4:
-                    if worker.lz4_stream == NULL:
-                        worker.lz4_stream = PyMem_RawMalloc(lib.LZ4_sizeofState())
-                        if worker.lz4_stream == NULL:
-                            status = ERR_NO_MEMORY
-                            break
-                    # A fresh stream per chunk: chunks are independent blocks.
-                    if lib.LZ4_initStream(worker.lz4_stream, lib.LZ4_sizeofState()) == NULL:
-                        status = ERR_NO_MEMORY
-                        break
                     result = <size_t>lib.LZ4_compress_fast_continue(
-                        worker.lz4_stream, <const char*>chunk, <char*>(block_start + fill), <int>n, <int>bound, level)
+                        context, <const char*>chunk, <char*>(block_start + fill), <int>n, <int>bound, level)
                     if result == 0:
                         status = ERR_CORRUPT
                         break
                 else:
-                    if worker.cctx == NULL:
-                        worker.cctx = lib.ZSTD_createCCtx()
-                        if worker.cctx == NULL:
-                            status = ERR_NO_MEMORY
-                            break
-                    result = lib.ZSTD_compressCCtx(worker.cctx, block_start + fill, bound, chunk, n, level)
+                    result = lib.ZSTD_compressCCtx(context, block_start + fill, bound, chunk, n, level)
                     if lib.ZSTD_isError(result):
                         status = ERR_CORRUPT
                         break
