@@ -201,6 +201,84 @@ def max_varint(int max_bytes):
     return (1 << (7 * (max_bytes - 1) + 8)) - 1
 
 
+cdef int walk_header(const uint8_t* base, Py_ssize_t n, int64_t* spans, Py_ssize_t* position,
+                     uint32_t* chunk_id) noexcept nogil:
+    """Walk the header chunks up to EndOfHeader (see :func:`scan_header`)."""
+    cdef Py_ssize_t pos = 0, used
+    cdef uint32_t length = 0
+    cdef int status = OK
+    chunk_id[0] = 0
+    while True:
+        used = read_varint(base + pos, n - pos, 2, chunk_id)
+        if used == 0:
+            status = ERR_ID_TRUNCATED
+            break
+        pos += used
+        if chunk_id[0] == ID_END_OF_HEADER:
+            break
+        if chunk_id[0] > ID_PREPROCESSING:
+            status = ERR_UNKNOWN_ID
+            pos -= used
+            break
+        if spans[2 * chunk_id[0]] != -1:
+            status = ERR_DUPLICATE_ID
+            pos -= used
+            break
+        used = read_varint(base + pos, n - pos, 3, &length)
+        if used == 0:
+            status = ERR_LENGTH_TRUNCATED
+            break
+        pos += used
+        if length > n - pos:
+            status = ERR_PAYLOAD_PAST_END
+            break
+        spans[2 * chunk_id[0]] = pos
+        spans[2 * chunk_id[0] + 1] = length
+        pos += length
+    position[0] = pos
+    return status
+
+
+cdef Py_ssize_t count_sizes(const uint8_t* base, Py_ssize_t start, Py_ssize_t stop,
+                            Py_ssize_t* position) noexcept nogil:
+    """Number of 4-byte-bounded varints in ``base[start:stop]``, or -1 with
+    ``position`` at a truncated one."""
+    cdef Py_ssize_t pos = start, used, count = 0
+    cdef uint32_t value
+    while pos < stop:
+        used = read_varint(base + pos, stop - pos, 4, &value)
+        if used == 0:
+            position[0] = pos
+            return -1
+        pos += used
+        count += 1
+    position[0] = pos
+    return count
+
+
+cdef void decode_sizes(const uint8_t* base, Py_ssize_t start, Py_ssize_t stop, Py_ssize_t count,
+                       uint32_t* values) noexcept nogil:
+    """The ``count`` varints :func:`count_sizes` found in ``base[start:stop]``."""
+    cdef Py_ssize_t pos = start, i
+    for i in range(count):
+        pos += read_varint(base + pos, stop - pos, 4, &values[i])
+
+
+cdef void build_table(const uint32_t* compressed_sizes, Py_ssize_t chunks, const uint32_t* values,
+                      Py_ssize_t listed, Py_ssize_t header_size, uint32_t* decompressed_sizes,
+                      int64_t* compressed_offsets, int64_t* decompressed_offsets) noexcept nogil:
+    """Expand the suffix form (``1 <= listed <= chunks``) and build both offset tables."""
+    cdef Py_ssize_t implicit = chunks - listed, i
+    cdef uint32_t repeated = values[listed - 2] if listed > 1 else values[0]
+    for i in range(chunks):
+        decompressed_sizes[i] = repeated if i < implicit else values[i - implicit]
+    compressed_offsets[0] = header_size
+    decompressed_offsets[0] = 0
+    for i in range(chunks):
+        compressed_offsets[i + 1] = compressed_offsets[i] + compressed_sizes[i]
+        decompressed_offsets[i + 1] = decompressed_offsets[i] + decompressed_sizes[i]
+
+
 def scan_header(const uint8_t[::1] data, int64_t[::1] spans):
     """Walk the header chunks up to EndOfHeader.
 
@@ -208,40 +286,14 @@ def scan_header(const uint8_t[::1] data, int64_t[::1] spans):
     known id at ``2 * id``; absent ids keep ``-1``. Returns
     ``(status, position, chunk_id)``; on success ``position`` is the header size.
     """
-    cdef Py_ssize_t n = data.shape[0]
-    cdef const uint8_t* base = &data[0] if n > 0 else NULL
-    cdef Py_ssize_t pos = 0, used
-    cdef uint32_t chunk_id = 0, length = 0
-    cdef int status = OK
+    cdef Py_ssize_t n = data.shape[0], position = 0
+    cdef uint32_t chunk_id = 0
+    cdef int status
+    if spans.shape[0] < 10:
+        raise IndexError("scan_header: spans needs 10 entries")
     with nogil:
-        while True:
-            used = read_varint(base + pos, n - pos, 2, &chunk_id)
-            if used == 0:
-                status = ERR_ID_TRUNCATED
-                break
-            pos += used
-            if chunk_id == ID_END_OF_HEADER:
-                break
-            if chunk_id > ID_PREPROCESSING:
-                status = ERR_UNKNOWN_ID
-                pos -= used
-                break
-            if spans[2 * chunk_id] != -1:
-                status = ERR_DUPLICATE_ID
-                pos -= used
-                break
-            used = read_varint(base + pos, n - pos, 3, &length)
-            if used == 0:
-                status = ERR_LENGTH_TRUNCATED
-                break
-            pos += used
-            if length > n - pos:
-                status = ERR_PAYLOAD_PAST_END
-                break
-            spans[2 * chunk_id] = pos
-            spans[2 * chunk_id + 1] = length
-            pos += length
-    return status, pos, chunk_id
+        status = walk_header(&data[0] if n > 0 else NULL, n, &spans[0], &position, &chunk_id)
+    return status, position, chunk_id
 
 
 def read_sizes(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t stop):
@@ -251,48 +303,83 @@ def read_sizes(const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t stop):
     on ``ERR_SIZE_TRUNCATED`` it is ``None`` and ``position`` locates the
     truncated varint.
     """
-    cdef Py_ssize_t pos = start, used, count = 0, i
-    cdef uint32_t value
+    cdef Py_ssize_t count, position = start
     cdef uint32_t[::1] out
+    if not 0 <= start <= stop <= data.shape[0]:
+        raise IndexError("read_sizes: range out of bounds")
+    if start == stop:
+        return OK, start, np.empty(0, dtype=np.uint32)
     with nogil:
-        while pos < stop:
-            used = read_varint(&data[pos], stop - pos, 4, &value)
-            if used == 0:
-                break
-            pos += used
-            count += 1
-    if pos < stop:
-        return ERR_SIZE_TRUNCATED, pos, None
+        count = count_sizes(&data[0], start, stop, &position)
+    if count < 0:
+        return ERR_SIZE_TRUNCATED, position, None
     values = np.empty(count, dtype=np.uint32)
-    out = values
-    pos = start
-    with nogil:
-        for i in range(count):
-            pos += read_varint(&data[pos], stop - pos, 4, &out[i])
-    return OK, pos, values
+    if count:
+        out = values
+        with nogil:
+            decode_sizes(&data[0], start, stop, count, &out[0])
+    return OK, stop, values
 
 
-def chunk_table(const uint32_t[::1] compressed_sizes, const uint32_t[::1] decompressed_values,
-                Py_ssize_t header_size, uint32_t[::1] decompressed_sizes,
-                int64_t[::1] compressed_offsets, int64_t[::1] decompressed_offsets):
-    """Expand the DecompressedSizes suffix form and build both offset tables.
+cdef int byte_field(const uint8_t* base, const int64_t* spans, int chunk_id, int absent) noexcept nogil:
+    """The one-byte value of header chunk ``chunk_id`` if it is 0 or 1,
+    ``absent`` without the chunk, -2 otherwise."""
+    if spans[2 * chunk_id] < 0:
+        return absent
+    if spans[2 * chunk_id + 1] != 1 or base[spans[2 * chunk_id]] > 1:
+        return -2
+    return base[spans[2 * chunk_id]]
 
-    With ``n`` values for ``N`` chunks the sizes are
-    ``[values[n - 2]] * (N - n) + values`` (all ``values[0]`` when ``n == 1``).
-    Offsets have ``N + 1`` entries; compressed offsets start after the header.
+
+def read_header(const uint8_t[::1] data):
+    """The whole header in one call, for well-formed payloads.
+
+    Returns ``(header_size, codec, preprocessing, compressed_sizes,
+    decompressed_sizes, compressed_offsets, decompressed_offsets)`` with
+    ``preprocessing`` -1 when absent, or ``None`` when anything is malformed:
+    then ``czi_chunked`` walks the header step by step (:func:`scan_header`,
+    :func:`read_sizes`: the same routines) to name the problem.
     """
-    cdef Py_ssize_t chunks = compressed_sizes.shape[0]
-    cdef Py_ssize_t listed = decompressed_values.shape[0]
-    cdef Py_ssize_t implicit = chunks - listed, i
-    cdef uint32_t repeated = decompressed_values[listed - 2] if listed > 1 else decompressed_values[0]
+    cdef Py_ssize_t n = data.shape[0], header_size = 0, position = 0, chunks, listed
+    cdef const uint8_t* base = &data[0] if n > 0 else NULL
+    cdef int64_t[10] spans
+    cdef uint32_t chunk_id = 0
+    cdef int codec, preprocessing, k
+    cdef uint32_t[::1] compressed_view, decompressed_view, values_view
+    cdef int64_t[::1] compressed_offsets_view, decompressed_offsets_view
+    for k in range(10):
+        spans[k] = -1
+    chunks = listed = 0
+    codec = preprocessing = -2
     with nogil:
-        for i in range(chunks):
-            decompressed_sizes[i] = repeated if i < implicit else decompressed_values[i - implicit]
-        compressed_offsets[0] = header_size
-        decompressed_offsets[0] = 0
-        for i in range(chunks):
-            compressed_offsets[i + 1] = compressed_offsets[i] + compressed_sizes[i]
-            decompressed_offsets[i + 1] = decompressed_offsets[i] + decompressed_sizes[i]
+        if (walk_header(base, n, spans, &header_size, &chunk_id) == OK
+                and spans[2 * ID_CHUNK_SIZES] >= 0 and spans[2 * ID_DECOMPRESSED_SIZES] >= 0):
+            chunks = count_sizes(base, spans[2 * ID_CHUNK_SIZES],
+                                 spans[2 * ID_CHUNK_SIZES] + spans[2 * ID_CHUNK_SIZES + 1], &position)
+            listed = count_sizes(base, spans[2 * ID_DECOMPRESSED_SIZES],
+                                 spans[2 * ID_DECOMPRESSED_SIZES] + spans[2 * ID_DECOMPRESSED_SIZES + 1], &position)
+            codec = byte_field(base, spans, ID_COMPRESSION_METHOD, 0)
+            preprocessing = byte_field(base, spans, ID_PREPROCESSING, -1)
+    if chunks < 1 or listed < 1 or listed > chunks or codec == -2 or preprocessing == -2:
+        return None
+    compressed_sizes = np.empty(chunks, dtype=np.uint32)
+    decompressed_sizes = np.empty(chunks, dtype=np.uint32)
+    decompressed_values = np.empty(listed, dtype=np.uint32)
+    compressed_offsets = np.empty(chunks + 1, dtype=np.int64)
+    decompressed_offsets = np.empty(chunks + 1, dtype=np.int64)
+    compressed_view, decompressed_view, values_view = compressed_sizes, decompressed_sizes, decompressed_values
+    compressed_offsets_view, decompressed_offsets_view = compressed_offsets, decompressed_offsets
+    with nogil:
+        decode_sizes(base, spans[2 * ID_CHUNK_SIZES], spans[2 * ID_CHUNK_SIZES] + spans[2 * ID_CHUNK_SIZES + 1],
+                     chunks, &compressed_view[0])
+        decode_sizes(base, spans[2 * ID_DECOMPRESSED_SIZES],
+                     spans[2 * ID_DECOMPRESSED_SIZES] + spans[2 * ID_DECOMPRESSED_SIZES + 1], listed, &values_view[0])
+        build_table(&compressed_view[0], chunks, &values_view[0], listed, header_size, &decompressed_view[0],
+                    &compressed_offsets_view[0], &decompressed_offsets_view[0])
+    if compressed_offsets_view[chunks] > n:
+        return None
+    return (header_size, codec, preprocessing, compressed_sizes, decompressed_sizes,
+            compressed_offsets, decompressed_offsets)
 
 
 def first_overexpanded(const uint32_t[::1] compressed_sizes, const uint32_t[::1] decompressed_sizes,

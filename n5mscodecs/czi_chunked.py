@@ -341,53 +341,58 @@ def _read_byte_field(payload, spans, chunk_id, allowed):
     return value
 
 
-def _parse(payload):
+def _header_problem(payload):
+    """The error for a header :func:`_chunked.read_header` rejected: the same
+    checks, one step at a time, each naming what is wrong."""
     size = payload.shape[0]
     spans = _NO_SPANS.copy()
     status, header_size, chunk_id = _chunked.scan_header(payload, spans)
     if status != _chunked.STATUS_OK:
-        raise ChunkedFormatError(_header_error(status, header_size, chunk_id, size))
-    compressed_sizes = _read_size_list(payload, spans, _chunked.CHUNK_SIZES)
-    decompressed_values = _read_size_list(payload, spans, _chunked.DECOMPRESSED_SIZES)
-    codec = _read_byte_field(payload, spans, _chunked.COMPRESSION_METHOD, {0, 1})
-    preprocessing = _read_byte_field(
-        payload, spans, _chunked.PREPROCESSING, {PREPROCESSING_NONE, PREPROCESSING_HILO}
-    )
-    chunk_count = compressed_sizes.shape[0]
+        return ChunkedFormatError(_header_error(status, header_size, chunk_id, size))
+    try:
+        compressed_sizes = _read_size_list(payload, spans, _chunked.CHUNK_SIZES)
+        decompressed_values = _read_size_list(payload, spans, _chunked.DECOMPRESSED_SIZES)
+        _read_byte_field(payload, spans, _chunked.COMPRESSION_METHOD, {0, 1})
+        _read_byte_field(payload, spans, _chunked.PREPROCESSING, {PREPROCESSING_NONE, PREPROCESSING_HILO})
+    except ChunkedFormatError as error:
+        return error
+    chunk_count, listed = compressed_sizes.shape[0], decompressed_values.shape[0]
     if chunk_count == 0:
-        raise ChunkedFormatError("ChunkSizes: zero chunks")
-    if decompressed_values.shape[0] == 0:
-        raise ChunkedFormatError("DecompressedSizes: no values")
-    if decompressed_values.shape[0] > chunk_count:
-        raise ChunkedFormatError(
-            f"DecompressedSizes: {decompressed_values.shape[0]} values for {chunk_count} chunks"
-        )
-    decompressed_sizes = np.empty(chunk_count, dtype=np.uint32)
-    compressed_offsets = np.empty(chunk_count + 1, dtype=np.int64)
-    decompressed_offsets = np.empty(chunk_count + 1, dtype=np.int64)
-    _chunked.chunk_table(
-        compressed_sizes, decompressed_values, header_size,
-        decompressed_sizes, compressed_offsets, decompressed_offsets,
-    )  # fmt: skip
-    end = int(compressed_offsets[-1])
+        return ChunkedFormatError("ChunkSizes: zero chunks")
+    if listed == 0:
+        return ChunkedFormatError("DecompressedSizes: no values")
+    if listed > chunk_count:
+        return ChunkedFormatError(f"DecompressedSizes: {listed} values for {chunk_count} chunks")
+    end = header_size + int(compressed_sizes.sum(dtype=np.int64))
     if end > size:
-        raise ChunkedFormatError(
+        return ChunkedFormatError(
             f"ChunkSizes: chunks need {end - header_size} bytes after the {header_size}-byte header, "
             f"but only {size - header_size} are present"
         )
+    return RuntimeError("chunked header rejected by read_header but not by the step-by-step checks")
+
+
+def _parse(payload):
+    header = _chunked.read_header(payload)
+    if header is None:
+        raise _header_problem(payload)
+    header_size, codec, preprocessing, compressed_sizes, decompressed_sizes, compressed_offsets, decompressed_offsets = (
+        header
+    )
     for array in (compressed_sizes, decompressed_sizes, compressed_offsets, decompressed_offsets):
         array.flags.writeable = False
+    end = int(compressed_offsets[-1])
     info = ChunkedInfo(
-        codec=CODECS[codec or 0],
+        codec=CODECS[codec],
         hilo=preprocessing == PREPROCESSING_HILO,
-        preprocessing=preprocessing,
-        chunk_count=chunk_count,
+        preprocessing=None if preprocessing < 0 else preprocessing,
+        chunk_count=compressed_sizes.shape[0],
         compressed_sizes=compressed_sizes,
         decompressed_sizes=decompressed_sizes,
         header_size=header_size,
         compressed_size=end - header_size,
         decompressed_size=int(decompressed_offsets[-1]),
-        trailing_bytes=size - end,
+        trailing_bytes=payload.shape[0] - end,
     )
     return _Layout(info, compressed_offsets, decompressed_offsets)
 

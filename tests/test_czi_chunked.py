@@ -693,6 +693,42 @@ def test_corrupted_valid_payloads_raise_only_format_errors(payload, edits, cut):
     check_decode_never_crashes(bytes(mutated[: len(mutated) - cut % 64]))
 
 
+def header_inputs():
+    """Arbitrary bytes, and valid payloads with up to three header bytes changed, or cut."""
+
+    def edit(payload, edits, cut):
+        mutated = bytearray(payload)
+        for position, value in edits:
+            mutated[position % 24] = value  # the header: sizes, ids, lengths
+        return bytes(mutated[: len(mutated) - cut])
+
+    mutated = st.builds(edit, st.sampled_from(VALID_PAYLOADS),
+                        st.lists(st.tuples(st.integers(0, 23), st.integers(0, 255)), max_size=3),
+                        st.sampled_from([0, 0, 0, 1, 500, 2000]))
+    return st.one_of(st.binary(max_size=40), mutated)
+
+
+@settings(max_examples=600, deadline=None)
+@given(header_inputs())
+def test_one_call_header_parse_agrees_with_the_step_by_step_checks(data):
+    from n5mscodecs import _chunked
+
+    payload = np.frombuffer(data, np.uint8)
+    header = _chunked.read_header(payload)
+    problem = czi_chunked._header_problem(payload)
+    if header is None:
+        assert isinstance(problem, ChunkedFormatError)
+        return
+    assert isinstance(problem, RuntimeError)  # the steps find nothing wrong either
+    header_size, codec, preprocessing, compressed_sizes, decompressed_sizes, compressed_offsets, _ = header
+    spans = czi_chunked._NO_SPANS.copy()
+    assert _chunked.scan_header(payload, spans)[:2] == (0, header_size)
+    start, length = spans[2], spans[3]
+    assert compressed_sizes.tolist() == _chunked.read_sizes(payload, start, start + length)[2].tolist()
+    assert compressed_offsets[-1] == header_size + compressed_sizes.sum() <= len(data)
+    assert codec in (0, 1) and preprocessing in (-1, 0, 1)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=5000), st.integers(1, 3000), st.sampled_from(["zstd", "lz4"]), st.booleans())
 def test_round_trip_property(data, max_chunk_size, codec, hilo):
