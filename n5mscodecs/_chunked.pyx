@@ -2,7 +2,9 @@
 """Byte-crunching kernels for CZI chunked (mode 7) payloads.
 
 Everything here runs without the GIL and reports problems only as status
-codes plus a byte position; ``czi_chunked.py`` turns them into messages.
+codes plus a byte position; ``czi_chunked.py`` turns them into messages. The
+chunk loops (``decode_chunks``, ``encode_chunks``) call the zstd and LZ4 C
+functions that ``_chunk_libraries`` binds at import.
 
 Header varints are little-endian 7-bit groups with a continuation bit, bounded
 to ``max_bytes``; the last allowed byte carries 8 value bits.
