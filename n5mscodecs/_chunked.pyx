@@ -131,6 +131,7 @@ cdef enum:
     ERR_CHUNK_SIZE = 13         # a chunk decompressed to another size (detail: the size)
     ERR_BLOCK_FULL = 14         # encode: the staging block is full (detail: bytes needed)
     ERR_NO_MEMORY = 15
+    ERR_CHUNK_TOO_LARGE = 16    # writer: a compressed size above the 4-byte varint maximum
 
 STATUS_OK = OK
 STATUS_ID_TRUNCATED = ERR_ID_TRUNCATED
@@ -148,6 +149,7 @@ STATUS_EXTRA_DATA = ERR_EXTRA_DATA
 STATUS_CHUNK_SIZE = ERR_CHUNK_SIZE
 STATUS_BLOCK_FULL = ERR_BLOCK_FULL
 STATUS_NO_MEMORY = ERR_NO_MEMORY
+STATUS_CHUNK_TOO_LARGE = ERR_CHUNK_TOO_LARGE
 
 cdef enum:
     # hi/lo (un)packing handles this many 16-bit words per prange iteration.
@@ -449,51 +451,6 @@ def check_zstd_frames(const uint8_t[::1] data, const int64_t[::1] compressed_off
     return status, i, value
 
 
-def header_bound(Py_ssize_t chunks):
-    """Upper bound of the header size written by :func:`write_header`."""
-    return 2 * (1 + 3) + 4 * chunks + 2 * 4 + 2 * (1 + 1 + 1) + 1
-
-
-def write_header(const uint32_t[::1] compressed_sizes, const uint32_t[::1] decompressed_values,
-                 int codec, int preprocessing, uint8_t[::1] out):
-    """Write the header in libCZI's writer order.
-
-    ChunkSizes, DecompressedSizes, CompressionMethod (only when ``codec`` is
-    not 0), Preprocessing (only when ``preprocessing >= 0``), EndOfHeader.
-    ``out`` must hold :func:`header_bound` bytes. Returns ``(status, size)``.
-    """
-    cdef Py_ssize_t pos = 0, sizes_length = 0, values_length = 0, i
-    with nogil:
-        for i in range(compressed_sizes.shape[0]):
-            sizes_length += varint_length(compressed_sizes[i], 4)
-        for i in range(decompressed_values.shape[0]):
-            values_length += varint_length(decompressed_values[i], 4)
-    if sizes_length > (1 << 22) - 1 or values_length > (1 << 22) - 1:
-        return ERR_PAYLOAD_TOO_LONG, 0
-    with nogil:
-        pos += write_varint(&out[pos], ID_CHUNK_SIZES, 2)
-        pos += write_varint(&out[pos], <uint32_t>sizes_length, 3)
-        for i in range(compressed_sizes.shape[0]):
-            pos += write_varint(&out[pos], compressed_sizes[i], 4)
-        pos += write_varint(&out[pos], ID_DECOMPRESSED_SIZES, 2)
-        pos += write_varint(&out[pos], <uint32_t>values_length, 3)
-        for i in range(decompressed_values.shape[0]):
-            pos += write_varint(&out[pos], decompressed_values[i], 4)
-        if codec != 0:
-            out[pos] = ID_COMPRESSION_METHOD
-            out[pos + 1] = 1
-            out[pos + 2] = <uint8_t>codec
-            pos += 3
-        if preprocessing >= 0:
-            out[pos] = ID_PREPROCESSING
-            out[pos + 1] = 1
-            out[pos + 2] = <uint8_t>preprocessing
-            pos += 3
-        out[pos] = ID_END_OF_HEADER
-        pos += 1
-    return OK, pos
-
-
 cdef inline void split_words(const uint8_t* src, uint8_t* low, uint8_t* high,
                              Py_ssize_t words) noexcept nogil:
     # Raw pointers in locals (not memoryview fields) let the compiler vectorize.
@@ -657,28 +614,79 @@ def copy_bytes(const uint8_t[::1] src, uint8_t[::1] dst):
         memcpy(&dst[0], &src[0], src.shape[0])
 
 
-def new_bytes(Py_ssize_t size, const uint8_t[::1] prefix):
-    """A new ``bytes`` of ``size`` starting with ``prefix``; the rest is for
-    :func:`copy_staged` to fill before the object is shared. A large one gets a
-    huge-page hint (first-touch faults of 4 KiB pages cost more than the copy)."""
+def new_payload(const int64_t[::1] compressed_sizes, Py_ssize_t chunk_size, Py_ssize_t last_size,
+                int codec, int preprocessing, int64_t[::1] positions):
+    """A new ``bytes`` for an encoded payload with its header written; the
+    chunks are for :func:`copy_staged` to fill in before the object is shared.
+
+    Header in libCZI's writer order: ChunkSizes; DecompressedSizes
+    ``[chunk_size]``, or ``[chunk_size, last_size]`` when ``last_size >= 0``;
+    CompressionMethod only when ``codec`` is not 0; Preprocessing only when
+    ``preprocessing >= 0``; EndOfHeader. ``positions[i]`` receives where chunk
+    ``i`` starts. A large payload gets a huge-page hint (first-touch faults of
+    4 KiB pages cost more than the copy). Returns ``(status, payload)``;
+    ``STATUS_CHUNK_TOO_LARGE`` (a compressed size above the 4-byte varint
+    maximum) and ``STATUS_PAYLOAD_TOO_LONG`` (ChunkSizes above its 3-byte
+    length) come with ``None``.
+    """
+    cdef Py_ssize_t chunks = compressed_sizes.shape[0], i, pos = 0
+    cdef Py_ssize_t sizes_length = 0, values_length, header_size, total
+    cdef uint32_t max_size = <uint32_t>((1 << 29) - 1)  # max_varint(4)
     cdef object result
     cdef uint8_t* out
-    if size < prefix.shape[0]:
-        raise ValueError("new_bytes: size below the prefix length")
-    result = PyBytes_FromStringAndSize(NULL, size)
+    if positions.shape[0] < chunks:
+        raise IndexError("new_payload: positions shorter than compressed_sizes")
+    if not (0 <= chunk_size <= max_size and last_size <= max_size):
+        raise ValueError("new_payload: decompressed size above the varint maximum")
+    total = 0
+    for i in range(chunks):
+        if not 0 <= compressed_sizes[i] <= max_size:
+            return ERR_CHUNK_TOO_LARGE, None
+        sizes_length += varint_length(<uint32_t>compressed_sizes[i], 4)
+        total += compressed_sizes[i]
+    if sizes_length > (1 << 22) - 1:
+        return ERR_PAYLOAD_TOO_LONG, None
+    values_length = varint_length(<uint32_t>chunk_size, 4)
+    if last_size >= 0:
+        values_length += varint_length(<uint32_t>last_size, 4)
+    header_size = (varint_length(ID_CHUNK_SIZES, 2) + varint_length(<uint32_t>sizes_length, 3) + sizes_length
+                   + varint_length(ID_DECOMPRESSED_SIZES, 2) + varint_length(<uint32_t>values_length, 3)
+                   + values_length + (3 if codec != 0 else 0) + (3 if preprocessing >= 0 else 0) + 1)
+    result = PyBytes_FromStringAndSize(NULL, header_size + total)
     out = <uint8_t*>PyBytes_AS_STRING(result)
     with nogil:
-        if size >= (1 << 22):
-            n5ms_advise_huge_pages(out, size)
-        if prefix.shape[0]:
-            memcpy(out, &prefix[0], prefix.shape[0])
-    return result
+        if header_size + total >= (1 << 22):
+            n5ms_advise_huge_pages(out, header_size + total)
+        pos += write_varint(out + pos, ID_CHUNK_SIZES, 2)
+        pos += write_varint(out + pos, <uint32_t>sizes_length, 3)
+        for i in range(chunks):
+            pos += write_varint(out + pos, <uint32_t>compressed_sizes[i], 4)
+        pos += write_varint(out + pos, ID_DECOMPRESSED_SIZES, 2)
+        pos += write_varint(out + pos, <uint32_t>values_length, 3)
+        pos += write_varint(out + pos, <uint32_t>chunk_size, 4)
+        if last_size >= 0:
+            pos += write_varint(out + pos, <uint32_t>last_size, 4)
+        if codec != 0:
+            out[pos] = ID_COMPRESSION_METHOD
+            out[pos + 1] = 1
+            out[pos + 2] = <uint8_t>codec
+            pos += 3
+        if preprocessing >= 0:
+            out[pos] = ID_PREPROCESSING
+            out[pos + 1] = 1
+            out[pos + 2] = <uint8_t>preprocessing
+            pos += 3
+        out[pos] = ID_END_OF_HEADER
+        for i in range(chunks):
+            positions[i] = header_size
+            header_size += compressed_sizes[i]
+    return OK, result
 
 
 def copy_staged(bytes out, list blocks, const int32_t[::1] block_of, const int64_t[::1] offset_of,
                 const int64_t[::1] size_of, const int64_t[::1] positions, Py_ssize_t first, Py_ssize_t stop,
                 bint stream=False):
-    """Copy staged chunks ``first:stop`` into ``out`` (from :func:`new_bytes`),
+    """Copy staged chunks ``first:stop`` into ``out`` (from :func:`new_payload`),
     chunk ``i`` from ``blocks[block_of[i]][offset_of[i]:][:size_of[i]]`` to
     ``positions[i]``. Workers call it on disjoint ranges at once. ``stream``:
     streaming stores (for an ``out`` much larger than the caches)."""

@@ -833,36 +833,20 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
     _run_chunks(start_native_worker if _NATIVE else start_worker, chunk_count, workers)
 
     compressed_sizes = staging.size_of
-    if compressed_sizes.max() > MAX_CHUNK_SIZE:
-        raise ConfigurationError(
-            f"a compressed chunk exceeds {MAX_CHUNK_SIZE} bytes; use a smaller max_chunk_size"
-        )
+    # DecompressedSizes [C] (one chunk: its size), or [C, L] for a shorter last chunk.
     last = total - (chunk_count - 1) * max_chunk_size
-    if chunk_count == 1:
-        decompressed_values = [total]
-    elif last == max_chunk_size:
-        decompressed_values = [max_chunk_size]
-    else:
-        decompressed_values = [max_chunk_size, last]
-    header = np.empty(_chunked.header_bound(chunk_count), dtype=np.uint8)
-    status, header_size = _chunked.write_header(
-        compressed_sizes.astype(np.uint32),
-        np.array(decompressed_values, dtype=np.uint32),
-        CODECS.index(codec),
-        PREPROCESSING_HILO if hilo else -1,
-        header,
+    chunk_size, last_size = (total, -1) if chunk_count == 1 else (max_chunk_size, -1 if last == max_chunk_size else last)
+    positions = np.empty(chunk_count, dtype=np.int64)
+    status, output = _chunked.new_payload(
+        compressed_sizes, chunk_size, last_size, CODECS.index(codec), PREPROCESSING_HILO if hilo else -1, positions
     )
+    if status == _chunked.STATUS_CHUNK_TOO_LARGE:
+        raise ConfigurationError(f"a compressed chunk exceeds {MAX_CHUNK_SIZE} bytes; use a smaller max_chunk_size")
     if status != _chunked.STATUS_OK:
         raise ConfigurationError(
             "the ChunkSizes header chunk would exceed its 4,194,303-byte limit; use a larger max_chunk_size"
         )
-    # The staged chunks go into one new bytes object, copied (and its pages
-    # first touched) on the same workers.
-    positions = np.empty(chunk_count, dtype=np.int64)
-    positions[0] = header_size
-    np.cumsum(compressed_sizes[:-1], out=positions[1:])
-    positions[1:] += header_size
-    output = _chunked.new_bytes(header_size + int(compressed_sizes.sum()), header[:header_size])
+    # The staged chunks are copied into it (and its pages first touched) on the same workers.
     blocks = staging.blocks
 
     def start_copier():

@@ -820,18 +820,35 @@ def test_place_chunks_checks_sizes_and_bounds():
 def test_copy_staged_checks_every_chunk_before_copying():
     from n5mscodecs import _chunked
 
-    out = _chunked.new_bytes(7, np.frombuffer(b"H", np.uint8))
     blocks = [np.frombuffer(b"abcdef", np.uint8).copy()]
     block_of, offset_of = np.zeros(2, np.int32), np.array([0, 3], np.int64)
-    size_of, positions = np.array([3, 3], np.int64), np.array([1, 4], np.int64)
+    size_of, positions = np.array([3, 3], np.int64), np.zeros(2, np.int64)
+    status, out = _chunked.new_payload(size_of, 3, -1, 0, -1, positions)
+    # ChunkSizes [3, 3], DecompressedSizes [3], EndOfHeader: an 8-byte header
+    assert status == 0 and len(out) == 14 and positions.tolist() == [8, 11]
     _chunked.copy_staged(out, blocks, block_of, offset_of, size_of, positions, 0, 2)
-    assert out == b"Habcdef"
+    assert out == b"\x01\x02\x03\x03\x03\x01\x03\x00" + b"abcdef"
     with pytest.raises(IndexError, match="chunk 1 out of bounds"):
-        _chunked.copy_staged(out, blocks, block_of, offset_of, size_of, np.array([1, 5], np.int64), 0, 2)
+        _chunked.copy_staged(out, blocks, block_of, offset_of, size_of, np.array([8, 12], np.int64), 0, 2)
     with pytest.raises(IndexError, match="chunk 0 out of bounds"):
         _chunked.copy_staged(out, blocks, np.ones(2, np.int32), offset_of, size_of, positions, 0, 2)
     with pytest.raises(IndexError, match="range"):
         _chunked.copy_staged(out, blocks, block_of, offset_of, size_of, positions, 0, 3)
+
+
+def test_new_payload_refuses_sizes_the_header_cannot_hold():
+    from n5mscodecs import _chunked
+
+    positions = np.zeros(1_500_000, np.int64)
+    assert _chunked.new_payload(np.array([1 << 29], np.int64), 10, -1, 0, -1, positions) == (
+        _chunked.STATUS_CHUNK_TOO_LARGE, None,
+    )  # fmt: skip
+    # 1.5 million 3-byte sizes: 4.5 MB of ChunkSizes, above its 4,194,303-byte length limit
+    assert _chunked.new_payload(np.full(1_500_000, 20_000, np.int64), 65536, -1, 0, -1, positions) == (
+        _chunked.STATUS_PAYLOAD_TOO_LONG, None,
+    )  # fmt: skip
+    with pytest.raises(IndexError, match="positions"):
+        _chunked.new_payload(np.ones(3, np.int64), 1, -1, 0, -1, positions[:2])
 
 
 def test_copy_staged_with_streaming_stores_writes_the_same_bytes():
@@ -841,8 +858,11 @@ def test_copy_staged_with_streaming_stores_writes_the_same_bytes():
     sizes = [1, 15, 16, 17, 63, 64, 65, 200, 1000]
     staged = rng.integers(0, 256, sum(sizes), dtype=np.uint8)
     offset_of = np.cumsum([0] + sizes[:-1]).astype(np.int64)
-    positions = offset_of + 3  # after a 3-byte prefix: every alignment
-    out = _chunked.new_bytes(3 + sum(sizes), np.frombuffer(b"HDR", np.uint8))
+    positions = np.zeros(len(sizes), np.int64)
+    status, out = _chunked.new_payload(np.array(sizes, np.int64), 1000, 7, 1, 1, positions)
+    header_size = int(positions[0])  # odd (21 bytes): every alignment follows
+    assert status == 0 and header_size % 2 == 1 and (positions - header_size).tolist() == offset_of.tolist()
     _chunked.copy_staged(out, [staged], np.zeros(len(sizes), np.int32), offset_of,
                          np.array(sizes, np.int64), positions, 0, len(sizes), True)
-    assert out == b"HDR" + staged.tobytes()
+    assert out[header_size:] == staged.tobytes()
+    assert chunked_info(out).decompressed_sizes.tolist() == [1000] * 8 + [7]
