@@ -803,39 +803,44 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
     staging = _Staging(chunk_count, total + total // 255 + 64 * chunk_count)
     workers, kernel_threads = _thread_split(threads, chunk_count, total)
 
-    stream = memoryview(source)
+    if _NATIVE:
 
-    batch_chunks = max(1, _BATCH_BYTES // max_chunk_size)
+        def start_worker():
+            return staging.compressor(source, max_chunk_size, codec, level, hilo, kernel_threads)
 
-    def start_native_worker():
-        return staging.compressor(source, max_chunk_size, codec, level, hilo, kernel_threads)
+    else:
+        stream = memoryview(source)
+        batch_chunks = max(1, _BATCH_BYTES // max_chunk_size)
 
-    def start_worker():
-        compress = _compressor(codec, level)
-        store = staging.writer()  # one per worker: it fills its staging blocks densely
-        scratch = memoryview(_hilo_scratch(min(total, batch_chunks * max_chunk_size))) if hilo else None
+        def start_worker():
+            compress = _compressor(codec, level)
+            store = staging.writer()  # one per worker: it fills its staging blocks densely
+            scratch = memoryview(_hilo_scratch(min(total, batch_chunks * max_chunk_size))) if hilo else None
 
-        def encode_range(first, stop):
-            for batch_first in range(first, stop, batch_chunks):
-                begin = batch_first * max_chunk_size
-                end = min(total, min(stop, batch_first + batch_chunks) * max_chunk_size)
-                piece = stream[begin:end]
-                if hilo:
-                    packed = scratch[: end - begin]
-                    _chunked.hilo_pack(piece, packed, kernel_threads, max_chunk_size)
-                    piece = packed
-                # range(0, 1, ...): empty input is one empty chunk
-                offsets = range(0, max(1, end - begin), max_chunk_size)
-                store(batch_first, [compress(piece[k : k + max_chunk_size]) for k in offsets])
+            def encode_range(first, stop):
+                for batch_first in range(first, stop, batch_chunks):
+                    begin = batch_first * max_chunk_size
+                    end = min(total, min(stop, batch_first + batch_chunks) * max_chunk_size)
+                    piece = stream[begin:end]
+                    if hilo:
+                        packed = scratch[: end - begin]
+                        _chunked.hilo_pack(piece, packed, kernel_threads, max_chunk_size)
+                        piece = packed
+                    # range(0, 1, ...): empty input is one empty chunk
+                    offsets = range(0, max(1, end - begin), max_chunk_size)
+                    store(batch_first, [compress(piece[k : k + max_chunk_size]) for k in offsets])
 
-        return encode_range
+            return encode_range
 
-    _run_chunks(start_native_worker if _NATIVE else start_worker, chunk_count, workers)
+    _run_chunks(start_worker, chunk_count, workers)
 
     compressed_sizes = staging.size_of
     # DecompressedSizes [C] (one chunk: its size), or [C, L] for a shorter last chunk.
     last = total - (chunk_count - 1) * max_chunk_size
-    chunk_size, last_size = (total, -1) if chunk_count == 1 else (max_chunk_size, -1 if last == max_chunk_size else last)
+    if chunk_count == 1:
+        chunk_size, last_size = total, -1
+    else:
+        chunk_size, last_size = max_chunk_size, (-1 if last == max_chunk_size else last)
     positions = np.empty(chunk_count, dtype=np.int64)
     status, output = _chunked.new_payload(
         compressed_sizes, chunk_size, last_size, CODECS.index(codec), PREPROCESSING_HILO if hilo else -1, positions
