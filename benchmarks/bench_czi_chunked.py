@@ -10,7 +10,7 @@ With ``--python-path`` the chunks also go through zstandard's / lz4's Python
 APIs (the fallback used when their C functions cannot be found), as the
 before/after baseline of calling the C functions from the kernels.
 
-Usage: python benchmarks/bench_czi_chunked.py [--mib 64] [--repeat 7] [--threads 1 2] [--python-path]
+Usage: python benchmarks/bench_czi_chunked.py [--mib 64] [--repeat 7] [--threads 1 2] [--python-path] [--no-hilo]
 """
 
 import argparse
@@ -75,6 +75,7 @@ def main():
     parser.add_argument("--chunk", type=int, default=65536)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, len(os.sched_getaffinity(0))])
     parser.add_argument("--python-path", action="store_true", help="also time the Python-API fallback")
+    parser.add_argument("--hilo", action=argparse.BooleanOptionalAction, default=True, help="hi/lo packing")
     args = parser.parse_args()
     native = czi_chunked._NATIVE
     paths = [native] + ([False] if args.python_path and native else [])
@@ -95,7 +96,8 @@ def main():
 
     image = realistic_image(args.mib << 20)
     nbytes = image.nbytes
-    print(f"image {image.shape} uint16, {nbytes / 2**20:.1f} MiB, chunks {args.chunk} B, hi/lo, "
+    print(f"image {image.shape} uint16, {nbytes / 2**20:.1f} MiB, chunks {args.chunk} B, "
+          f"{'hi/lo' if args.hilo else 'no hi/lo'}, "
           f"{len(os.sched_getaffinity(0))} CPUs, {args.repeat} interleaved rounds, "
           f"imagecodecs {getattr(imagecodecs, '__version__', 'absent')}, "
           f"zstd/LZ4 called {'from the kernels' if native else 'through the Python APIs'}, "
@@ -103,20 +105,20 @@ def main():
     out = np.empty(nbytes, dtype=np.uint8)
     for codec in ("zstd", "lz4"):
         level = 1 if codec == "zstd" else None
-        options = dict(codec=codec, level=level, max_chunk_size=args.chunk, hilo=True)
+        options = dict(codec=codec, level=level, max_chunk_size=args.chunk, hilo=args.hilo)
         ours = n5mscodecs.chunked_encode(image, **options)
         payloads = {n5mscodecs.chunked_encode(image, threads=t, **options) for t in args.threads}
         line = f"\n{codec}: compression ratio {nbytes / len(ours):.3f} (ours)"
         operations = {"encode": {}, "decode": {}, "decode out=": {}}
         if imagecodecs is not None:
             theirs = imagecodecs.chunked_encode(
-                image, level=level, codec=codec, chunksize=args.chunk, itemsize=2, hilo=True
+                image, level=level, codec=codec, chunksize=args.chunk, itemsize=2, hilo=args.hilo
             )
             line += f", {nbytes / len(theirs):.3f} (imagecodecs)"
             assert bytes(n5mscodecs.chunked_decode(theirs)) == image.tobytes()
             assert bytes(imagecodecs.chunked_decode(ours)) == image.tobytes()
             operations["encode"]["imagecodecs"] = lambda: imagecodecs.chunked_encode(
-                image, level=level, codec=codec, chunksize=args.chunk, itemsize=2, hilo=True
+                image, level=level, codec=codec, chunksize=args.chunk, itemsize=2, hilo=args.hilo
             )
             operations["decode"]["imagecodecs"] = lambda: imagecodecs.chunked_decode(theirs)
             operations["decode out="]["imagecodecs"] = lambda: imagecodecs.chunked_decode(theirs, out=out)

@@ -5,7 +5,8 @@ directly from the ``_chunked`` kernels, a chunk costs no Python call, no
 intermediate ``bytes`` and no GIL hand-off, and is written straight to its
 place in the output. :func:`bind` looks the functions up once; when a build
 of those packages does not export them, ``czi_chunked`` keeps using their
-Python APIs, which produce the same bytes.
+Python APIs (the same zstd bytes; valid LZ4 blocks from lz4.block's stream
+mode instead of LZ4's one-shot call).
 """
 
 import ctypes
@@ -19,7 +20,7 @@ _ZSTD_MODULES = ("zstandard.backend_c", "zstandard._cffi")
 _LZ4_MODULES = ("lz4.block._block",)
 
 _MIN_ZSTD_VERSION = 10400  # 1.4.0: the one-shot CCtx/DCtx API as used here
-_MIN_LZ4_VERSION = 10900  # 1.9.0: LZ4_initStream
+_MIN_LZ4_VERSION = 10900  # 1.9.0 (2019): the block API as used here
 
 
 def _lookup(modules, prefix, min_version):

@@ -745,8 +745,7 @@ ctypedef size_t (*zstd_find_frame_compressed_size_t)(const void*, size_t) noexce
 ctypedef size_t (*zstd_compress_cctx_t)(void*, void*, size_t, const void*, size_t, int) noexcept nogil
 ctypedef size_t (*zstd_compress_bound_t)(size_t) noexcept nogil
 ctypedef int (*lz4_sizeof_state_t)() noexcept nogil
-ctypedef void* (*lz4_init_stream_t)(void*, size_t) noexcept nogil
-ctypedef int (*lz4_compress_fast_continue_t)(void*, const char*, char*, int, int, int) noexcept nogil
+ctypedef int (*lz4_compress_fast_ext_state_t)(void*, const char*, char*, int, int, int) noexcept nogil
 ctypedef int (*lz4_decompress_safe_t)(const char*, char*, int, int) noexcept nogil
 ctypedef int (*lz4_compress_bound_t)(int) noexcept nogil
 
@@ -762,8 +761,7 @@ cdef struct Library:
     zstd_compress_cctx_t ZSTD_compressCCtx
     zstd_compress_bound_t ZSTD_compressBound
     lz4_sizeof_state_t LZ4_sizeofState
-    lz4_init_stream_t LZ4_initStream
-    lz4_compress_fast_continue_t LZ4_compress_fast_continue
+    lz4_compress_fast_ext_state_t LZ4_compress_fast_extState
     lz4_decompress_safe_t LZ4_decompress_safe
     lz4_compress_bound_t LZ4_compressBound
 
@@ -773,8 +771,8 @@ cdef bint lib_bound = False
 LIBRARY_FUNCTIONS = (
     "ZSTD_isError", "ZSTD_getErrorName", "ZSTD_createDCtx", "ZSTD_freeDCtx", "ZSTD_decompressDCtx",
     "ZSTD_findFrameCompressedSize", "ZSTD_createCCtx", "ZSTD_freeCCtx", "ZSTD_compressCCtx",
-    "ZSTD_compressBound", "LZ4_sizeofState", "LZ4_initStream", "LZ4_compress_fast_continue",
-    "LZ4_decompress_safe", "LZ4_compressBound",
+    "ZSTD_compressBound", "LZ4_sizeofState", "LZ4_compress_fast_extState", "LZ4_decompress_safe",
+    "LZ4_compressBound",
 )
 
 cdef enum:
@@ -792,7 +790,7 @@ def bind_libraries(dict addresses):
     """
     global lib, lib_bound
     cdef Library bound
-    cdef size_t[15] values
+    cdef size_t[14] values
     if lib_bound:
         raise RuntimeError("bind_libraries: already bound")
     for k, name in enumerate(LIBRARY_FUNCTIONS):
@@ -811,10 +809,9 @@ def bind_libraries(dict addresses):
     bound.ZSTD_compressCCtx = <zstd_compress_cctx_t>values[8]
     bound.ZSTD_compressBound = <zstd_compress_bound_t>values[9]
     bound.LZ4_sizeofState = <lz4_sizeof_state_t>values[10]
-    bound.LZ4_initStream = <lz4_init_stream_t>values[11]
-    bound.LZ4_compress_fast_continue = <lz4_compress_fast_continue_t>values[12]
-    bound.LZ4_decompress_safe = <lz4_decompress_safe_t>values[13]
-    bound.LZ4_compressBound = <lz4_compress_bound_t>values[14]
+    bound.LZ4_compress_fast_extState = <lz4_compress_fast_ext_state_t>values[11]
+    bound.LZ4_decompress_safe = <lz4_decompress_safe_t>values[12]
+    bound.LZ4_compressBound = <lz4_compress_bound_t>values[13]
     lib = bound
     lib_bound = True
 
@@ -830,7 +827,7 @@ cdef class ChunkWorker:
 
     cdef void* dctx
     cdef void* cctx
-    cdef void* lz4_stream
+    cdef void* lz4_state
     cdef uint8_t* scratch
     cdef Py_ssize_t scratch_size
     cdef bint busy
@@ -844,7 +841,7 @@ cdef class ChunkWorker:
             lib.ZSTD_freeDCtx(self.dctx)
         if self.cctx != NULL:
             lib.ZSTD_freeCCtx(self.cctx)
-        PyMem_RawFree(self.lz4_stream)
+        PyMem_RawFree(self.lz4_state)
         PyMem_RawFree(self.scratch)
 
     @property
@@ -877,13 +874,12 @@ cdef class ChunkWorker:
             self.cctx = lib.ZSTD_createCCtx()
         return self.cctx
 
-    cdef void* fresh_lz4_stream(self) noexcept nogil:
-        """The LZ4 stream state, reset: chunks are independent blocks (NULL: no memory)."""
-        if self.lz4_stream == NULL:
-            self.lz4_stream = PyMem_RawMalloc(lib.LZ4_sizeofState())
-            if self.lz4_stream == NULL:
-                return NULL
-        return lib.LZ4_initStream(self.lz4_stream, lib.LZ4_sizeofState())
+    cdef void* lz4_compression_state(self) noexcept nogil:
+        """The LZ4 compression state, allocated on first use (NULL: no memory);
+        ``LZ4_compress_fast_extState`` resets it for each block."""
+        if self.lz4_state == NULL:
+            self.lz4_state = PyMem_RawMalloc(lib.LZ4_sizeofState())
+        return self.lz4_state
 
     cdef uint8_t* reserve(self, Py_ssize_t size) noexcept nogil:
         """Scratch of at least ``size`` bytes (bounded by the caller's chunk sizes), or NULL."""
@@ -1052,12 +1048,12 @@ def encode_chunks(ChunkWorker worker, const uint8_t[::1] source, Py_ssize_t chun
                         break
                     hilo_chunks(chunk, packed, n, 0, num_threads, True)
                     chunk = packed
-                context = worker.fresh_lz4_stream() if lz4 else worker.zstd_cctx()
+                context = worker.lz4_compression_state() if lz4 else worker.zstd_cctx()
                 if context == NULL:
                     status = ERR_NO_MEMORY
                     break
                 if lz4:
-                    result = <size_t>lib.LZ4_compress_fast_continue(
+                    result = <size_t>lib.LZ4_compress_fast_extState(
                         context, <const char*>chunk, <char*>(block_start + fill), <int>n, <int>bound, level)
                     if result == 0:
                         status = ERR_CORRUPT

@@ -11,7 +11,8 @@ hands whole ranges of chunks to GIL-free Cython kernels in ``_chunked`` that
 call the zstd and LZ4 C functions bundled in the ``zstandard`` and ``lz4``
 packages (see ``_chunk_libraries``) and write every chunk straight to its
 place; where those functions cannot be found, the packages' Python APIs
-(which release the GIL too) do the per-chunk work, with identical output.
+(which release the GIL too) do the per-chunk work (the same zstd bytes; LZ4
+blocks from lz4.block's stream mode instead of LZ4's one-shot call).
 See ``docs/czi_chunked.md`` for the format notes.
 
 Examples
