@@ -82,12 +82,8 @@ def main():
 
     def on_path(path_is_native, function):
         def call():
-            saved = czi_chunked._NATIVE
-            czi_chunked._NATIVE = path_is_native
-            try:
+            with czi_chunked._chunk_path(path_is_native):
                 return function()
-            finally:
-                czi_chunked._NATIVE = saved
 
         return call
 

@@ -104,15 +104,12 @@ def fuzz_label_multiset_vlen(data):
 def chunked_decode_on_path(native, payload, out_size, **options):
     """Decoded bytes, or the error class, with the zstd/LZ4 calls made by the
     kernels (``native``) or through the packages' Python APIs."""
-    saved = czi_chunked._NATIVE
-    czi_chunked._NATIVE = native
+    out = None if out_size is None else np.full(out_size, 0x5A, np.uint8)
     try:
-        out = None if out_size is None else np.full(out_size, 0x5A, np.uint8)
-        return bytes(memoryview(chunked_decode(payload, out=out, **options)).cast("B"))
+        with czi_chunked._chunk_path(native):
+            return bytes(memoryview(chunked_decode(payload, out=out, **options)).cast("B"))
     except N5msCodecsError as error:
         return type(error)
-    finally:
-        czi_chunked._NATIVE = saved
 
 
 def fuzz_czi_chunked(data):

@@ -30,6 +30,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import threading
@@ -64,6 +65,18 @@ _LZ4_MAX_ACCELERATION = 65537  # LZ4_ACCELERATION_MAX: LZ4 treats larger values 
 # Whether the kernels call zstd/LZ4 themselves (else: their Python APIs per chunk).
 _NATIVE = _chunk_libraries.bind()
 
+
+@contextlib.contextmanager
+def _chunk_path(native):
+    """Use the kernel-called C functions (``native``) or the Python APIs inside
+    the block; for the tests, the fuzz target and the benchmark. Not thread-safe."""
+    global _NATIVE
+    saved, _NATIVE = _NATIVE, native
+    try:
+        yield
+    finally:
+        _NATIVE = saved
+
 # Below this many decompressed bytes a thread hand-off costs more than it saves.
 _PARALLEL_MIN_BYTES = 1 << 18
 
@@ -75,9 +88,10 @@ _NO_BYTES = np.empty(0, dtype=np.uint8)
 # halves the memory traffic.
 _STREAM_MIN_BYTES = 16 << 20
 
-# Chunks are handled in batches of about this many decompressed bytes: one
-# kernel call per batch for hi/lo, staging and placing (per-chunk calls cost
-# more than the byte shuffling), small enough to stay in a core's L2 cache.
+# On the Python-API path, chunks are handled in batches of about this many
+# decompressed bytes: one kernel call per batch for hi/lo, staging and placing
+# (per-chunk calls cost more than the byte shuffling), small enough to stay in
+# a core's L2 cache.
 _BATCH_BYTES = 1 << 18
 
 _HEADER_NAMES = {

@@ -63,12 +63,8 @@ def lz4_reference_block(chunk, acceleration):
 
 
 def encode_with(path_is_native, data, **options):
-    saved = czi_chunked._NATIVE
-    czi_chunked._NATIVE = path_is_native
-    try:
+    with czi_chunked._chunk_path(path_is_native):
         return chunked_encode(data, **options)
-    finally:
-        czi_chunked._NATIVE = saved
 
 
 SAMPLES = {

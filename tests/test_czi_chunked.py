@@ -34,10 +34,8 @@ from n5mscodecs import (
 def chunk_path(request):
     if request.param == "native" and not czi_chunked._NATIVE:
         pytest.skip("this build of zstandard/lz4 does not export the C functions (see test_chunk_libraries)")
-    saved = czi_chunked._NATIVE
-    czi_chunked._NATIVE = request.param == "native"
-    yield request.param
-    czi_chunked._NATIVE = saved
+    with czi_chunked._chunk_path(request.param == "native"):
+        yield request.param
 
 
 def zstd_frame(data, content_size=True):
