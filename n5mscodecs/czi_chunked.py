@@ -43,6 +43,7 @@ import zstandard
 from numcodecs.abc import Codec
 
 from . import _chunk_libraries, _chunked
+from ._buffers import read_bytes, writable_bytes
 from .errors import ChunkedFormatError, ConfigurationError
 
 __all__ = ["ChunkedInfo", "CziChunked", "chunked_decode", "chunked_encode", "chunked_info"]
@@ -277,41 +278,13 @@ def _validate_options(codec, level, max_chunk_size, hilo):
 
 
 def _input_bytes(data, hilo):
-    """The logical stream (C-order bytes) of ``data`` as a 1-D uint8 array, no copy if possible."""
-    if isinstance(data, np.ndarray):
-        if data.dtype.hasobject:
-            raise ConfigurationError("chunked_encode cannot encode object arrays")
-        if hilo and data.dtype.itemsize != 2:
-            raise ConfigurationError(
-                f"hilo packing needs 16-bit samples (itemsize 2), got dtype {data.dtype} "
-                f"with itemsize {data.dtype.itemsize}"
-            )
-        return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-    return _payload_bytes(data, "an ndarray or bytes-like")
-
-
-def _payload_bytes(data, expected="bytes-like"):
-    try:
-        view = memoryview(data)
-    except TypeError:
-        raise ConfigurationError(f"data must be {expected}, got {type(data).__name__}") from None
-    if not view.c_contiguous:
-        view = memoryview(view.tobytes())
-    return np.frombuffer(view.cast("B"), dtype=np.uint8)
-
-
-def _output_bytes(out):
-    if isinstance(out, np.ndarray):
-        if not out.flags.c_contiguous or not out.flags.writeable:
-            raise ConfigurationError("out must be a writable C-contiguous array")
-        return out.reshape(-1).view(np.uint8)
-    try:
-        view = memoryview(out)
-    except TypeError:
-        raise ConfigurationError(f"out must be a writable buffer, got {type(out).__name__}") from None
-    if view.readonly or not view.c_contiguous:
-        raise ConfigurationError("out must be a writable C-contiguous buffer")
-    return np.frombuffer(view.cast("B"), dtype=np.uint8)
+    """The logical stream of ``data`` as a 1-D uint8 array (memory order; no copy if contiguous)."""
+    if hilo and isinstance(data, np.ndarray) and not data.dtype.hasobject and data.dtype.itemsize != 2:
+        raise ConfigurationError(
+            f"hilo packing needs 16-bit samples (itemsize 2), got dtype {data.dtype} "
+            f"with itemsize {data.dtype.itemsize}"
+        )
+    return read_bytes(data, "data")
 
 
 # --- header --------------------------------------------------------------------
@@ -436,7 +409,7 @@ def chunked_info(data):
     >>> info.codec, info.chunk_count, info.decompressed_sizes.tolist()
     ('lz4', 2, [100, 50])
     """
-    return _parse(_payload_bytes(data)).info
+    return _parse(read_bytes(data)).info
 
 
 # --- decode --------------------------------------------------------------------
@@ -513,7 +486,8 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
     data : bytes-like
         A chunked payload; bytes after the last chunk are ignored.
     out : writable buffer or ndarray, optional
-        Receives the decoded bytes (C order). Its size in bytes must equal the
+        Receives the decoded bytes in its memory order (any C- or F-contiguous
+        buffer that is not an object array). Its size in bytes must equal the
         decoded size unless ``allow_size_mismatch`` is set.
     threads : int, optional
         Worker threads; default: the available CPUs (one for small payloads).
@@ -550,7 +524,7 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
     True
     """
     _check_threads(threads)
-    payload = _payload_bytes(data)
+    payload = read_bytes(data)
     layout = _parse(payload)
     info = layout.info
     total = info.decompressed_size
@@ -563,7 +537,7 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
         target = _aligned_empty(total)
         result = target
     else:
-        target = _output_bytes(out)
+        target = writable_bytes(out)
         result = out
         if target.shape[0] != total and not allow_size_mismatch:
             raise ChunkedFormatError(f"DecompressedSizes: payload decodes to {total} bytes, out holds {target.shape[0]}")
@@ -768,7 +742,8 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
     Parameters
     ----------
     data : ndarray or bytes-like
-        The logical stream is its bytes in C order.
+        The logical stream is its bytes in memory order (as numcodecs reads
+        buffers: ``data.tobytes(order="A")``; C order if not contiguous).
     codec : {"zstd", "lz4"}
         Per-chunk codec: one zstd frame (content size recorded) or one raw
         LZ4 block per chunk.
@@ -911,6 +886,9 @@ class CziChunked(Codec):
     """
 
     codec_id = "czi_chunked"
+    #: Largest buffer encoded or decoded, and largest decoded size, in bytes
+    #: (numcodecs' compressors' bound; an attribute, not configuration).
+    max_buffer_size = 0x7E000000
 
     def __init__(self, codec="zstd", level=None, max_chunk_size=65536, hilo=False):
         _validate_options(codec, level, max_chunk_size, hilo)
@@ -919,13 +897,28 @@ class CziChunked(Codec):
         self.max_chunk_size = max_chunk_size
         self.hilo = bool(hilo)
 
+    def _check_size(self, size, what):
+        if size > self.max_buffer_size:
+            raise ConfigurationError(
+                f"czi_chunked: {what} of {size} bytes exceeds max_buffer_size ({self.max_buffer_size})"
+            )
+
     def encode(self, buf):
+        source = _input_bytes(buf, self.hilo)
+        self._check_size(source.shape[0], "buffer to encode")
+        # a memoryview: the 16-bit check for hilo was done on buf
         return chunked_encode(
-            buf, codec=self.codec, level=self.level, max_chunk_size=self.max_chunk_size, hilo=self.hilo
-        )
+            memoryview(source), codec=self.codec, level=self.level, max_chunk_size=self.max_chunk_size,
+            hilo=self.hilo,
+        )  # fmt: skip
 
     def decode(self, buf, out=None):
-        return chunked_decode(buf, out=out)
+        payload = read_bytes(buf, "buf")
+        self._check_size(payload.shape[0], "buffer to decode")
+        if out is None:
+            return chunked_decode(payload, max_decompressed_size=self.max_buffer_size)
+        chunked_decode(payload, out=writable_bytes(out))
+        return out
 
     def __repr__(self):
         return (

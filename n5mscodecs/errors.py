@@ -27,3 +27,9 @@ class ChunkedFormatError(N5msCodecsError):
 
 class ConfigurationError(N5msCodecsError):
     """A codec or dataset configuration is invalid."""
+
+
+class InputTypeError(N5msCodecsError, TypeError):
+    """An argument of the wrong type: not a buffer, an object buffer where bytes are
+    needed, a read-only ``out``, a scalar or string where an array of labels or
+    multisets is needed. Also a :class:`TypeError`, as numcodecs' codecs raise."""

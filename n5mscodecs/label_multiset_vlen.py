@@ -4,16 +4,22 @@ zarr's v2 object codecs (filters) see only bytes, without the chunk shape, so
 this codec prefixes the zarr-native ``label_multiset`` payload with the voxel
 count (uint32 LE), as numcodecs' VLen codecs do. Decoding returns a 1-d object
 array of :class:`~n5mscodecs.LabelMultiset` elements (one per distinct list).
+
+As numcodecs' vlen codecs do, an ndarray is encoded in its memory order (zarr
+v2 arrays with ``order="F"`` hand over F-ordered chunks and reshape what
+``decode`` returns in F order), ``None`` elements are written as the empty
+multiset, and ``out`` is filled in its memory order. A
+:class:`~n5mscodecs.LabelMultisetArray` has no memory order: it is encoded in C order.
 """
 
 import struct
 
-import numpy as np
 from numcodecs.abc import Codec
 
-from .errors import LabelMultisetFormatError
+from ._buffers import memory_order, read_bytes
+from .errors import ConfigurationError, LabelMultisetFormatError
 from .multiset_array import LabelMultisetArray
-from .payload import ZARR_LAYOUT, _as_bytes, decode_payload, encode_payload
+from .payload import ZARR_LAYOUT, check_out, decode_payload, encode_payload, fill_out, multiset_input
 
 
 class LabelMultisetVLen(Codec):
@@ -29,19 +35,26 @@ class LabelMultisetVLen(Codec):
     codec_id = "label_multiset_vlen"
 
     def encode(self, buf):
-        data = buf if isinstance(buf, LabelMultisetArray) else np.asarray(buf)
-        multisets = LabelMultisetArray.coerce(data)
-        flat = multisets.reshape(-1)
+        data = multiset_input(buf)
+        if isinstance(data, LabelMultisetArray):
+            flat = data.reshape(-1)
+        else:
+            flat = LabelMultisetArray.coerce(data.reshape(-1, order=memory_order(data)))
         return struct.pack("<I", flat.size) + bytes(encode_payload(flat, ZARR_LAYOUT))
 
     def decode(self, buf, out=None):
-        data = _as_bytes(buf)
+        data = read_bytes(buf, "buf")
         if data.size < 4:
             raise LabelMultisetFormatError(f"label_multiset_vlen: voxel count needs 4 bytes, got {data.size}")
         (n_voxels,) = struct.unpack("<I", data[:4].tobytes())
-        elements = decode_payload(data[4:], (n_voxels,), ZARR_LAYOUT).to_elements()
         if out is not None:
-            out = np.asarray(out).reshape(-1)
-            out[...] = elements
-            return out
-        return elements
+            check_out(out, self.codec_id)
+            if out.size != n_voxels:
+                raise ConfigurationError(f"label_multiset_vlen: out holds {out.size} elements, the payload {n_voxels}")
+            if not (out.flags.c_contiguous or out.flags.f_contiguous):
+                raise ConfigurationError("label_multiset_vlen: out must be contiguous (C or F order)")
+        multisets = decode_payload(data[4:], (n_voxels,), ZARR_LAYOUT)
+        if out is None:
+            return multisets.to_elements()
+        fill_out(out.reshape(-1, order=memory_order(out)), multisets)
+        return out

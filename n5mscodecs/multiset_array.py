@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _downsample as _downsample_kernel
 from . import _label_multiset as _kernels
-from .errors import ConfigurationError, LabelMultisetFormatError
+from .errors import ConfigurationError, InputTypeError, LabelMultisetFormatError
 
 BACKGROUND = 0
 MAX_ID = 0xFFFFFFFFFFFFFFFC
@@ -100,18 +100,25 @@ class LabelMultiset:
 
     @classmethod
     def coerce(cls, value):
-        """Accept a LabelMultiset, a mapping, ``(id, count)`` pairs or one integer label."""
+        """Accept a LabelMultiset, a mapping, ``(id, count)`` pairs, one integer label,
+        or None (the empty multiset, as numcodecs' vlen codecs write None as empty)."""
         if isinstance(value, np.ndarray) and value.ndim == 0:
             value = value[()]  # zarr hands 0-d writes over as 0-d object arrays
         if isinstance(value, LabelMultiset):
             return value
+        if value is None:
+            return cls()
+        if isinstance(value, (str, bytes)):
+            raise InputTypeError(f"element: expected a label multiset or an integer label, got {value!r}")
         if isinstance(value, Mapping):
             return cls.from_mapping(value)
         if isinstance(value, (int, np.integer)):
             return cls([value], [1])
         try:
             return cls.from_pairs(value)
-        except (TypeError, IndexError) as exc:
+        except TypeError as exc:
+            raise InputTypeError(f"element: cannot interpret {value!r} as a label multiset") from exc
+        except IndexError as exc:
             raise LabelMultisetFormatError(
                 f"element: cannot interpret {value!r} as a label multiset"
             ) from exc
@@ -301,7 +308,7 @@ class LabelMultisetArray:
             return cls.from_elements(array)
         if array.dtype.kind in "iub":
             return cls.from_labels(array)
-        raise ConfigurationError(
+        raise InputTypeError(
             f"data: expected a LabelMultisetArray, integer labels or an object array, got dtype {array.dtype}"
         )
 

@@ -311,15 +311,19 @@ class Lz4(Compressor):
     _SEED = 0x9747B28C
 
     def __init__(self, block_size=65536):
+        # Any value is read (decoding never uses it; z5py writes e.g. 6);
+        # only encode needs one that Java's LZ4BlockOutputStream accepts.
+        if isinstance(block_size, bool) or not isinstance(block_size, int | np.integer):
+            raise ConfigurationError(f"lz4: blockSize must be an int, got {block_size!r}")
         self.block_size = int(block_size)
-        if not 64 <= self.block_size <= 1 << 25:
-            raise ConfigurationError(f"lz4: blockSize must be in 64..2**25, got {block_size}")
         self._level = max(0, (self.block_size - 1).bit_length() - 10)
 
     def _checksum(self, data):
         return _xxhash.xxh32(np.frombuffer(data, np.uint8), self._SEED) & 0xFFFFFFF
 
     def encode(self, data):
+        if not 64 <= self.block_size <= 1 << 25:
+            raise ConfigurationError(f"lz4: writing needs a blockSize in 64..2**25, got {self.block_size}")
         data = _to_bytes(data)
         parts = []
         for start in range(0, len(data), self.block_size):

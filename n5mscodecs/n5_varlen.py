@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 from numcodecs.abc import Codec
-from numcodecs.compat import ensure_contiguous_ndarray
 
+from ._buffers import read_bytes
 from .errors import ConfigurationError, N5HeaderError
 from .multiset_array import LabelMultisetArray
 from .n5_compression import compressor_from_config
 from .n5_header import MODE_VARLENGTH, N5BlockHeader
-from .payload import N5_LAYOUT, ZARR_LAYOUT, decode_payload, encode_payload
+from .payload import N5_LAYOUT, ZARR_LAYOUT, check_out, decode_payload, encode_payload, fill_out, multiset_input
 
 DEFAULT_CODECS = ({"name": "n5_label_multiset"},)
 _ARRAY_CODECS = {"n5_label_multiset": N5_LAYOUT, "label_multiset": ZARR_LAYOUT}
@@ -84,8 +84,7 @@ def n5_varlen_encode(data, codecs=DEFAULT_CODECS, *, threads=None):
     N5BlockHeader(mode=1, shape=(1, 2), num_elements=28)
     """
     chain = _chain(codecs)
-    if not isinstance(data, LabelMultisetArray):
-        data = np.asarray(data)
+    data = multiset_input(data)
     payload = encode_payload(data, chain.layout, threads=threads)
     header = N5BlockHeader(MODE_VARLENGTH, tuple(data.shape), len(payload))
     return header.to_bytes() + chain.compress(payload)
@@ -93,11 +92,7 @@ def n5_varlen_encode(data, codecs=DEFAULT_CODECS, *, threads=None):
 
 def n5_block_header(data):
     """The :class:`N5BlockHeader` at the start of ``data``."""
-    return N5BlockHeader.from_bytes(_as_uint8(data))
-
-
-def _as_uint8(data):
-    return ensure_contiguous_ndarray(data).reshape(-1).view(np.uint8)
+    return N5BlockHeader.from_bytes(read_bytes(data, "block"))
 
 
 def n5_varlen_decode(data, codecs=DEFAULT_CODECS, *, shape=None, threads=None):
@@ -112,7 +107,7 @@ def n5_varlen_decode(data, codecs=DEFAULT_CODECS, *, shape=None, threads=None):
     [[3, 4]]
     """
     chain = _chain(codecs)
-    buf = _as_uint8(data)
+    buf = read_bytes(data, "block")
     header = N5BlockHeader.from_bytes(buf)
     if header.mode != MODE_VARLENGTH:
         raise N5HeaderError(f"n5_varlen: mode is 0x{header.mode:04x}, expected 0x0001 (varlength)")
@@ -164,13 +159,13 @@ class N5Varlen(Codec):
         return n5_varlen_encode(buf, self._chain)
 
     def decode(self, buf, out=None, shape=None):
-        if shape is None and out is not None:
-            shape = out.shape
+        """Decode a block; ``out`` (an object or uint64 ndarray) is filled with elements or labels."""
+        if out is not None:
+            check_out(out, self.codec_id)
+            if shape is None:
+                shape = out.shape
         result = n5_varlen_decode(buf, self._chain, shape=shape)
-        if isinstance(out, np.ndarray):
-            out[...] = result.to_elements()
-            return out
-        return result
+        return result if out is None else fill_out(out, result)
 
     def __repr__(self):
         return f"N5Varlen(codecs={self.codecs!r})"

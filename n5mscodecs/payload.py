@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from numcodecs.abc import Codec
-from numcodecs.compat import ensure_contiguous_ndarray
 
 from . import _label_multiset as _kernels
-from .errors import ConfigurationError, LabelMultisetFormatError
+from ._buffers import read_bytes
+from .errors import ConfigurationError, InputTypeError, LabelMultisetFormatError
 from .multiset_array import LabelMultisetArray, default_threads, representative_lists
 
 _MAX_N5_OFFSET = 2**31 - 1
@@ -47,12 +47,45 @@ N5_LAYOUT = Layout("n5_label_multiset", True, True, "F", _MAX_N5_OFFSET)
 ZARR_LAYOUT = Layout("label_multiset", False, False, "C", _MAX_ZARR_OFFSET)
 
 
-def _as_bytes(data):
-    try:
-        array = ensure_contiguous_ndarray(data)
-    except (TypeError, ValueError) as exc:
-        raise LabelMultisetFormatError(f"payload: not a contiguous buffer ({exc})") from exc
-    return array.reshape(-1).view(np.uint8)
+def multiset_input(data, what="data"):
+    """``data`` as a LabelMultisetArray or an ndarray of integer labels or elements.
+
+    Scalars, strings and other dtypes raise :class:`InputTypeError` (numcodecs'
+    codecs refuse ``encode(1234)`` with a TypeError); 0-d ndarrays are accepted.
+    """
+    if isinstance(data, LabelMultisetArray):
+        return data
+    array = data if isinstance(data, np.ndarray) else np.asarray(data)
+    if array.ndim == 0 and not isinstance(data, np.ndarray):
+        raise InputTypeError(f"{what}: expected an array of labels or label multisets, got {type(data).__name__}")
+    if array.dtype != object and array.dtype.kind not in "iub":
+        raise InputTypeError(
+            f"{what}: expected integer labels, label multisets or an object array, got dtype {array.dtype}"
+        )
+    return array
+
+
+def check_out(out, what):
+    """Validate a decode ``out``: an object ndarray receives elements, a uint64 (or
+    int64) one receives the argmax labels. Returns ``out``."""
+    if not isinstance(out, np.ndarray):
+        raise InputTypeError(f"{what}: out must be an ndarray, got {type(out).__name__}")
+    if out.dtype != object and out.dtype not in (np.uint64, np.int64):
+        raise ConfigurationError(
+            f"{what}: out must be an object array (elements) or uint64 (argmax labels), got dtype {out.dtype}"
+        )
+    if not out.flags.writeable:
+        raise InputTypeError(f"{what}: out is read-only")
+    return out
+
+
+def fill_out(out, multisets):
+    """Write ``multisets`` into a checked ``out`` of the same shape; return ``out``."""
+    if out.dtype == object:
+        out[...] = multisets.to_elements()
+    else:
+        out.view(np.uint64)[...] = multisets.argmax()
+    return out
 
 
 def _voxel_count(shape):
@@ -76,7 +109,7 @@ def decode_payload(data, shape, layout, *, threads=None):
     Lists are kept exactly as stored (order, duplicate ids, zero counts).
     Raises :class:`LabelMultisetFormatError` naming the field that is wrong.
     """
-    buf = _as_bytes(data)
+    buf = read_bytes(data, "payload")
     size = buf.size
     shape = tuple(int(s) for s in shape)
     n_voxels = _voxel_count(shape)
@@ -163,7 +196,8 @@ def encode_payload(data, layout, *, threads=None):
     """
     threads = default_threads(threads)
     header = 4 if layout.has_argmax_header else 0  # argMaxSize: writers always write 0
-    array = np.asarray(data) if not isinstance(data, LabelMultisetArray) else None
+    data = multiset_input(data)
+    array = data if isinstance(data, np.ndarray) else None
     if array is not None and array.dtype.kind in "iub":
         return _encode_labels(array, layout, header, threads)
     multisets = LabelMultisetArray.coerce(data)
@@ -214,9 +248,9 @@ class PayloadCodec(Codec):
     """numcodecs base of the two array-to-bytes label multiset codecs.
 
     ``decode`` needs the voxel count: from ``shape=`` (argument or codec
-    configuration) or from ``out`` (an object ndarray that is then filled with
-    elements, or a LabelMultisetArray whose shape is used). Inside
-    ``n5_varlen`` the block header provides it.
+    configuration) or from ``out``, an ndarray that is filled in place:
+    with elements if its dtype is object, with the argmax labels if uint64.
+    Inside ``n5_varlen`` the block header provides it.
     """
 
     layout: Layout
@@ -234,8 +268,10 @@ class PayloadCodec(Codec):
         return encode_payload(buf, self.layout)
 
     def decode(self, buf, out=None, shape=None):
-        if shape is None and out is not None:
-            shape = out.shape
+        if out is not None:
+            check_out(out, self.codec_id)
+            if shape is None:
+                shape = out.shape
         if shape is None:
             shape = self.shape
         if shape is None:
@@ -244,10 +280,7 @@ class PayloadCodec(Codec):
                 "or use the codec inside n5_varlen"
             )
         result = decode_payload(buf, shape, self.layout)
-        if isinstance(out, np.ndarray):
-            out[...] = result.to_elements()
-            return out
-        return result
+        return result if out is None else fill_out(out, result)
 
     def __repr__(self):
         return f"{type(self).__name__}()" if self.shape is None else f"{type(self).__name__}(shape={self.shape})"

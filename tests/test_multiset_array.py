@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from n5mscodecs import INVALID, LabelMultiset, LabelMultisetArray, LabelMultisetFormatError
-from n5mscodecs.errors import ConfigurationError
+from n5mscodecs.errors import ConfigurationError, InputTypeError
 
 
 def lists_array(lists, index):
@@ -135,8 +135,10 @@ def test_from_elements_accepts_mappings_pairs_and_ints():
     assert a[1, 1].num_entries == 0 and a[1, 1].argmax == INVALID
     with pytest.raises(ConfigurationError, match="shape"):
         LabelMultisetArray.from_elements([1, 2, 3], shape=(2, 2))
-    with pytest.raises(LabelMultisetFormatError, match="element"):
+    with pytest.raises(InputTypeError, match="element"):
         LabelMultisetArray.from_elements([object()])
+    with pytest.raises(LabelMultisetFormatError, match="element"):
+        LabelMultisetArray.from_elements([[(1,)]])
 
 
 def test_element_is_hashable_immutable_and_not_a_sequence():

@@ -14,6 +14,7 @@ from .codecs import (
     LabelMultisetZarrCodec,
     N5LabelMultisetZarrCodec,
     N5VarlenZarrCodec,
+    NumcodecsCziChunkedZarrCodec,
     chunk_to_multisets,
 )
 from .dtype import LabelMultisetDType
@@ -33,6 +34,7 @@ __all__ = [
     "LabelMultisetDType",
     "N5VarlenZarrCodec",
     "CziChunkedZarrCodec",
+    "NumcodecsCziChunkedZarrCodec",
     "N5LabelMultisetZarrCodec",
     "LabelMultisetZarrCodec",
     "chunk_to_multisets",

@@ -190,7 +190,9 @@ class CziChunkedZarrCodec(_WorkerThreadCodec, BytesBytesCodec):
     @classmethod
     def from_dict(cls, data):
         _, configuration = parse_named_configuration(data, cls.codec_name, require_configuration=False)
-        configuration = configuration or {}
+        configuration = dict(configuration or {})
+        if configuration.get("id", "czi_chunked") == "czi_chunked":  # numcodecs' spelling keeps its id
+            configuration.pop("id", None)
         unknown = set(configuration) - {"codec", "level", "max_chunk_size", "hilo"}
         if unknown:
             raise ConfigurationError(f"czi_chunked: unknown configuration keys {sorted(unknown)}")
@@ -223,4 +225,18 @@ class CziChunkedZarrCodec(_WorkerThreadCodec, BytesBytesCodec):
         return chunk_spec.prototype.buffer.from_bytes(encoded)
 
 
-ZARR_CODECS[CziChunkedZarrCodec.codec_name] = CziChunkedZarrCodec
+@dataclass(frozen=True, init=False)
+class NumcodecsCziChunkedZarrCodec(CziChunkedZarrCodec):
+    """``numcodecs.czi_chunked``: the name zarr's numcodecs adapter gives :class:`~n5mscodecs.CziChunked`.
+
+    zarr 3 reaches numcodecs codecs in v3 arrays as ``numcodecs.<id>`` (its
+    ``zarr.codecs.numcodecs`` classes). Metadata written that way names this
+    codec, found through the ``zarr.codecs`` entry point in a fresh process; it
+    is :class:`CziChunkedZarrCodec` under the adapter's name.
+    """
+
+    codec_name: ClassVar[str] = "numcodecs.czi_chunked"
+
+
+for _cls in (CziChunkedZarrCodec, NumcodecsCziChunkedZarrCodec):
+    ZARR_CODECS[_cls.codec_name] = _cls

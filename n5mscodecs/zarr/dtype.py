@@ -31,14 +31,32 @@ def parse_fill_value(value):
     )
 
 
-def fill_value_json(element):
-    """The hex string of a singleton {id: 1} element."""
+def parse_fill_value_v2(value):
+    """A v2-format ``fill_value``: what zarr 2 writes for object arrays too.
+
+    zarr 2 writes ``0`` by default and fills missing chunks with that integer,
+    which this package reads as the label 0, i.e. the singleton {0: 1}; so an
+    integer is the singleton {id: 1} (negative: Java's signed view of the id).
+    Hex strings are read as in v3. ``null`` never reaches here (zarr keeps None).
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return LabelMultiset([value % (1 << 64)], [1])
+    return parse_fill_value(value)
+
+
+def fill_value_id(element):
+    """The id of a singleton {id: 1} element."""
     element = LabelMultiset.coerce(element)
     if element.num_entries != 1 or int(element.counts[0]) != 1:
         raise ConfigurationError(
             f"label_multiset fill_value must be a singleton {{id: 1}}, got {element!r}"
         )
-    return f"0x{int(element.ids[0]):016X}"
+    return int(element.ids[0])
+
+
+def fill_value_json(element):
+    """The hex string of a singleton {id: 1} element."""
+    return f"0x{fill_value_id(element):016X}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,7 +131,10 @@ class LabelMultisetDType(ZDType[np.dtypes.ObjectDType, LabelMultiset]):
         return LabelMultiset([INVALID], [1])
 
     def from_json_scalar(self, data, *, zarr_format):
-        return parse_fill_value(data)
+        return parse_fill_value_v2(data) if zarr_format == 2 else parse_fill_value(data)
 
     def to_json_scalar(self, data, *, zarr_format):
+        if zarr_format == 2:
+            # an integer: zarr 2 fills missing chunks with it, and reads it as a label
+            return fill_value_id(self.cast_scalar(data))
         return fill_value_json(self.cast_scalar(data))

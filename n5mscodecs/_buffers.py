@@ -1,0 +1,53 @@
+"""Buffer conventions shared by every codec (numcodecs' rules).
+
+A contiguous buffer is read and written in its memory order, so that an
+F-ordered array encodes to the bytes ``ndarray.tobytes(order="A")`` gives and
+an F-ordered ``out`` is filled in place; a non-contiguous array is read in C
+order (numcodecs refuses it). Object buffers, non-buffers and read-only
+outputs raise :class:`~n5mscodecs.errors.InputTypeError` (a TypeError, as
+numcodecs' helpers expect, and a ValueError, as this package promises).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import InputTypeError, ConfigurationError
+
+
+def _as_ndarray(data, what):
+    if isinstance(data, np.ndarray):
+        return data
+    if isinstance(data, str):  # str exports no buffer, but say so plainly
+        raise InputTypeError(f"{what}: a bytes-like object is required, got str")
+    try:
+        return np.asarray(memoryview(data))
+    except (TypeError, ValueError, NotImplementedError) as exc:
+        raise InputTypeError(f"{what}: a bytes-like object is required, got {type(data).__name__}") from exc
+
+
+def read_bytes(data, what="data"):
+    """``data``'s bytes as a 1-d uint8 array: memory order, no copy when contiguous."""
+    array = _as_ndarray(data, what)
+    if array.dtype.hasobject:
+        raise InputTypeError(f"{what}: cannot read an object array as bytes")
+    if not (array.flags.c_contiguous or array.flags.f_contiguous):
+        array = np.ascontiguousarray(array)
+    return array.reshape(-1, order="A").view(np.uint8)
+
+
+def writable_bytes(out, what="out"):
+    """A writable 1-d uint8 view of ``out`` in its memory order (C- or F-contiguous)."""
+    array = _as_ndarray(out, what)
+    if array.dtype.hasobject:
+        raise InputTypeError(f"{what}: cannot decode bytes into an object array")
+    if not array.flags.writeable:
+        raise InputTypeError(f"{what}: must be writable, got a read-only {type(out).__name__}")
+    if not (array.flags.c_contiguous or array.flags.f_contiguous):
+        raise ConfigurationError(f"{what}: must be a contiguous buffer (C or F order)")
+    return array.reshape(-1, order="A").view(np.uint8)
+
+
+def memory_order(array):
+    """numpy's ``order`` that walks ``array`` in its memory order ("F" only for F-contiguous)."""
+    return "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
