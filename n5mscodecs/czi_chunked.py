@@ -897,6 +897,10 @@ class CziChunked(Codec):
         self.max_chunk_size = max_chunk_size
         self.hilo = bool(hilo)
 
+    def get_config(self):
+        return {"id": self.codec_id, "codec": self.codec, "level": self.level,
+                "max_chunk_size": self.max_chunk_size, "hilo": self.hilo}
+
     def _check_size(self, size, what):
         if size > self.max_buffer_size:
             raise ConfigurationError(

@@ -287,3 +287,121 @@ def test_zarr_threads_sizes_zarrs_pool():
     with pytest.raises(ConfigurationError, match="threads must be >= 1"):
         with nz.zarr_threads(0):
             pass
+
+
+# --- zarr v2-format arrays in C and F order (numcodecs' memory-order rule) -----------
+
+import zarr_v2_cases as v2_cases  # noqa: E402
+
+from n5mscodecs import CziChunked  # noqa: E402
+
+
+def create_v2(root, name):
+    kind, order, fill = v2_cases.CASES[name]
+    if kind == "czi":
+        options = {"dtype": "<u2", "compressors": v2_cases.CZI}
+    else:
+        options = {"dtype": nz.LabelMultisetDType(), "filters": [LabelMultisetVLen()], "compressors": None}
+    return zarr.create_array(root / name, shape=v2_cases.SHAPE, chunks=v2_cases.CHUNKS, order=order,
+                             zarr_format=2, **options, **fill)
+
+
+def write_v2_cases(root):
+    for name, (kind, _, _) in v2_cases.CASES.items():
+        v2_cases.write(create_v2(root, name), kind)
+
+
+@pytest.mark.parametrize("name", list(v2_cases.CASES))
+def test_v2_format_round_trip_in_both_orders(tmp_path, name):
+    kind, _, _ = v2_cases.CASES[name]
+    array = create_v2(tmp_path, name)
+    v2_cases.write(array, kind)
+    # zarr 3 fills with the data type's default ({INVALID: 1}) where zarr 2 would use None
+    fill = nz.LabelMultisetDType().default_scalar() if array.fill_value is None else array.fill_value
+    want = v2_cases.expected(kind, fill)
+    for selection in (np.s_[:], np.s_[1:6, 2:9], np.s_[5, :], np.s_[3:5, 3:5]):
+        got = array[selection]
+        if kind == "czi":
+            np.testing.assert_array_equal(got, want[selection])
+        else:
+            assert v2_cases.as_multisets(got) == v2_cases.as_multisets(want[selection])
+
+
+def test_v2_format_chunks_hold_memory_order(tmp_path):
+    write_v2_cases(tmp_path)
+    v2_cases.check_chunks_in_memory_order(tmp_path)
+
+
+def test_v2_format_writes_the_committed_fixture(tmp_path):
+    write_v2_cases(tmp_path)
+    v2_cases.check_same_files(tmp_path, v2_cases.WRITTEN_BY_ZARR3)
+
+
+@pytest.mark.parametrize("name", list(v2_cases.CASES))
+def test_reads_what_zarr2_wrote(name):
+    """zarr 2.18 writes fill_value 0 for object arrays: read as the label 0 ({0: 1}); with
+    fill_value null, zarr 3 reads missing chunks as the data type's default ({INVALID: 1})."""
+    kind, _, fill = v2_cases.CASES[name]
+    array = zarr.open_array(v2_cases.WRITTEN_BY_ZARR2 / name, mode="r")
+    got = array[:]
+    if kind == "czi":
+        np.testing.assert_array_equal(got, v2_cases.expected(kind, 0))
+        return
+    written = v2_cases.expected(kind, None)
+    assert v2_cases.as_multisets(got[:4]) == v2_cases.as_multisets(written[:4])
+    assert got[5, 8] == written[5, 8]
+    if "fill_value" in fill:  # null
+        assert array.fill_value is None
+        assert got[5, 0] == LabelMultiset([INVALID], [1])  # chunk 1.0 was never written
+        assert got[4, 8] == LabelMultiset()  # zarr 2 wrote None there: the empty multiset
+    else:
+        assert array.fill_value == LabelMultiset([0], [1])
+        assert got[5, 0] == got[4, 8] == LabelMultiset([0], [1])
+
+
+def test_v2_fill_value_spellings():
+    dtype = nz.LabelMultisetDType()
+    assert dtype.from_json_scalar(0, zarr_format=2) == LabelMultiset([0], [1])
+    assert dtype.from_json_scalar(-2, zarr_format=2) == LabelMultiset([INVALID], [1])  # Java's signed view
+    assert dtype.from_json_scalar("0x5", zarr_format=2) == LabelMultiset([5], [1])
+    assert dtype.to_json_scalar(LabelMultiset([INVALID], [1]), zarr_format=2) == INVALID
+    assert dtype.to_json_scalar(LabelMultiset([INVALID], [1]), zarr_format=3) == "0xFFFFFFFFFFFFFFFE"
+    with pytest.raises(ConfigurationError, match="hex string"):
+        dtype.from_json_scalar(0, zarr_format=3)
+
+
+def test_numcodecs_adapter_name_in_a_fresh_process(tmp_path):
+    """zarr 3 names numcodecs codecs in v3 metadata ``numcodecs.<id>``: found through the entry point."""
+    array = zarr.create_array(tmp_path / "a", shape=(40, 30), chunks=(16, 16), dtype="uint16",
+                              compressors=nz.NumcodecsCziChunkedZarrCodec(codec="lz4", hilo=True))
+    data = np.arange(1200, dtype=np.uint16).reshape(40, 30)
+    array[:] = data
+    codecs = json.loads((tmp_path / "a" / "zarr.json").read_text())["codecs"]
+    assert codecs[1] == {"name": "numcodecs.czi_chunked", "configuration": {
+        "codec": "lz4", "level": None, "max_chunk_size": 65536, "hilo": True}}
+    script = textwrap.dedent(f"""
+        import zarr, numpy as np, sys
+        a = zarr.open_array({str(tmp_path / 'a')!r}, mode="r")
+        assert "n5mscodecs" in sys.modules  # loaded by the entry point, not imported here
+        print(int(a[:].astype(np.int64).sum()), type(a.metadata.codecs[1]).__name__)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.split() == [str(int(data.astype(np.int64).sum())), "NumcodecsCziChunkedZarrCodec"]
+    # the adapter's own spelling (the numcodecs config with its id) reads too
+    config = {"name": "numcodecs.czi_chunked", "configuration": {"id": "czi_chunked", **CziChunked().get_config()}}
+    assert nz.NumcodecsCziChunkedZarrCodec.from_dict(config) == nz.NumcodecsCziChunkedZarrCodec()
+
+
+def test_label_multiset_codecs_have_no_adapter_route():
+    """zarr's numcodecs array-to-bytes adapter calls ``codec.decode(bytes)`` and reshapes an ndarray:
+    a label multiset payload needs the chunk shape and the label_multiset data type, which the
+    package's own v3 codecs (``n5_varlen``, ``n5_label_multiset``, ``label_multiset``) have."""
+    from n5mscodecs import N5LabelMultiset
+
+    with pytest.raises(ConfigurationError, match="voxel count"):
+        N5LabelMultiset().decode(N5LabelMultiset().encode(np.arange(6, dtype=np.uint64).reshape(2, 3)))
+    for name in ("numcodecs.n5_varlen", "numcodecs.n5_label_multiset", "numcodecs.label_multiset"):
+        with pytest.raises(KeyError):
+            zarr.registry.get_codec_class(name)
+    for name in ("n5_varlen", "n5_label_multiset", "label_multiset"):
+        assert zarr.registry.get_codec_class(name) is nz.ZARR_CODECS[name]
