@@ -57,8 +57,8 @@ required = {"setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "CHANGELOG
 required |= {p.relative_to(src).as_posix() for pattern in
              ("n5mscodecs/**/*.py", "n5mscodecs/*.pyx", "n5mscodecs/*.pxd", "tests/*.py",
               "docs/**/*.md", "docs/**/*.rst", "docs/**/*.py", "docs/**/*.txt", "benchmarks/*.py",
-              "fuzz/*.py", "fuzz/regressions/*/*")
-             for p in src.glob(pattern) if "_build" not in p.parts}
+              "fuzz/*.py", "fuzz/regressions/*/*", "tests/fixtures/**/*")
+             for p in src.glob(pattern) if "_build" not in p.parts and p.is_file()}
 errors += [f"sdist lacks {name}" for name in sorted(required - sdist_files)]
 errors += [f"sdist holds generated {name}" for name in sorted(sdist_files)
            if name.endswith((".c", ".so", ".pyd")) or "__pycache__" in name]

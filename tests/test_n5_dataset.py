@@ -195,3 +195,13 @@ def test_decode_errors_name_the_block(tmp_path):
 def test_varlen_decode_of_real_truncated_block_uses_header():
     data = n5_data("downscaleTest.n5/sourceImg/2/0/1").read_bytes()
     assert n5_varlen_decode(data).shape == (16, 32, 32)
+
+
+def test_lz4_dataset_with_a_block_size_writers_refuse_is_read(tmp_path):
+    labels = np.arange(24, dtype=np.uint64).reshape(4, 6)
+    n5.write(tmp_path / "c.n5" / "l", labels, chunks=(4, 4), compression={"type": "lz4", "blockSize": 64})
+    attributes_file = tmp_path / "c.n5" / "l" / "attributes.json"
+    attributes = json.loads(attributes_file.read_text())
+    attributes["compression"]["blockSize"] = 6  # as z5py writes it
+    attributes_file.write_text(json.dumps(attributes))
+    assert np.array_equal(n5.open(tmp_path / "c.n5" / "l")[:].argmax(), labels)

@@ -216,3 +216,16 @@ def test_numcodecs_lz4_is_not_n5_lz4():
     assert n5_varlen_decode(codec.encode(LABELS), codec.codecs).argmax().tolist() == LABELS.tolist()
     with pytest.raises(ConfigurationError, match="unknown compressor"):
         N5Varlen(codecs=["n5_label_multiset", {"name": "lz4"}])
+
+
+def test_n5_lz4_block_size_is_read_whatever_it_says():
+    """z5py writes ``"blockSize": 6``; decoding never uses it (Java's reader ignores it too)."""
+    payload = hand_n5_payload([0, 16] * 40, [hand_list([(8, 1)]), hand_list([(9, 1)])])
+    block = hand_varlen_block((80,), hand_lz4_blocks(payload, 64), len(payload))
+    for block_size in (6, 0, 1 << 30):
+        chain = ["n5_label_multiset", {"type": "lz4", "blockSize": block_size}]
+        assert n5_varlen_decode(block, chain).argmax().tolist() == [8, 9] * 40
+        with pytest.raises(ConfigurationError, match="blockSize in 64..2\\*\\*25, got"):
+            n5_varlen_encode(LABELS, chain)
+    with pytest.raises(ConfigurationError, match="blockSize must be an int"):
+        N5Varlen(codecs=["n5_label_multiset", {"type": "lz4", "blockSize": "6"}])

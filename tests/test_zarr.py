@@ -401,7 +401,7 @@ def test_label_multiset_codecs_have_no_adapter_route():
     with pytest.raises(ConfigurationError, match="voxel count"):
         N5LabelMultiset().decode(N5LabelMultiset().encode(np.arange(6, dtype=np.uint64).reshape(2, 3)))
     for name in ("numcodecs.n5_varlen", "numcodecs.n5_label_multiset", "numcodecs.label_multiset"):
-        with pytest.raises(KeyError):
+        with pytest.raises(Exception, match=name):  # KeyError (zarr 3.1), UnknownCodecError (3.4)
             zarr.registry.get_codec_class(name)
     for name in ("n5_varlen", "n5_label_multiset", "label_multiset"):
         assert zarr.registry.get_codec_class(name) is nz.ZARR_CODECS[name]
