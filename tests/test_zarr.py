@@ -405,3 +405,27 @@ def test_label_multiset_codecs_have_no_adapter_route():
             zarr.registry.get_codec_class(name)
     for name in ("n5_varlen", "n5_label_multiset", "label_multiset"):
         assert zarr.registry.get_codec_class(name) is nz.ZARR_CODECS[name]
+
+
+@pytest.mark.parametrize("serializer", [
+    {"name": "n5_varlen", "configuration": {"codecs": [{"name": "n5_label_multiset"}]}},
+    {"name": "label_multiset"},
+    {"name": "n5_label_multiset"},
+])
+def test_v3_arrays_with_f_ordered_chunks(tmp_path, serializer):
+    """zarr 3's ``order`` config hands codecs F-ordered chunk arrays: the payloads stay the format's."""
+    labels = np.arange(54, dtype=np.uint64).reshape(6, 9)
+    arrays = {}
+    for order in "CF":
+        arrays[order] = zarr.create_array(tmp_path / order, shape=(6, 9), chunks=(4, 4), dtype="label_multiset",
+                                          serializer=serializer, compressors=None, config={"order": order})
+        arrays[order][:] = labels
+        assert np.array_equal(as_multisets(arrays[order][1:5, 2:7]).argmax(), labels[1:5, 2:7])
+    assert arrays["F"][:].flags.f_contiguous
+    for chunk in ("c/0/0", "c/1/2"):
+        assert (tmp_path / "F" / chunk).read_bytes() == (tmp_path / "C" / chunk).read_bytes()
+    image = labels.astype(np.uint16)
+    czi = zarr.create_array(tmp_path / "czi", shape=(6, 9), chunks=(4, 4), dtype="uint16",
+                            compressors=nz.CziChunkedZarrCodec(), config={"order": "F"})
+    czi[:] = image
+    assert np.array_equal(czi[1:5, 2:7], image[1:5, 2:7])
