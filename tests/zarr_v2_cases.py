@@ -40,6 +40,12 @@ def write(array, kind):
     array[5, 8] = source[5, 8]
 
 
+def write_all(create, root):
+    """Every case, each array made by ``create(root, name)`` (zarr 2's or zarr 3's API)."""
+    for name, (kind, _, _) in CASES.items():
+        write(create(root, name), kind)
+
+
 def expected(kind, fill):
     """What reading the whole array gives, as a LabelMultisetArray (lm) or labels (czi)."""
     if kind == "czi":
@@ -52,6 +58,17 @@ def expected(kind, fill):
     values[:4] = elements()[:4]
     values[5, 8] = elements()[5, 8]
     return values
+
+
+def check_reads(array, kind, fill):
+    """``array`` (written by :func:`write`) reads back right, whole and in parts."""
+    want = expected(kind, fill)
+    for selection in (np.s_[:], np.s_[1:6, 2:9], np.s_[5, :], np.s_[3:5, 3:5]):
+        got = array[selection]
+        if kind == "czi":
+            np.testing.assert_array_equal(got, want[selection])
+        else:
+            assert as_multisets(got) == as_multisets(want[selection])
 
 
 def as_multisets(values):
