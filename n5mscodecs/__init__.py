@@ -2,6 +2,10 @@
 
 from numcodecs.registry import register_codec as _register_codec
 
+from ._kernels_check import require_kernels as _require_kernels
+
+_require_kernels()
+
 from ._version import __version__
 from .errors import (  # noqa: I001 (order: errors first, codecs below)
     ChunkedFormatError,

@@ -127,3 +127,29 @@ def test_blosc_header_claiming_more_than_blosc_can_expand():
     header = bytes([2, 1, 1, 1]) + struct.pack("<III", 1 << 30, 1 << 16, 40) + b"\x00" * 24
     with pytest.raises(N5msCodecsError, match="more than blosc can expand"):
         n5_varlen_decode(hand_varlen_block((1,), header, 1 << 30), ["n5_label_multiset", {"type": "blosc"}])
+
+
+def test_unbuilt_source_checkout_says_what_to_run(tmp_path):
+    """Importing from a checkout without compiled kernels names the kernel and the build command."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import n5mscodecs
+
+    package = Path(n5mscodecs.__file__).parent
+    shutil.copytree(package, tmp_path / "n5mscodecs", ignore=shutil.ignore_patterns("*.so", "*.pyd", "*.c"))
+    (tmp_path / "setup.py").write_text("")
+    script = (
+        "import sys\n"
+        # an editable install's finder would serve the built kernels of the real checkout
+        "sys.meta_path[:] = [f for f in sys.meta_path if 'Editable' not in getattr(f, '__name__', '')]\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import n5mscodecs\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 1
+    message = result.stderr.strip().splitlines()[-1]
+    assert message.startswith("ImportError: n5mscodecs: the compiled kernel n5mscodecs._")
+    assert "pip install -e ." in message and "partially initialized" not in message
