@@ -1,6 +1,7 @@
 """Build the Cython kernels; all metadata lives in pyproject.toml.
 
-Every ``n5mscodecs/*.pyx`` becomes an extension module. OpenMP is used for
+Every ``n5mscodecs/**/*.pyx`` becomes an extension module (``n5mscodecs/czi/_chunked.pyx``
+is ``n5mscodecs.czi._chunked``). OpenMP is used for
 ``prange`` when the compiler accepts it (probe below) and skipped otherwise, so
 the build never depends on an OpenMP runtime being installed.
 Set ``N5MSCODECS_OPENMP=0`` to force a serial build.
@@ -71,8 +72,8 @@ def extensions():
     extra_c = env_flags("N5MSCODECS_EXTRA_CFLAGS")
     extra_l = env_flags("N5MSCODECS_EXTRA_LDFLAGS")
     exts = []
-    for pyx in sorted(glob.glob(os.path.join("n5mscodecs", "*.pyx"))):
-        name = "n5mscodecs." + os.path.splitext(os.path.basename(pyx))[0]
+    for pyx in sorted(glob.glob(os.path.join("n5mscodecs", "**", "*.pyx"), recursive=True)):
+        name = os.path.splitext(pyx)[0].replace(os.sep, ".")
         exts.append(
             Extension(
                 name,

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 import n5mscodecs
-from n5mscodecs import czi_chunked
+from n5mscodecs.czi import backends
 
 try:
     import imagecodecs
@@ -77,12 +77,12 @@ def main():
     parser.add_argument("--python-path", action="store_true", help="also time the Python-API fallback")
     parser.add_argument("--hilo", action=argparse.BooleanOptionalAction, default=True, help="hi/lo packing")
     args = parser.parse_args()
-    native = czi_chunked._NATIVE
+    native = backends.NATIVE_AVAILABLE
     paths = [native] + ([False] if args.python_path and native else [])
 
     def on_path(path_is_native, function):
         def call():
-            with czi_chunked._chunk_path(path_is_native):
+            with backends.use_backend("native" if path_is_native else "python"):
                 return function()
 
         return call

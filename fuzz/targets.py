@@ -18,8 +18,8 @@ from n5mscodecs import (
     N5BlockHeader,
     N5msCodecsError,
     chunked_decode,
+    chunked_encode,
     chunked_info,
-    czi_chunked,
     label_multiset_decode,
     label_multiset_encode,
     n5_label_multiset_decode,
@@ -27,6 +27,7 @@ from n5mscodecs import (
     n5_varlen_decode,
     n5_varlen_encode,
 )
+from n5mscodecs.czi import backends
 
 VARLEN_CHAINS = [
     ["n5_label_multiset"],
@@ -106,7 +107,7 @@ def chunked_decode_on_path(native, payload, out_size, **options):
     kernels (``native``) or through the packages' Python APIs."""
     out = None if out_size is None else np.full(out_size, 0x5A, np.uint8)
     try:
-        with czi_chunked._chunk_path(native):
+        with backends.use_backend("native" if native else "python"):
             return bytes(memoryview(chunked_decode(payload, out=out, **options)).cast("B"))
     except N5msCodecsError as error:
         return type(error)
@@ -128,7 +129,7 @@ def fuzz_czi_chunked(data):
     options = dict(threads=threads, max_decompressed_size=1 << 22, allow_size_mismatch=mismatch)
     # Differential: both chunk paths must agree on every input.
     results = {native: chunked_decode_on_path(native, payload, out_size, **options)
-               for native in ({True, False} if czi_chunked._NATIVE else {False})}
+               for native in ({True, False} if backends.NATIVE_AVAILABLE else {False})}
     assert len(set(results.values())) == 1, f"chunk paths disagree: {results}"
     result = results.popitem()[1]
     if isinstance(result, type):

@@ -52,7 +52,7 @@ __all__ = [
     "chunked_info",
 ]
 
-from .multiset_array import (
+from .multiset import (
     BACKGROUND,
     INVALID,
     MAX_ID,
@@ -62,17 +62,45 @@ from .multiset_array import (
     LabelMultisetArray,
     argmax_elements,
 )
-from .n5_header import N5BlockHeader
+from .n5.header import N5BlockHeader
 
-# --- codec registrations: import each codec module and register its class ---
-from .czi_chunked import CziChunked, chunked_decode, chunked_encode, chunked_info
-from .label_multiset import LabelMultisetCodec, label_multiset_decode, label_multiset_encode
-from .label_multiset_vlen import LabelMultisetVLen
-from .n5_label_multiset import N5LabelMultiset, n5_label_multiset_decode, n5_label_multiset_encode
-from .n5_varlen import N5Varlen, n5_block_header, n5_varlen_decode, n5_varlen_encode
+# --- codec registrations: import each codec and register its class ---
+from .czi import CziChunked, chunked_decode, chunked_encode, chunked_info
+from .payload import (
+    LabelMultisetCodec,
+    LabelMultisetVLen,
+    N5LabelMultiset,
+    label_multiset_decode,
+    label_multiset_encode,
+    n5_label_multiset_decode,
+    n5_label_multiset_encode,
+)
+from .n5.varlen import N5Varlen, n5_block_header, n5_varlen_decode, n5_varlen_encode
 
 _register_codec(N5LabelMultiset)
 _register_codec(LabelMultisetCodec)
 _register_codec(N5Varlen)
 _register_codec(LabelMultisetVLen)
 _register_codec(CziChunked)
+
+
+def _alias_old_module_paths():
+    """The flat module paths of 0.1 (named by earlier entry points and docs), for one release."""
+    import importlib
+    import sys
+
+    for old, new in {
+        "czi_chunked": "czi",
+        "label_multiset": "payload.label_multiset",
+        "label_multiset_vlen": "payload.label_multiset_vlen",
+        "n5_label_multiset": "payload.n5_label_multiset",
+        "n5_varlen": "n5.varlen",
+        "n5_header": "n5.header",
+        "n5_compression": "n5.compression",
+        "multiset_array": "multiset.array",
+        "payload_layout": "payload.layout",
+    }.items():
+        sys.modules.setdefault(f"{__name__}.{old}", importlib.import_module(f"{__name__}.{new}"))
+
+
+_alias_old_module_paths()

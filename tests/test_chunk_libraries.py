@@ -12,17 +12,19 @@ import threading
 import numpy as np
 import pytest
 
-from n5mscodecs import _chunk_libraries, _chunked, chunked_decode, chunked_encode, chunked_info, czi_chunked
+from n5mscodecs import chunked_decode, chunked_encode, chunked_info
+from n5mscodecs.czi import _chunked, backends
+from n5mscodecs.czi import libraries as _chunk_libraries
 
-native = pytest.mark.skipif(not czi_chunked._NATIVE, reason="zstandard/lz4 build without exported C functions")
+native = pytest.mark.skipif(not backends.NATIVE_AVAILABLE, reason="zstandard/lz4 build without exported C functions")
 
 
 def test_functions_are_found_in_the_installed_packages():
     # CI sets N5MSCODECS_REQUIRE_NATIVE=1: there the fast path must be the one tested.
     if os.environ.get("N5MSCODECS_REQUIRE_NATIVE") == "1":
-        assert czi_chunked._NATIVE
-    assert _chunk_libraries.bind() == czi_chunked._NATIVE == _chunked.libraries_bound()
-    if czi_chunked._NATIVE:
+        assert backends.NATIVE_AVAILABLE
+    assert _chunk_libraries.bind() == backends.NATIVE_AVAILABLE == _chunked.libraries_bound()
+    if backends.NATIVE_AVAILABLE:
         found = {
             **_chunk_libraries._lookup(_chunk_libraries._ZSTD_MODULES, "ZSTD_", 10400),
             **_chunk_libraries._lookup(_chunk_libraries._LZ4_MODULES, "LZ4_", 10900),
@@ -63,7 +65,7 @@ def lz4_reference_block(chunk, acceleration):
 
 
 def encode_with(path_is_native, data, **options):
-    with czi_chunked._chunk_path(path_is_native):
+    with backends.use_backend("native" if path_is_native else "python"):
         return chunked_encode(data, **options)
 
 
@@ -110,8 +112,8 @@ def test_each_thread_has_its_own_worker():
     workers = []
 
     def grab():
-        workers.append(czi_chunked._chunk_worker())
-        workers.append(czi_chunked._chunk_worker())
+        workers.append(backends.chunk_worker())
+        workers.append(backends.chunk_worker())
 
     threads = [threading.Thread(target=grab) for _ in range(2)]
     for thread in threads:
@@ -126,10 +128,10 @@ def test_large_scratch_is_released_after_the_call():
     data = np.random.default_rng(3).poisson(500, 3 << 20).astype(np.uint16)  # one 6 MiB chunk
     payload = chunked_encode(data, codec="lz4", max_chunk_size=8 << 20, hilo=True, threads=1)
     assert bytes(chunked_decode(payload, threads=1)) == data.tobytes()
-    assert czi_chunked._chunk_worker().scratch_bytes == 0
+    assert backends.chunk_worker().scratch_bytes == 0
     small = chunked_encode(data[:1000], codec="lz4", hilo=True, threads=1)
     chunked_decode(small, threads=1)
-    assert czi_chunked._chunk_worker().scratch_bytes == 2000  # small scratch is kept for the next call
+    assert backends.chunk_worker().scratch_bytes == 2000  # small scratch is kept for the next call
 
 
 def lz4_layout(chunks):
@@ -216,10 +218,10 @@ def czi_chunked_hilo(chunk):
 @native
 @pytest.mark.parametrize("codec", ["zstd", "lz4"])
 def test_outputs_above_the_streaming_threshold_round_trip(codec):
-    size = czi_chunked._STREAM_MIN_BYTES + 4097
+    size = backends.STREAM_MIN_BYTES + 4097
     data = np.random.default_rng(5).integers(0, 256, size, dtype=np.uint8).tobytes()  # incompressible
     payload = chunked_encode(data, codec=codec, level=1, max_chunk_size=99_999, hilo=True, threads=2)
-    assert len(payload) >= czi_chunked._STREAM_MIN_BYTES  # the encode's final copy streams too
+    assert len(payload) >= backends.STREAM_MIN_BYTES  # the encode's final copy streams too
     out = np.empty(size + 1, np.uint8)[1:]
     assert chunked_decode(payload, out=out, threads=2) is out
     assert out.tobytes() == data

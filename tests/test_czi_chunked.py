@@ -19,6 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import n5mscodecs
+from n5mscodecs.czi import backends
+from n5mscodecs.czi import header as czi_header
 from n5mscodecs import (
     InputTypeError,
     ChunkedFormatError,
@@ -27,15 +29,14 @@ from n5mscodecs import (
     chunked_decode,
     chunked_encode,
     chunked_info,
-    czi_chunked,
 )
 
 
 @pytest.fixture(scope="module", autouse=True, params=["native", "python"])
 def chunk_path(request):
-    if request.param == "native" and not czi_chunked._NATIVE:
+    if request.param == "native" and not backends.NATIVE_AVAILABLE:
         pytest.skip("this build of zstandard/lz4 does not export the C functions (see test_chunk_libraries)")
-    with czi_chunked._chunk_path(request.param == "native"):
+    with backends.use_backend(request.param):
         yield request.param
 
 
@@ -132,7 +133,7 @@ def test_last_varint_byte_carries_eight_value_bits():
         + block
     )  # fmt: skip
     info = chunked_info(payload)
-    assert info.decompressed_sizes.tolist() == [536_870_911] == [n5mscodecs.czi_chunked.MAX_CHUNK_SIZE]
+    assert info.decompressed_sizes.tolist() == [536_870_911] == [czi_header.MAX_CHUNK_SIZE]
     # Two-byte id: 0xff 0xff is 32767 (an unknown id), not a continuation.
     with pytest.raises(ChunkedFormatError, match="unknown header chunk id 32767"):
         chunked_info(b"\xff\xff\x00")
@@ -575,12 +576,15 @@ def test_codec_rejects_bad_configuration():
 
 
 def test_entry_point_is_declared():
+    import importlib
     import pathlib
     import tomllib
 
     pyproject = pathlib.Path(__file__).resolve().parents[1] / "pyproject.toml"
     entry_points = tomllib.loads(pyproject.read_text())["project"]["entry-points"]["numcodecs.codecs"]
-    assert entry_points["czi_chunked"] == "n5mscodecs.czi_chunked:CziChunked"
+    for target in (entry_points["czi_chunked"], "n5mscodecs.czi_chunked:CziChunked"):  # the 0.1 path too
+        module, name = target.split(":")
+        assert getattr(importlib.import_module(module), name) is CziChunked
 
 
 def test_zarr_v2_format_compressor_round_trip(tmp_path):
@@ -713,17 +717,17 @@ def header_inputs():
 @settings(max_examples=600, deadline=None)
 @given(header_inputs())
 def test_one_call_header_parse_agrees_with_the_step_by_step_checks(data):
-    from n5mscodecs import _chunked
+    from n5mscodecs.czi import _chunked
 
     payload = np.frombuffer(data, np.uint8)
     header = _chunked.read_header(payload)
-    problem = czi_chunked._header_problem(payload)
+    problem = czi_header.header_problem(payload)
     if header is None:
         assert isinstance(problem, ChunkedFormatError)
         return
     assert isinstance(problem, RuntimeError)  # the steps find nothing wrong either
     header_size, codec, preprocessing, compressed_sizes, decompressed_sizes, compressed_offsets, _ = header
-    spans = czi_chunked._NO_SPANS.copy()
+    spans = czi_header.NO_SPANS.copy()
     assert _chunked.scan_header(payload, spans)[:2] == (0, header_size)
     start, length = spans[2], spans[3]
     assert compressed_sizes.tolist() == _chunked.read_sizes(payload, start, start + length)[2].tolist()
@@ -744,7 +748,7 @@ def test_round_trip_property(data, max_chunk_size, codec, hilo):
 @pytest.mark.parametrize("length", [0, 1, 2, 65535, 65536, 65537, 3 * 65536 + 7])
 @pytest.mark.parametrize("num_threads", [1, 2])
 def test_hilo_kernels_match_reference(length, num_threads):
-    from n5mscodecs import _chunked
+    from n5mscodecs.czi import _chunked
 
     data = np.random.default_rng(length).integers(0, 256, length, dtype=np.uint8)
     packed = np.empty_like(data)
@@ -758,7 +762,7 @@ def test_hilo_kernels_match_reference(length, num_threads):
 @pytest.mark.parametrize("chunk_size", [1, 2, 7, 1000, 65537])
 @pytest.mark.parametrize("num_threads", [1, 2])
 def test_hilo_kernels_pack_each_chunk_on_its_own(chunk_size, num_threads):
-    from n5mscodecs import _chunked
+    from n5mscodecs.czi import _chunked
 
     data = np.random.default_rng(chunk_size).integers(0, 256, 3 * 65536 + 5, dtype=np.uint8)
     raw = data.tobytes()
@@ -789,7 +793,7 @@ def test_short_out_gets_the_prefix_across_batches(threads, hilo, cut):
 
 
 def test_stage_chunks_stops_at_a_full_block():
-    from n5mscodecs import _chunked
+    from n5mscodecs.czi import _chunked
 
     block = np.zeros(10, np.uint8)
     offsets, sizes = np.full(5, -1, np.int64), np.full(5, -1, np.int64)
@@ -803,7 +807,7 @@ def test_stage_chunks_stops_at_a_full_block():
 
 
 def test_place_chunks_checks_sizes_and_bounds():
-    from n5mscodecs import _chunked
+    from n5mscodecs.czi import _chunked
 
     target = np.zeros(6, np.uint8)
     offsets = np.array([0, 2, 4, 6], np.int64)
@@ -820,7 +824,7 @@ def test_place_chunks_checks_sizes_and_bounds():
 
 
 def test_copy_staged_checks_every_chunk_before_copying():
-    from n5mscodecs import _chunked
+    from n5mscodecs.czi import _chunked
 
     blocks = [np.frombuffer(b"abcdef", np.uint8).copy()]
     block_of, offset_of = np.zeros(2, np.int32), np.array([0, 3], np.int64)
@@ -839,7 +843,7 @@ def test_copy_staged_checks_every_chunk_before_copying():
 
 
 def test_new_payload_refuses_sizes_the_header_cannot_hold():
-    from n5mscodecs import _chunked
+    from n5mscodecs.czi import _chunked
 
     positions = np.zeros(1_500_000, np.int64)
     assert _chunked.new_payload(np.array([1 << 29], np.int64), 10, -1, 0, -1, positions) == (
@@ -854,7 +858,7 @@ def test_new_payload_refuses_sizes_the_header_cannot_hold():
 
 
 def test_copy_staged_with_streaming_stores_writes_the_same_bytes():
-    from n5mscodecs import _chunked
+    from n5mscodecs.czi import _chunked
 
     rng = np.random.default_rng(8)
     sizes = [1, 15, 16, 17, 63, 64, 65, 200, 1000]

@@ -108,7 +108,7 @@ def test_strided_views_and_index_dtypes():
 
 
 def test_threaded_slabs_equal_one_slab(monkeypatch):
-    from n5mscodecs import multiset_array
+    from n5mscodecs.multiset import array as multiset_array
 
     array = random_lists(np.random.default_rng(2), (33, 20, 20), n_lists=300)
     single = array.downsample(2, threads=1)

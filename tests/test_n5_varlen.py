@@ -174,7 +174,7 @@ def test_entry_point_without_real_data():
     (b"Nobody inspects the spammish repetition", 0xE2293B2F),
 ])
 def test_xxh32_reference_vectors(data, expected):
-    from n5mscodecs._xxhash import xxh32
+    from n5mscodecs.n5._xxhash import xxh32
     assert xxh32(np.frombuffer(data, np.uint8)) == expected
 
 
@@ -182,7 +182,7 @@ def hand_lz4_blocks(payload, block_size=64):
     """Java LZ4BlockOutputStream framing built by hand (lz4.block for the data)."""
     import lz4.block
 
-    from n5mscodecs._xxhash import xxh32
+    from n5mscodecs.n5._xxhash import xxh32
     level = (block_size - 1).bit_length() - 10 if block_size > 1024 else 0
     out = b""
     for start in range(0, len(payload), block_size):

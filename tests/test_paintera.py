@@ -197,7 +197,7 @@ def test_bad_sources_and_parameters_raise_naming_the_field(tmp_path):
 
 def _group(tmp_path):
     n5.write_array(tmp_path / "g.n5/raw", np.zeros((2, 2), np.uint8), chunks=(2, 2))
-    n5._write_json_atomic(str(tmp_path / "g.n5/attributes.json"), {"n5": "4.0.0"})
+    n5.write_attributes(tmp_path / "g.n5", {"n5": n5.N5_VERSION})
     return tmp_path / "g.n5"
 
 

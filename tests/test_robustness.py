@@ -151,5 +151,5 @@ def test_unbuilt_source_checkout_says_what_to_run(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 1
     message = result.stderr.strip().splitlines()[-1]
-    assert message.startswith("ImportError: n5mscodecs: the compiled kernel n5mscodecs._")
+    assert message.startswith("ImportError: n5mscodecs: the compiled kernel n5mscodecs.")
     assert "pip install -e ." in message and "partially initialized" not in message

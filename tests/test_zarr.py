@@ -284,7 +284,7 @@ def test_zarr_threads_sizes_zarrs_pool():
         with nz.zarr_threads(n):
             zarr.create_array({}, shape=(4,), chunks=(2,), dtype="u1")[:] = 1
             assert sync._get_executor()._max_workers == n
-    with pytest.raises(ConfigurationError, match="threads must be >= 1"):
+    with pytest.raises(ConfigurationError, match="threads must be None or an int >= 1"):
         with nz.zarr_threads(0):
             pass
 

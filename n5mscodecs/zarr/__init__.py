@@ -18,7 +18,8 @@ from .codecs import (
     chunk_to_multisets,
 )
 from .dtype import LabelMultisetDType
-from .store import N5Store, label_multiset_metadata, write_zarr_json, zarr_document
+from .attributes import label_multiset_metadata, write_zarr_json, zarr_document
+from .store import N5Store
 from .threads import zarr_threads
 
 for _name, _cls in ZARR_CODECS.items():

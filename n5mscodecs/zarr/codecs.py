@@ -18,12 +18,11 @@ import numpy as np
 from zarr.abc.codec import ArrayBytesCodec, BytesBytesCodec
 from zarr.core.common import parse_named_configuration
 
-from ..czi_chunked import CziChunked, chunked_decode, chunked_encode
+from ..czi import CziChunked, chunked_decode, chunked_encode
 from ..errors import ConfigurationError, N5HeaderError
-from ..label_multiset import label_multiset_decode, label_multiset_encode
-from ..multiset_array import LabelMultisetArray
-from ..n5_label_multiset import n5_label_multiset_decode, n5_label_multiset_encode
-from ..n5_varlen import CodecChain, n5_block_header, n5_varlen_decode, n5_varlen_encode
+from ..multiset import LabelMultisetArray
+from ..payload import label_multiset_decode, label_multiset_encode, n5_label_multiset_decode, n5_label_multiset_encode
+from ..n5.varlen import CodecChain, n5_block_header, n5_varlen_decode, n5_varlen_encode
 from .dtype import LabelMultisetDType
 
 

@@ -14,7 +14,7 @@ except ImportError:
 from zarr.core.dtype.wrapper import ZDType
 
 from ..errors import ConfigurationError
-from ..multiset_array import INVALID, LabelMultiset
+from ..multiset import INVALID, LabelMultiset
 
 _HEX = re.compile(r"^0[xX][0-9a-fA-F]{1,16}$")
 V2_OBJECT_CODEC_ID = "label_multiset_vlen"

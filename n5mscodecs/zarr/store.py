@@ -20,136 +20,16 @@ Wraps any zarr store holding an N5 container (``attributes.json`` files):
 from __future__ import annotations
 
 import json
-import os
 
 from zarr.core.buffer import default_buffer_prototype
 from zarr.storage import WrapperStore
 
-from ..errors import ConfigurationError
-from ..multiset_array import INVALID
+from ..multiset import INVALID
 from ..n5 import LabelMultisetDataset
-from ..n5_compression import compressor_from_config
-from ..n5_header import N5BlockHeader
-from ..n5_varlen import n5_varlen_decode, n5_varlen_encode
-
-ATTRIBUTES = "attributes.json"
-ZARR_JSON = "zarr.json"
-_STRUCTURAL = ("dimensions", "blockSize", "dataType", "compression")
-
-
-def label_multiset_metadata(attributes, fill_label=INVALID):
-    """The zarr v3 ``zarr.json`` document for an N5 label multiset dataset's attributes."""
-    compressor = compressor_from_config(attributes.get("compression", {"type": "raw"}))
-    inner = [{"name": "n5_label_multiset"}]
-    if compressor is not None:
-        inner.append(compressor.v3_config())
-    return {
-        "zarr_format": 3,
-        "node_type": "array",
-        "shape": list(attributes["dimensions"]),
-        "data_type": "label_multiset",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(attributes["blockSize"])}},
-        "chunk_key_encoding": {"name": "v2", "configuration": {"separator": "/"}},
-        "fill_value": f"0x{fill_label:016X}",
-        "codecs": [{"name": "n5_varlen", "configuration": {"codecs": inner}}],
-        "attributes": _zarr_attributes(attributes),
-    }
-
-
-def _zarr_attributes(attributes):
-    kept = {k: v for k, v in attributes.items() if k not in _STRUCTURAL}
-    kept["_n5"] = attributes
-    return kept
-
-
-def _default_mode_metadata(attributes, path):
-    try:
-        from zarr_n5.metadata import N5ArrayMetadata, N5GroupMetadata
-    except ImportError as exc:
-        raise ConfigurationError(
-            f"{path}: plain N5 datasets need zarr-n5's n5_default codec (pip install zarr-n5)"
-        ) from exc
-    import zarr_n5  # noqa: F401  (registers the n5_default codec with zarr)
-
-    group = N5GroupMetadata.from_jso(dict(attributes))
-    return N5ArrayMetadata.from_group(group).to_zarr().to_dict()
-
-
-def zarr_document(attributes, path="", fill_label=INVALID):
-    """The zarr v3 metadata document equivalent to an N5 ``attributes.json``."""
-    if "dimensions" not in attributes:
-        return {"zarr_format": 3, "node_type": "group", "attributes": _zarr_attributes(attributes)}
-    if attributes.get("isLabelMultiset"):
-        return label_multiset_metadata(attributes, fill_label)
-    return _default_mode_metadata(attributes, path)
-
-
-def write_zarr_json(container, *, fill_label=INVALID, overwrite=False):
-    """Write a ``zarr.json`` next to every ``attributes.json`` of an N5 container on disk.
-
-    The container then opens with plain ``zarr.open_group``/``zarr.open_array``
-    and stays a valid N5 container; no block is touched. Plain numeric
-    datasets get zarr-n5's metadata when zarr-n5 is installed and are skipped
-    otherwise. Returns ``(written, skipped)`` lists of directories.
-    """
-    written, skipped = [], []
-    for directory, subdirs, files in os.walk(container):
-        subdirs.sort()
-        if ATTRIBUTES not in files:
-            continue
-        target = os.path.join(directory, ZARR_JSON)
-        if os.path.exists(target) and not overwrite:
-            skipped.append(directory)
-            continue
-        with open(os.path.join(directory, ATTRIBUTES), "rb") as f:
-            attributes = json.load(f)
-        try:
-            document = zarr_document(attributes, directory, fill_label)
-        except ConfigurationError:
-            skipped.append(directory)
-            continue
-        if "dimensions" in attributes:
-            subdirs[:] = []  # block directories below a dataset
-        with open(target, "w") as f:
-            json.dump(document, f, indent=2)
-        written.append(directory)
-    return written, skipped
-
-
-def _attributes_from_zarr(document, prefix):
-    """attributes.json for a zarr.json written through the store."""
-    attributes = dict(document.get("attributes") or {})
-    original = attributes.pop("_n5", None) or {}
-    base = {k: v for k, v in original.items() if k not in _STRUCTURAL}
-    base.update(attributes)
-    if document.get("node_type") == "group":
-        if prefix == "":
-            base.setdefault("n5", "4.0.0")
-        return base
-    codecs = document.get("codecs") or []
-    if document.get("data_type") != "label_multiset" or len(codecs) != 1 or codecs[0].get("name") != "n5_varlen":
-        raise ConfigurationError(
-            "N5Store writes label multiset arrays with the n5_varlen codec only "
-            "(use zarr_n5.N5WrapperStore for plain N5 arrays)"
-        )
-    encoding = document.get("chunk_key_encoding") or {}
-    if encoding.get("name") != "v2" or (encoding.get("configuration") or {}).get("separator") != "/":
-        raise ConfigurationError(
-            "N5Store: N5 block paths need chunk_key_encoding={'name': 'v2', 'separator': '/'}"
-        )
-    inner = codecs[0]["configuration"]["codecs"]
-    if len(inner) > 2 or (inner[0] if isinstance(inner[0], str) else inner[0].get("name")) != "n5_label_multiset":
-        raise ConfigurationError("N5Store: n5_varlen must hold n5_label_multiset and at most one compressor")
-    compressor = compressor_from_config(inner[1]) if len(inner) == 2 else None
-    base.update({
-        "dataType": "uint8",
-        "compression": {"type": "raw"} if compressor is None else compressor.n5_config(),
-        "blockSize": list(document["chunk_grid"]["configuration"]["chunk_shape"]),
-        "dimensions": list(document["shape"]),
-        "isLabelMultiset": True,
-    })
-    return base
-
+from ..n5.grid import crop
+from ..n5.header import N5BlockHeader
+from ..n5.varlen import n5_varlen_decode, n5_varlen_encode
+from .attributes import ATTRIBUTES, ZARR_JSON, attributes_from_zarr, zarr_document
 
 class N5Store(WrapperStore):
     """A read-write zarr store view of an N5 container (see the module docs).
@@ -276,7 +156,7 @@ class N5Store(WrapperStore):
     async def set(self, key, value):
         if key == ZARR_JSON or key.endswith("/" + ZARR_JSON):
             prefix = key[: -len(ZARR_JSON)]
-            attributes = _attributes_from_zarr(json.loads(value.to_bytes()), prefix)
+            attributes = attributes_from_zarr(json.loads(value.to_bytes()), prefix)
             await self._store.set(prefix + ATTRIBUTES, value.__class__.from_bytes(json.dumps(attributes).encode()))
             self._attributes_cache.pop(prefix.rstrip("/"), None)
             return
@@ -287,9 +167,7 @@ class N5Store(WrapperStore):
         dataset, grid = found
         data = value.to_bytes()
         cropped = dataset.block_shape(grid)
-        block = n5_varlen_decode(data, dataset.codec_chain, threads=1)
-        if block.shape != cropped:
-            block = block[tuple(slice(0, c) for c in cropped)]
+        block = crop(n5_varlen_decode(data, dataset.codec_chain, threads=1), cropped)
         if not block.has_positive_counts():
             if await self._store.exists(key):
                 await self._store.delete(key)

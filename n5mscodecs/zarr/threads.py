@@ -7,7 +7,7 @@ from contextlib import contextmanager
 import zarr
 from zarr.core import sync as _zarr_sync
 
-from ..multiset_array import default_threads
+from .._threads import default_threads
 
 
 @contextmanager

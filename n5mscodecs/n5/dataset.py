@@ -1,64 +1,31 @@
-"""N5 datasets on a local file system: label multiset datasets and plain numeric ones.
-
-Axis order is N5's (``dimensions``/``blockSize`` as in ``attributes.json``);
-block ``(i, j, k)`` lives at ``path/i/j/k``.
-
->>> import tempfile, numpy as np
->>> path = tempfile.mkdtemp() + "/labels"
->>> labels = np.arange(24, dtype=np.uint64).reshape(4, 3, 2) // 5
->>> ds = write(path, labels, chunks=(2, 2, 2), compression="gzip")
->>> ds.shape, ds.chunks, ds.max_id
-((4, 3, 2), (2, 2, 2), 4)
->>> bool((open(path)[1:3].argmax() == labels[1:3]).all())
-True
-"""
+"""N5 datasets: label multiset datasets and plain numeric ones (see :mod:`n5mscodecs.n5`)."""
 
 from __future__ import annotations
 
-import builtins
-import json
 import os
-import shutil
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .errors import ConfigurationError, LabelMultisetFormatError, N5HeaderError
-from .multiset_array import INVALID, MAX_ID, LabelMultisetArray, default_threads
-from .n5_compression import compressor_from_config
-from .n5_header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
-from .n5_varlen import CodecChain, n5_varlen_decode, n5_varlen_encode
+from .._threads import default_threads
+from ..errors import ConfigurationError, LabelMultisetFormatError, N5HeaderError
+from ..multiset import INVALID, MAX_ID, LabelMultisetArray, assemble
+from . import grid, storage
+from .compression import compressor_from_config
+from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
+from .varlen import CodecChain, n5_varlen_decode, n5_varlen_encode
 
-N5_VERSION = "4.0.0"
+N5_VERSION = "4.0.0"  # written as the container root's {"n5": ...}
 _DTYPES = ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
            "float32", "float64")
+read_attributes = storage.read_attributes
+write_attributes = storage.write_attributes
 
 
-def read_attributes(path):
-    """The parsed ``attributes.json`` of ``path`` ({} when there is none)."""
-    try:
-        with builtins.open(os.path.join(path, "attributes.json"), "rb") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        return {}
-
-
-def _write_json_atomic(target, document):
-    _write_atomic(target, json.dumps(document, indent=2).encode())
-
-
-def _write_atomic(target, data):
-    directory = os.path.dirname(target)
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+def compression_attributes(compression):
+    """The N5 ``compression`` attribute for a compressor spelled any way ``compressor_from_config`` reads."""
+    compressor = compressor_from_config(compression)
+    return {"type": "raw"} if compressor is None else compressor.n5_config()
 
 
 class _Dataset:
@@ -82,77 +49,38 @@ class _Dataset:
 
     @property
     def grid_shape(self):
-        return tuple(-(-s // b) for s, b in zip(self.shape, self.chunks))
+        return grid.grid_shape(self.shape, self.chunks)
 
     def block_path(self, grid_position):
-        return os.path.join(self.path, *(str(int(g)) for g in grid_position))
+        return storage.join(self.path, *(int(g) for g in grid_position))
 
     def block_shape(self, grid_position):
         """Cropped shape of a block: what Java readers expect for boundary blocks."""
-        return tuple(min(b, s - g * b) for g, b, s in zip(grid_position, self.chunks, self.shape))
+        return grid.block_shape(grid_position, self.chunks, self.shape)
+
+    def block_region(self, grid_position):
+        """The block's voxels in the dataset, as a tuple of slices."""
+        return grid.block_region(grid_position, self.chunks, self.shape)
+
+    def has_block(self, grid_position):
+        return storage.exists(self.block_path(grid_position))
 
     def read_block_bytes(self, grid_position):
-        try:
-            with builtins.open(self.block_path(grid_position), "rb") as f:
-                return f.read()
-        except FileNotFoundError:
-            return None
+        return storage.read_bytes(self.block_path(grid_position))
 
-    def _read_region(self, key, read_block, place, threads):
-        """Read the blocks covering ``key``; returns (bounding box starts, steps, int axes)."""
-        starts, stops, steps, drop = _normalize_selection(key, self.shape)
-        first = [s // b for s, b in zip(starts, self.chunks)]
-        last = [max(s - 1, 0) // b for s, b in zip(stops, self.chunks)]
-        empty = any(stop <= start for start, stop in zip(starts, stops))
-        grid = [] if empty else list(np.ndindex(*[l - f + 1 for f, l in zip(first, last)]))
-        grid = [tuple(f + g for f, g in zip(first, pos)) for pos in grid]
+    def write_block_bytes(self, grid_position, data):
+        storage.write_bytes(self.block_path(grid_position), data)
+
+    def _read_region(self, key, read_block, threads):
+        """``(pieces, bounding box, final view)``: ``pieces`` are ``(target, source, block)``
+        of every block covering ``key``, read in parallel (block None when missing)."""
+        starts, stops, steps, drop = grid.normalize_selection(key, self.shape)
+        covering = grid.covering_blocks(starts, stops, self.chunks, self.shape)
         with ThreadPoolExecutor(max_workers=default_threads(threads)) as pool:
-            blocks = list(pool.map(read_block, grid))
-        for pos, block in zip(grid, blocks):
-            origin = [g * b for g, b in zip(pos, self.chunks)]
-            bshape = self.block_shape(pos)
-            lo = [max(st, o) for st, o in zip(starts, origin)]
-            hi = [min(sp, o + n) for sp, o, n in zip(stops, origin, bshape)]
-            target = tuple(slice(a - st, b - st) for a, b, st in zip(lo, hi, starts))
-            source = tuple(slice(a - o, b - o) for a, b, o in zip(lo, hi, origin))
-            place(target, source, block)
-        return steps, drop
-
-
-def _normalize_selection(key, shape):
-    if not isinstance(key, tuple):
-        key = (key,)
-    if any(k is Ellipsis for k in key):
-        i = key.index(Ellipsis)
-        key = key[:i] + (slice(None),) * (len(shape) - len(key) + 1) + key[i + 1:]
-    if len(key) > len(shape):
-        raise IndexError(f"too many indices: {len(key)} for {len(shape)} dimensions")
-    key = key + (slice(None),) * (len(shape) - len(key))
-    starts, stops, steps, drop = [], [], [], []
-    for axis, (k, n) in enumerate(zip(key, shape)):
-        if isinstance(k, (int, np.integer)):
-            i = int(k) + n if k < 0 else int(k)
-            if not 0 <= i < n:
-                raise IndexError(f"index {k} out of range for axis {axis} of size {n}")
-            starts.append(i)
-            stops.append(i + 1)
-            steps.append(1)
-            drop.append(axis)
-        elif isinstance(k, slice):
-            start, stop, step = k.indices(n)
-            if step <= 0:
-                raise IndexError("only positive slice steps are supported")
-            stop = max(stop, start)
-            starts.append(start)
-            stops.append(stop)
-            steps.append(step)
-        else:
-            raise IndexError("N5 datasets support basic indexing only (ints, slices, ...)")
-    return starts, stops, steps, drop
-
-
-def _final_view(steps, drop):
-    return tuple(0 if axis in drop else slice(None, None, step) for axis, step in enumerate(steps))
+            blocks = list(pool.map(read_block, [position for position, _, _ in covering]))
+        pieces = [(target, source, block) for (_, target, source), block in zip(covering, blocks)]
+        box = tuple(max(b - a, 0) for a, b in zip(starts, stops))
+        return pieces, box, grid.final_view(steps, drop)
 
 
 class LabelMultisetDataset(_Dataset):
@@ -188,8 +116,7 @@ class LabelMultisetDataset(_Dataset):
             header = N5BlockHeader.from_bytes(data)
             if header.shape == cropped or any(h < c for h, c in zip(header.shape, cropped)):
                 raise
-        padded = n5_varlen_decode(data, self.codec_chain, threads=1)
-        return padded[tuple(slice(0, c) for c in cropped)]
+        return grid.crop(n5_varlen_decode(data, self.codec_chain, threads=1), cropped)
 
     def read_block(self, grid_position):
         """The block at ``grid_position`` (cropped shape), or None when it is missing."""
@@ -206,39 +133,9 @@ class LabelMultisetDataset(_Dataset):
 
     def read(self, key=(), threads=None):
         """Read a basic selection into one :class:`~n5mscodecs.LabelMultisetArray` (only the blocks needed)."""
-        starts, stops, _, _ = _normalize_selection(key, self.shape)
-        box = tuple(max(b - a, 0) for a, b in zip(starts, stops))
-        index = np.zeros(box, np.int64)
-        offsets, ids, counts = [np.zeros(1, np.int64)], [], []
-        n_lists = [0]
-        fill_slot = []
-
-        def place(target, source, block):
-            if block is None:
-                if not fill_slot:
-                    fill_slot.append(n_lists[0])
-                    offsets.append(np.array([1], np.int64) + _entries(ids))
-                    ids.append(np.array([self.fill_label], np.uint64))
-                    counts.append(np.ones(1, np.uint32))
-                    n_lists[0] += 1
-                index[target] = fill_slot[0]
-                return
-            base = n_lists[0]
-            offsets.append(block.list_offsets[1:] + _entries(ids))
-            ids.append(block.ids)
-            counts.append(block.counts)
-            n_lists[0] += block.n_lists
-            index[target] = block.index[source] + base
-
-        steps, drop = self._read_region(key, self.read_block, place, threads)
-        total = n_lists[0]
-        result = LabelMultisetArray._from_parts(
-            index.astype(np.int32) if total < 2**31 else index,
-            np.concatenate(offsets),
-            np.concatenate(ids) if ids else np.zeros(0, np.uint64),
-            np.concatenate(counts) if counts else np.zeros(0, np.uint32),
-        )
-        view = _final_view(steps, drop)
+        pieces, box, view = self._read_region(key, self.read_block, threads)
+        result = assemble(box, [(target, None if block is None else block[source])
+                                for target, source, block in pieces], fill=self.fill_label)
         return result[view] if view else result
 
     def write_block(self, grid_position, data):
@@ -248,17 +145,11 @@ class LabelMultisetDataset(_Dataset):
         expected = self.block_shape(grid_position)
         if data.shape != expected:
             raise ConfigurationError(f"block {tuple(grid_position)}: shape {data.shape}, expected {expected}")
-        target = self.block_path(grid_position)
         if not data.has_positive_counts():
-            if os.path.exists(target):
-                os.unlink(target)
+            storage.remove(self.block_path(grid_position))
             return False
-        _write_atomic(target, n5_varlen_encode(data, self.codec_chain, threads=1))
+        self.write_block_bytes(grid_position, n5_varlen_encode(data, self.codec_chain, threads=1))
         return True
-
-
-def _entries(parts):
-    return sum(p.size for p in parts)
 
 
 class ArrayDataset(_Dataset):
@@ -301,21 +192,18 @@ class ArrayDataset(_Dataset):
         return self.read(key)
 
     def read(self, key=(), threads=None):
-        starts, stops, _, _ = _normalize_selection(key, self.shape)
-        out = np.full(tuple(max(b - a, 0) for a, b in zip(starts, stops)), self.fill_value, self.dtype)
-
-        def place(target, source, block):
+        pieces, box, view = self._read_region(key, self.read_block, threads)
+        out = np.full(box, self.fill_value, self.dtype)
+        for target, source, block in pieces:
             if block is None:
-                return
+                continue
             if block.ndim != self.ndim:
                 raise N5HeaderError(f"{self.path}: block ndim {block.ndim}, dataset has {self.ndim}")
             # blocks may be truncated (Java) or padded (zarr-python, tensorstore)
             usable = tuple(slice(s.start, min(s.stop, n)) for s, n in zip(source, block.shape))
             region = tuple(slice(t.start, t.start + (u.stop - u.start)) for t, u in zip(target, usable))
             out[region] = block[usable]
-
-        steps, drop = self._read_region(key, self.read_block, place, threads)
-        return out[_final_view(steps, drop)]
+        return out[view]
 
     def write_block(self, grid_position, data):
         data = np.asarray(data, self.dtype)
@@ -323,7 +211,18 @@ class ArrayDataset(_Dataset):
         payload = data.astype(self.dtype.newbyteorder(">")).tobytes(order="F")
         if self.compressor is not None:
             payload = self.compressor.encode(payload)
-        _write_atomic(self.block_path(grid_position), header.to_bytes() + payload)
+        self.write_block_bytes(grid_position, header.to_bytes() + payload)
+
+    def write_varlength_block(self, grid_position, values, dims=None):
+        """Write ``values`` (1-d) as a varlength block: header dims ``dims`` (default: the block's
+        cropped shape) and numElements = ``len(values)``, as Paintera's side data is stored."""
+        values = np.asarray(values, self.dtype).reshape(-1)
+        payload = values.astype(self.dtype.newbyteorder(">")).tobytes()
+        if self.compressor is not None:
+            payload = self.compressor.encode(payload)
+        dims = self.block_shape(grid_position) if dims is None else tuple(dims)
+        header = N5BlockHeader(MODE_VARLENGTH, dims, values.size)
+        self.write_block_bytes(grid_position, header.to_bytes() + bytes(payload))
 
 
 def open(path, *, fill_label=INVALID):  # noqa: A001 - mirrors zarr.open / h5py.File naming
@@ -340,29 +239,20 @@ def open(path, *, fill_label=INVALID):  # noqa: A001 - mirrors zarr.open / h5py.
 
 def _prepare(path, overwrite):
     path = os.fspath(path)
-    if os.path.exists(os.path.join(path, "attributes.json")) or (
-            os.path.isdir(path) and os.listdir(path)):
+    if storage.exists(storage.join(path, storage.ATTRIBUTES)) or storage.is_nonempty_directory(path):
         if not overwrite:
             raise FileExistsError(f"{path} exists (pass overwrite=True to replace it)")
         if "dimensions" not in read_attributes(path):
             raise ConfigurationError(f"{path}: refusing to overwrite something that is not an N5 dataset")
-        shutil.rmtree(path)
-    os.makedirs(path, exist_ok=True)
+        storage.remove_tree(path)
+    storage.make_directory(path)
     return path
-
-
-def _n5_compression(compression):
-    compressor = compressor_from_config(compression)
-    return {"type": "raw"} if compressor is None else compressor.n5_config()
 
 
 def _write_blocks(dataset, data, threads):
     """Write every block of ``data`` in parallel; each block is written by one worker."""
-    chunks = dataset.chunks
-
     def write_one(grid_position):
-        region = tuple(slice(g * c, (g + 1) * c) for g, c in zip(grid_position, chunks))
-        dataset.write_block(grid_position, data[region])
+        dataset.write_block(grid_position, data[dataset.block_region(grid_position)])
 
     with ThreadPoolExecutor(max_workers=default_threads(threads)) as pool:
         list(pool.map(write_one, np.ndindex(*dataset.grid_shape)))
@@ -387,14 +277,14 @@ def write(path, data, chunks, *, compression="gzip", attributes=None, overwrite=
     regular = labels[labels <= MAX_ID]
     document = {
         "dataType": "uint8",
-        "compression": _n5_compression(compression),
+        "compression": compression_attributes(compression),
         "blockSize": list(chunks),
         "dimensions": list(data.shape),
         "isLabelMultiset": True,
         "maxId": int(regular.max()) if regular.size else 0,
         **(attributes or {}),
     }
-    _write_json_atomic(os.path.join(path, "attributes.json"), document)
+    write_attributes(path, document)
     dataset = LabelMultisetDataset(path, document)
     _write_blocks(dataset, data, threads)
     return dataset
@@ -407,10 +297,10 @@ def create_array_dataset(path, shape, chunks, dtype, *, compression="gzip", attr
     if dtype.name not in _DTYPES:
         raise ConfigurationError(f"dtype: {dtype} has no N5 dataType")
     path = _prepare(path, overwrite)
-    document = {"dataType": dtype.name, "compression": _n5_compression(compression),
+    document = {"dataType": dtype.name, "compression": compression_attributes(compression),
                 "blockSize": [int(c) for c in chunks], "dimensions": [int(n) for n in shape],
                 **(attributes or {})}
-    _write_json_atomic(os.path.join(path, "attributes.json"), document)
+    write_attributes(path, document)
     return ArrayDataset(path, document)
 
 

@@ -12,7 +12,7 @@ list ``i`` owns entries ``list_offsets[i]:list_offsets[i + 1]`` of
 from cython.parallel cimport prange
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
-from n5mscodecs._hash_table cimport HashTable, mix64, table_free, table_grow, table_init, table_slot
+from n5mscodecs.multiset._hash_table cimport HashTable, mix64, table_free, table_grow, table_init, table_slot
 
 import numpy as np
 

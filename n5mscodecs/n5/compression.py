@@ -30,7 +30,7 @@ try:  # zlib-ng writes the same gzip/zlib formats about 5x faster at the same le
 except ImportError:  # pragma: no cover - the stdlib fallback
     _deflate = zlib
 
-from .errors import CompressionError, ConfigurationError
+from ..errors import CompressionError, ConfigurationError
 
 _READ_STEP = 1 << 20
 # Decoder state a header may demand before any output exists: xz/lzma dictionaries

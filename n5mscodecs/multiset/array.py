@@ -8,15 +8,15 @@ A :class:`LabelMultisetArray` never holds one Python object per voxel: voxel
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._threads import default_threads
+from ..errors import ConfigurationError, InputTypeError, LabelMultisetFormatError
 from . import _downsample as _downsample_kernel
-from . import _label_multiset as _kernels
-from .errors import ConfigurationError, InputTypeError, LabelMultisetFormatError
+from . import _kernels
 
 BACKGROUND = 0
 MAX_ID = 0xFFFFFFFFFFFFFFFC
@@ -26,16 +26,6 @@ TRANSPARENT = 0xFFFFFFFFFFFFFFFF
 
 ARGMAX_RULES = ("spec", "java")
 KEEP_RULES = ("highest", "lowest")
-
-
-def default_threads(threads=None):
-    """Number of kernel threads: ``threads`` if given, else every core."""
-    if threads is None:
-        return os.cpu_count() or 1
-    threads = int(threads)
-    if threads < 1:
-        raise ConfigurationError(f"threads must be >= 1, got {threads}")
-    return threads
 
 
 def _index_dtype(n_lists):
@@ -485,11 +475,12 @@ class LabelMultisetArray:
             return out_index, offsets, ids, counts
 
         if n_slabs == 1:
-            parts = [slab(0)]
-        else:
-            with ThreadPoolExecutor(max_workers=n_slabs) as pool:
-                parts = list(pool.map(slab, range(n_slabs)))
-        return _concatenate_slabs(parts).reshape(*out_shape)
+            return LabelMultisetArray._from_parts(*slab(0)).reshape(*out_shape)
+        with ThreadPoolExecutor(max_workers=n_slabs) as pool:
+            parts = list(pool.map(slab, range(n_slabs)))
+        slabs = [((slice(rows[k], rows[k + 1]),), LabelMultisetArray._from_parts(*part))
+                 for k, part in enumerate(parts)]
+        return assemble(pad + out_shape, slabs).reshape(*out_shape)
 
     # -- views ---------------------------------------------------------------
 
@@ -596,17 +587,37 @@ def _downsampling_factors(factors, ndim):
     return tuple(int(f) for f in values)
 
 
-def _concatenate_slabs(parts):
-    """One LabelMultisetArray from slabs along the first axis, each with its own lists."""
-    if len(parts) == 1:
-        return LabelMultisetArray._from_parts(*parts[0])
-    n_lists = np.cumsum([0] + [offsets.size - 1 for _, offsets, _, _ in parts])
-    n_entries = np.cumsum([0] + [offsets[-1] for _, offsets, _, _ in parts])
-    index_dtype = _index_dtype(int(n_lists[-1]))
-    index = np.concatenate([i.astype(index_dtype) + index_dtype(n_lists[k]) for k, (i, _, _, _) in enumerate(parts)])
-    offsets = np.concatenate([np.zeros(1, np.int64)] + [o[1:] + n_entries[k] for k, (_, o, _, _) in enumerate(parts)])
-    return LabelMultisetArray._from_parts(
-        index, offsets, np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts]))
+def assemble(shape, pieces, fill=INVALID):
+    """One LabelMultisetArray of ``shape`` from ``(region, array)`` pieces that tile it.
+
+    Each array's lists are appended once and its voxels placed at ``region``
+    (a tuple of slices); a piece whose array is None gets the singleton
+    ``{fill: 1}`` (one list shared by all such pieces). Lists are kept as
+    stored: this joins list tables, it does not merge equal lists.
+    """
+    pieces = list(pieces)
+    tables, bases, n_lists, fill_list = [], [], 0, None
+    for _, part in pieces:
+        if part is None:
+            if fill_list is None:
+                fill_list, n_lists = n_lists, n_lists + 1
+                tables.append(LabelMultisetArray.full((), fill))
+            bases.append(fill_list)
+        else:
+            tables.append(part)
+            bases.append(n_lists)
+            n_lists += part.n_lists
+    index = np.empty(tuple(shape), _index_dtype(n_lists))
+    for (region, part), base in zip(pieces, bases):
+        if part is None:
+            index[region] = base
+        else:
+            np.add(part.index, base, out=index[region], casting="unsafe")
+    entries = np.cumsum([0] + [t.ids.size for t in tables])
+    offsets = np.concatenate([np.zeros(1, np.int64)] + [t.list_offsets[1:] + entries[k] for k, t in enumerate(tables)])
+    ids = np.concatenate([t.ids for t in tables]) if tables else np.zeros(0, np.uint64)
+    counts = np.concatenate([t.counts for t in tables]) if tables else np.zeros(0, np.uint32)
+    return LabelMultisetArray._from_parts(index, offsets, ids, counts)
 
 
 def per_voxel(values, index):

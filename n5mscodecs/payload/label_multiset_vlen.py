@@ -16,10 +16,10 @@ import struct
 
 from numcodecs.abc import Codec
 
-from ._buffers import memory_order, read_bytes
-from .errors import ConfigurationError, LabelMultisetFormatError
-from .multiset_array import LabelMultisetArray
-from .payload import ZARR_LAYOUT, check_out, decode_payload, encode_payload, fill_out, multiset_input
+from .._buffers import memory_order, read_bytes
+from ..errors import ConfigurationError, LabelMultisetFormatError
+from ..multiset import LabelMultisetArray
+from .layout import ZARR_LAYOUT, check_out, decode_payload, encode_payload, fill_out, multiset_input
 
 
 class LabelMultisetVLen(Codec):

@@ -6,7 +6,7 @@ fastest), then little-endian list data. Byte-identical to Java's
 ``LabelUtils.serializeLabelMultisetTypes``.
 """
 
-from .payload import N5_LAYOUT, PayloadCodec, decode_payload, encode_payload
+from .layout import N5_LAYOUT, PayloadCodec, decode_payload, encode_payload
 
 
 def n5_label_multiset_encode(data, *, threads=None):

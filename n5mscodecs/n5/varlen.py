@@ -12,12 +12,11 @@ from __future__ import annotations
 import numpy as np
 from numcodecs.abc import Codec
 
-from ._buffers import read_bytes
-from .errors import ConfigurationError, N5HeaderError
-from .multiset_array import LabelMultisetArray
-from .n5_compression import compressor_from_config
-from .n5_header import MODE_VARLENGTH, N5BlockHeader
-from .payload import N5_LAYOUT, ZARR_LAYOUT, check_out, decode_payload, encode_payload, fill_out, multiset_input
+from .._buffers import read_bytes
+from ..errors import ConfigurationError, N5HeaderError
+from ..payload.layout import N5_LAYOUT, ZARR_LAYOUT, check_out, decode_payload, encode_payload, fill_out, multiset_input
+from .compression import compressor_from_config
+from .header import MODE_VARLENGTH, N5BlockHeader
 
 DEFAULT_CODECS = ({"name": "n5_label_multiset"},)
 _ARRAY_CODECS = {"n5_label_multiset": N5_LAYOUT, "label_multiset": ZARR_LAYOUT}

@@ -25,10 +25,12 @@ from dataclasses import dataclass
 import numpy as np
 from numcodecs.abc import Codec
 
-from . import _label_multiset as _kernels
-from ._buffers import read_bytes
-from .errors import ConfigurationError, InputTypeError, LabelMultisetFormatError
-from .multiset_array import LabelMultisetArray, default_threads, representative_lists
+from .._buffers import read_bytes
+from .._threads import default_threads
+from ..errors import ConfigurationError, InputTypeError, LabelMultisetFormatError
+from ..multiset import LabelMultisetArray
+from ..multiset import _kernels
+from ..multiset.array import representative_lists
 
 _MAX_N5_OFFSET = 2**31 - 1
 _MAX_ZARR_OFFSET = 2**32 - 1

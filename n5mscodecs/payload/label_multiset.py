@@ -4,7 +4,7 @@ Layout: one uint32 LE list offset per voxel in C order over the array's own
 shape, then the same little-endian list data as the N5 layout.
 """
 
-from .payload import ZARR_LAYOUT, PayloadCodec, decode_payload, encode_payload
+from .layout import ZARR_LAYOUT, PayloadCodec, decode_payload, encode_payload
 
 
 def label_multiset_encode(data, *, threads=None):

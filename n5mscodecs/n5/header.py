@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import N5HeaderError
+from ..errors import N5HeaderError
 
 MODE_DEFAULT = 0
 MODE_VARLENGTH = 1

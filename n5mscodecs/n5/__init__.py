@@ -1,0 +1,49 @@
+"""N5: block headers, compressors, varlength blocks (``n5_varlen``), grid geometry, and
+datasets on a file system: label multiset datasets and plain numeric ones.
+
+Axis order is N5's (``dimensions``/``blockSize`` as in ``attributes.json``);
+block ``(i, j, k)`` lives at ``path/i/j/k``.
+
+>>> import tempfile, numpy as np
+>>> path = tempfile.mkdtemp() + "/labels"
+>>> labels = np.arange(24, dtype=np.uint64).reshape(4, 3, 2) // 5
+>>> ds = write(path, labels, chunks=(2, 2, 2), compression="gzip")
+>>> ds.shape, ds.chunks, ds.max_id
+((4, 3, 2), (2, 2, 2), 4)
+>>> bool((open(path)[1:3].argmax() == labels[1:3]).all())
+True
+"""
+
+from .dataset import (
+    N5_VERSION,
+    ArrayDataset,
+    LabelMultisetDataset,
+    compression_attributes,
+    create_array_dataset,
+    open,
+    read_attributes,
+    write,
+    write_array,
+    write_attributes,
+)
+from .header import N5BlockHeader
+from .varlen import CodecChain, N5Varlen, n5_block_header, n5_varlen_decode, n5_varlen_encode
+
+__all__ = [
+    "N5_VERSION",
+    "ArrayDataset",
+    "LabelMultisetDataset",
+    "compression_attributes",
+    "create_array_dataset",
+    "open",
+    "read_attributes",
+    "write",
+    "write_array",
+    "write_attributes",
+    "N5BlockHeader",
+    "CodecChain",
+    "N5Varlen",
+    "n5_block_header",
+    "n5_varlen_decode",
+    "n5_varlen_encode",
+]

@@ -1,0 +1,97 @@
+"""The one place N5 datasets and Paintera sources touch storage.
+
+Everything above this module names things by path and calls these functions;
+nothing else opens, writes, lists or removes files. Object storage plugs in
+here. Writes are atomic (a temporary file renamed over the target), so a
+reader never sees a half-written block or ``attributes.json``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import shutil
+import tempfile
+
+ATTRIBUTES = "attributes.json"
+
+
+def join(path, *names):
+    return os.path.join(os.fspath(path), *(str(n) for n in names))
+
+
+def read_bytes(path):
+    """The bytes at ``path``, or None when there is nothing."""
+    try:
+        with builtins.open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def write_bytes(path, data):
+    """Write ``data`` at ``path`` atomically (creating parent directories)."""
+    directory = os.path.dirname(os.fspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def read_json(path):
+    """The parsed JSON document at ``path``, or None when there is none."""
+    data = read_bytes(path)
+    return None if data is None else json.loads(data)
+
+
+def write_json(path, document):
+    write_bytes(path, json.dumps(document, indent=2).encode())
+
+
+def read_attributes(path):
+    """The parsed ``attributes.json`` of the group or dataset ``path`` ({} when there is none)."""
+    return read_json(join(path, ATTRIBUTES)) or {}
+
+
+def write_attributes(path, document):
+    """Write the ``attributes.json`` of ``path`` (atomically)."""
+    write_json(join(path, ATTRIBUTES), document)
+
+
+def exists(path):
+    return os.path.exists(path)
+
+
+def is_nonempty_directory(path):
+    return os.path.isdir(path) and bool(os.listdir(path))
+
+
+def list_names(path):
+    """The names directly below ``path`` (sorted; empty when it does not exist)."""
+    try:
+        return sorted(os.listdir(path))
+    except FileNotFoundError:
+        return []
+
+
+def remove(path):
+    """Remove the object at ``path`` if there is one."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def remove_tree(path):
+    """Remove ``path`` and everything below it."""
+    shutil.rmtree(path)
+
+
+def make_directory(path):
+    os.makedirs(path, exist_ok=True)

@@ -1,0 +1,52 @@
+"""Paintera label sources: label multiset pyramids with their lookup side data.
+
+:func:`convert` turns integer labels into what paintera-conversion-helper
+writes for a label source (see ``docs/paintera.md``)::
+
+    target/                      painteraData {"type": "label"}, maxId, labelBlockLookup
+      data/                      multiScale, resolution, offset, isLabelMultiset
+        s0 .. sN                 label multiset datasets (maxNumEntries, downsamplingFactors)
+      unique-labels/s0 .. sN     uint64 varlength blocks: the distinct ids of each block
+      label-to-block-mapping/s0 .. sN   id -> intervals of the blocks holding it
+
+Axis order is N5's throughout (``shape``, ``block_size``, factors and
+resolution are x, y, z). Blocks are written block-parallel by a thread pool
+or, given ``scheduler``, by the workers of a dask.distributed cluster.
+
+Modules: ``sources`` (label sources), ``pyramid`` (layout and block tasks),
+``lookup`` (label-to-block-mapping), ``convert`` (the converter).
+
+>>> import tempfile, numpy as np
+>>> labels = np.repeat(np.arange(4, dtype=np.uint64), 8).reshape(4, 4, 2)
+>>> summary = convert(labels, tempfile.mkdtemp() + "/labels.n5", block_size=2, factors=[2])
+>>> summary.level_shapes, summary.max_id
+([(4, 4, 2), (2, 2, 1)], 3)
+>>> read_label_to_block_mapping(summary.target, 1)[3]
+[((0, 0, 0), (1, 1, 0))]
+"""
+
+from .convert import CONVERSION_KEY, ConversionSummary, convert
+from .lookup import (
+    LABEL_BLOCK_LOOKUP,
+    LOOKUP_DIMENSION,
+    label_to_block_mapping_blocks,
+    read_label_to_block_mapping,
+    write_label_to_block_mapping,
+)
+from .pyramid import PyramidJob, write_pyramid_block
+from .sources import LabelSource, open_label_source
+
+__all__ = [
+    "CONVERSION_KEY",
+    "ConversionSummary",
+    "convert",
+    "LABEL_BLOCK_LOOKUP",
+    "LOOKUP_DIMENSION",
+    "label_to_block_mapping_blocks",
+    "read_label_to_block_mapping",
+    "write_label_to_block_mapping",
+    "PyramidJob",
+    "write_pyramid_block",
+    "LabelSource",
+    "open_label_source",
+]

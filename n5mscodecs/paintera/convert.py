@@ -1,0 +1,232 @@
+"""The converter: integer labels to a Paintera label source (see :mod:`n5mscodecs.paintera`)."""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import n5
+from .._threads import default_threads
+from ..errors import ConfigurationError
+from ..multiset import MAX_ID
+from ..multiset.array import KEEP_RULES
+from ..n5 import storage
+from .lookup import LABEL_BLOCK_LOOKUP, block_labels, write_label_to_block_mapping
+from .pyramid import PyramidJob, normalized_factors, write_pyramid_block
+from .sources import open_label_source
+
+CONVERSION_KEY = "n5mscodecs:conversion"
+
+
+@dataclass
+class ConversionSummary:
+    """What :func:`convert` did."""
+
+    target: str
+    level_shapes: list
+    blocks_written: int
+    blocks_total: int
+    max_id: int
+    n_labels: int
+    seconds: float
+
+    @property
+    def voxels(self):
+        return int(np.prod(self.level_shapes[0], dtype=np.int64))
+
+
+class _NoProgress:
+    def update(self, n=1):
+        pass
+
+    def close(self):
+        pass
+
+
+def _executor(scheduler, threads):
+    """(executor, worker threads, client to close or None): local threads, or a dask.distributed cluster."""
+    if scheduler is None:
+        n = default_threads(threads)
+        return ThreadPoolExecutor(max_workers=n), n, None
+    try:
+        import distributed
+    except ImportError as exc:
+        raise ConfigurationError("scheduler: a dask cluster needs the 'dask' extra (dask.distributed)") from exc
+    owned = not isinstance(scheduler, distributed.Client)
+    client = distributed.Client(scheduler) if owned else scheduler
+    n = max(1, sum(client.nthreads().values()))
+    return client.get_executor(), n, client if owned else None
+
+
+def _run_blocks(executor, job, level, progress, window):
+    """Write every block of ``level``, at most ``window`` in flight; returns blocks written."""
+    grids = list(np.ndindex(*job.grid_shape(level)))
+    bar = progress(f"s{level}", len(grids)) if progress else _NoProgress()
+    written, pending = 0, set()
+    try:
+        for grid in grids:
+            pending.add(executor.submit(write_pyramid_block, job, level, grid))
+            while len(pending) >= window or (grid == grids[-1] and pending):
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    written += future.result()
+                    bar.update(1)
+    finally:
+        for future in pending:
+            future.cancel()
+        bar.close()
+    return written
+
+
+def _group_attributes(path):
+    return n5.read_attributes(path) if os.path.isdir(path) else {}
+
+
+def _start(target, parameters, overwrite, resume):
+    """Create or reopen ``target``; returns True when a finished conversion is there already."""
+    attributes = _group_attributes(target)
+    state = attributes.get(CONVERSION_KEY)
+    exists = storage.exists(target) and (not os.path.isdir(target) or storage.is_nonempty_directory(target))
+    if exists and overwrite:
+        if not attributes:
+            raise ConfigurationError(f"{target}: refusing to overwrite something that is not an N5 container")
+        storage.remove_tree(target)
+    elif exists and resume:
+        if state is None:
+            raise ConfigurationError(f"{target}: resume: not written by n5ms convert")
+        if state["parameters"] != parameters:
+            changed = sorted(k for k in parameters if state["parameters"].get(k) != parameters[k])
+            raise ConfigurationError(f"{target}: resume: parameters differ from the interrupted run ({', '.join(changed)})")
+        return state["complete"]
+    elif exists:
+        hint = (" (an interrupted conversion: pass resume=True to finish it)" if state and not state["complete"]
+                else "")
+        raise FileExistsError(f"{target} exists{hint}; pass overwrite=True to replace it")
+    n5.write_attributes(target, {"n5": n5.N5_VERSION, CONVERSION_KEY: {"complete": False, "parameters": parameters}})
+    return False
+
+
+def convert(source, target, *, dataset=None, block_size=64, factors=None, compression="gzip",
+            max_num_entries=-1, keep="highest", resolution=None, offset=None, lookup_block_size=10000,
+            threads=None, scheduler=None, overwrite=False, resume=False, progress=None):
+    """Convert integer labels into a Paintera label source (a label multiset pyramid).
+
+    Parameters
+    ----------
+    source : ndarray, path or LabelSource
+        Integer labels: an ndarray in N5 order (x, y, z), an N5 dataset (or an
+        N5 group with ``dataset``), a zarr array, ``.npy`` or TIFF file (see
+        :func:`open_label_source`).
+    target : path
+        The Paintera source group to create (e.g. ``out.n5/labels``).
+    block_size : int or tuple
+        N5 block size of every level (default 64).
+    factors : list, optional
+        Downsampling factors of each level relative to the one below (ints or
+        tuples, each dividing ``block_size``). Default: halve until the volume
+        fits one block.
+    compression : str or dict
+        N5 compression of every dataset (default gzip).
+    max_num_entries, keep
+        Cut downsampled lists to this many entries (-1: no cut); see
+        :meth:`~n5mscodecs.LabelMultisetArray.downsample`.
+    resolution, offset : tuple, optional
+        Voxel size and offset in world units (N5 order) for ``data``.
+    lookup_block_size : int
+        Ids per label-to-block-mapping file.
+    threads : int, optional
+        Local worker threads (default: every core).
+    scheduler : str or distributed.Client, optional
+        A dask.distributed scheduler address (or client): blocks are then
+        written by its workers, which must see ``target`` and the source.
+    overwrite, resume : bool
+        Replace an existing target, or finish an interrupted conversion with
+        the same parameters (blocks on disk are kept).
+    progress : callable, optional
+        ``progress(description, total)`` returning an object with
+        ``update(n)`` and ``close()``, e.g.
+        ``lambda description, total: tqdm.tqdm(desc=description, total=total)``.
+
+    Returns
+    -------
+    ConversionSummary
+    """
+    started = time.perf_counter()
+    source = open_label_source(source, dataset)
+    target = os.fspath(target)
+    ndim = len(source.shape)
+    block_size = (int(block_size),) * ndim if isinstance(block_size, (int, np.integer)) else tuple(block_size)
+    if len(block_size) != ndim or any(int(b) != b or b < 1 for b in block_size):
+        raise ConfigurationError(f"block_size: {ndim} integers >= 1 required, got {block_size}")
+    block_size = tuple(int(b) for b in block_size)
+    if keep not in KEEP_RULES:
+        raise ConfigurationError(f"keep must be one of {KEEP_RULES}, got {keep!r}")
+    if int(lookup_block_size) < 1:
+        raise ConfigurationError(f"lookup_block_size: must be >= 1, got {lookup_block_size}")
+    resolution = tuple(float(r) for r in (resolution or (1.0,) * ndim))
+    offset = tuple(float(o) for o in (offset or (0.0,) * ndim))
+    if len(resolution) != ndim or len(offset) != ndim:
+        raise ConfigurationError(f"resolution/offset: {ndim} values each required")
+    job = PyramidJob(target, source, block_size, normalized_factors(factors, source.shape, block_size),
+                     n5.compression_attributes(compression), int(max_num_entries), keep)
+    parameters = {"source": source.description(), "blockSize": list(block_size),
+                  "factors": [list(f) for f in job.factors], "compression": job.compression,
+                  "maxNumEntries": job.max_num_entries, "keep": keep, "resolution": list(resolution),
+                  "offset": list(offset), "lookupBlockSize": int(lookup_block_size)}
+    levels = range(job.n_levels)
+    blocks_total = sum(int(np.prod(job.grid_shape(level))) for level in levels)
+    if _start(target, parameters, overwrite, resume):
+        return _summary(job, 0, blocks_total, started)
+
+    _write_layout(job, resolution, offset, lookup_block_size)
+    executor, workers, client = _executor(scheduler, threads)
+    window = 4 * workers
+    written = 0
+    try:
+        first = 1 if job.n_levels > 1 else 0   # level-1 tasks write the level-0 blocks they consume
+        for level in range(first, job.n_levels):
+            written += _run_blocks(executor, job, level, progress, window)
+    finally:
+        executor.shutdown(wait=True)
+        if client is not None:
+            client.close()
+    bar = progress("label-to-block-mapping", job.n_levels) if progress else _NoProgress()
+    for level in levels:
+        write_label_to_block_mapping(target, level, int(lookup_block_size), job.compression, threads)
+        bar.update(1)
+    bar.close()
+    labels = n5.open(os.path.join(target, "unique-labels", "s0"))
+    all_labels = np.unique(block_labels(labels)[0])
+    regular = all_labels[all_labels <= MAX_ID]
+    max_id = int(regular.max()) if regular.size else 0
+    attributes = {"n5": n5.N5_VERSION, "painteraData": {"type": "label"}, "maxId": max_id,
+                  "labelBlockLookup": LABEL_BLOCK_LOOKUP,
+                  CONVERSION_KEY: {"complete": True, "parameters": parameters}}
+    n5.write_attributes(target, attributes)
+    return _summary(job, written, blocks_total, started)
+
+
+def _write_layout(job, resolution, offset, lookup_block_size):
+    target = job.target
+    n5.write_attributes(os.path.join(target, "data"),
+                        {"multiScale": True, "offset": list(offset), "resolution": list(resolution),
+                           "isLabelMultiset": True})
+    n5.write_attributes(os.path.join(target, "unique-labels"), {"multiScale": True})
+    n5.write_attributes(os.path.join(target, "label-to-block-mapping"),
+                        {"isMultiscale": True, "labelBlockLookup": LABEL_BLOCK_LOOKUP})
+    for level in range(job.n_levels):
+        for dataset in (job.data(level), job.unique_labels(level)):
+            n5.write_attributes(dataset.path, dataset.attributes)
+
+
+def _summary(job, written, blocks_total, started):
+    attributes = _group_attributes(job.target)
+    labels = n5.open(os.path.join(job.target, "unique-labels", "s0"))
+    n_labels = int(np.unique(block_labels(labels)[0]).size)
+    return ConversionSummary(job.target, [job.level_shape(level) for level in range(job.n_levels)],
+                             written, blocks_total, int(attributes.get("maxId", 0)), n_labels,
+                             time.perf_counter() - started)

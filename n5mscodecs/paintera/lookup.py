@@ -1,0 +1,103 @@
+"""Paintera's label-to-block-mapping: which blocks hold each id, made from the unique-labels
+datasets and read as Paintera's ``LabelBlockLookupFromN5`` does."""
+
+from __future__ import annotations
+
+import os
+import struct
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .. import n5
+from .._threads import default_threads
+from ..multiset import MAX_ID
+from ..n5 import storage
+
+LABEL_BLOCK_LOOKUP = {"type": "n5-filesystem-relative", "scaleDatasetPattern": "label-to-block-mapping/s%d"}
+LOOKUP_DIMENSION = 2**63 - 1   # the label-to-block-mapping datasets span every uint63 id
+
+
+def _mapping_dataset(target, level, lookup_block_size, compression):
+    return n5.ArrayDataset(os.path.join(target, "label-to-block-mapping", f"s{level}"),
+                           {"dataType": "int8", "compression": compression,
+                            "blockSize": [lookup_block_size], "dimensions": [LOOKUP_DIMENSION]})
+
+
+def block_labels(unique_labels):
+    """(labels, grid positions) of every unique-labels block on disk, as flat arrays."""
+    labels, grids = [], []
+    for grid in np.ndindex(*unique_labels.grid_shape):
+        values = unique_labels.read_block(grid)
+        if values is not None:
+            labels.append(values)
+            grids.append(np.tile(np.array(grid, np.int64), (values.size, 1)))
+    if not labels:
+        return np.zeros(0, np.uint64), np.zeros((0, unique_labels.ndim), np.int64)
+    return np.concatenate(labels), np.concatenate(grids)
+
+
+def label_to_block_mapping_blocks(unique_labels, lookup_block_size):
+    """``{file number: bytes}``: the uncompressed mapping files for one level.
+
+    File ``n`` lists the ids ``n * lookup_block_size ...`` found in some
+    block, ascending: int64 id, int32 number of blocks, then per block its
+    interval (int64 min per axis, int64 inclusive max per axis), big-endian.
+    """
+    labels, grids = block_labels(unique_labels)
+    regular = labels <= MAX_ID  # reserved ids (>= 2**63 - 4 in Java's signed view) have no lookup
+    labels, grids = labels[regular], grids[regular]
+    order = np.lexsort(grids.T[::-1].tolist() + [labels]) if labels.size else np.zeros(0, np.int64)
+    labels, grids = labels[order], grids[order]
+    block = np.array(unique_labels.chunks, np.int64)
+    minima = grids * block
+    maxima = np.minimum(minima + block, np.array(unique_labels.shape, np.int64)) - 1
+    intervals = np.concatenate([minima, maxima], axis=1).astype(">i8")
+    starts = np.flatnonzero(np.concatenate([[True], labels[1:] != labels[:-1]])) if labels.size else np.zeros(0, int)
+    stops = np.append(starts[1:], labels.size)
+    files = {}
+    for start, stop in zip(starts, stops):
+        label = int(labels[start])
+        files.setdefault(label // lookup_block_size, []).append(
+            struct.pack(">qi", label, stop - start) + intervals[start:stop].tobytes())
+    return {number: b"".join(parts) for number, parts in files.items()}
+
+
+def write_label_to_block_mapping(target, level, lookup_block_size, compression, threads=None):
+    """Write ``label-to-block-mapping/s{level}`` from ``unique-labels/s{level}``; returns the file count."""
+    unique_labels = n5.open(os.path.join(target, "unique-labels", f"s{level}"))
+    mapping = _mapping_dataset(target, level, lookup_block_size, compression)
+    if storage.exists(mapping.path):
+        storage.remove_tree(mapping.path)
+    n5.write_attributes(mapping.path, mapping.attributes)
+    files = label_to_block_mapping_blocks(unique_labels, lookup_block_size)
+
+    def write_one(item):
+        number, body = item
+        mapping.write_varlength_block((number,), np.frombuffer(body, np.int8), dims=(lookup_block_size,))
+
+    with ThreadPoolExecutor(max_workers=default_threads(threads)) as pool:
+        list(pool.map(write_one, files.items()))
+    return len(files)
+
+
+def read_label_to_block_mapping(target, level):
+    """``{id: [(min, max), ...]}`` of a Paintera label source's ``label-to-block-mapping/s{level}``
+    (intervals inclusive, N5 order), as Paintera's ``LabelBlockLookupFromN5`` reads it."""
+    target = os.fspath(target)
+    path = os.path.join(target, "label-to-block-mapping", f"s{level}")
+    ndim = len(n5.read_attributes(os.path.join(target, "data", f"s{level}")).get("dimensions", [0, 0, 0]))
+    mapping = n5.open(path)
+    result = {}
+    for name in storage.list_names(path):
+        if not name.isdigit():
+            continue
+        body = mapping.read_block((int(name),)).tobytes()
+        position = 0
+        while position < len(body):
+            label, n = struct.unpack_from(">qi", body, position)
+            position += 12
+            values = np.frombuffer(body, ">i8", count=n * 2 * ndim, offset=position).reshape(n, 2 * ndim)
+            position += 16 * ndim * n
+            result[label] = [(tuple(int(x) for x in v[:ndim]), tuple(int(x) for x in v[ndim:])) for v in values]
+    return result

@@ -1,0 +1,145 @@
+"""The label multiset pyramid of a Paintera label source: its layout and the block tasks
+that workers run (each writes one block of one level, and the unique-labels block beside it)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import n5
+from ..errors import ConfigurationError
+from ..multiset import LabelMultisetArray, assemble
+from .sources import LabelSource
+
+
+@dataclass(frozen=True)
+class PyramidJob:
+    """Everything a worker needs to write one block (small and picklable).
+
+    Blocks already on disk are kept (a data block is written last, so one on
+    disk is complete): that is how an interrupted run resumes.
+    """
+
+    target: str
+    source: LabelSource
+    block_size: tuple
+    factors: tuple            # per level: factors relative to the level below (level 0: ones)
+    compression: dict
+    max_num_entries: int
+    keep: str
+
+    @property
+    def n_levels(self):
+        return len(self.factors)
+
+    def level_shape(self, level):
+        shape = self.source.shape
+        for factors in self.factors[1:level + 1]:
+            shape = tuple(-(-n // f) for n, f in zip(shape, factors))
+        return shape
+
+    def cumulative_factors(self, level):
+        return tuple(int(np.prod([f[d] for f in self.factors[:level + 1]])) for d in range(len(self.block_size)))
+
+    def grid_shape(self, level):
+        return tuple(-(-n // b) for n, b in zip(self.level_shape(level), self.block_size))
+
+    def data(self, level):
+        return n5.LabelMultisetDataset(os.path.join(self.target, "data", f"s{level}"),
+                                       self._attributes(level, label_multiset=True))
+
+    def unique_labels(self, level):
+        return n5.ArrayDataset(os.path.join(self.target, "unique-labels", f"s{level}"),
+                               self._attributes(level, label_multiset=False))
+
+    def _attributes(self, level, *, label_multiset):
+        document = {"dataType": "uint8" if label_multiset else "uint64", "compression": self.compression,
+                    "blockSize": list(self.block_size), "dimensions": list(self.level_shape(level))}
+        if label_multiset:
+            document.update(maxNumEntries=self.max_num_entries if level else -1, isLabelMultiset=True,
+                            unit="pixel")
+        if level:
+            document["downsamplingFactors"] = [float(f) for f in self.cumulative_factors(level)]
+        return document
+
+
+def normalized_factors(factors, shape, block_size):
+    ndim = len(shape)
+    if factors is None:  # halve until the whole volume fits one block
+        factors, level_shape = [], shape
+        while any(n > b for n, b in zip(level_shape, block_size)):
+            step = tuple(2 if n > 1 else 1 for n in level_shape)
+            factors.append(step)
+            level_shape = tuple(-(-n // f) for n, f in zip(level_shape, step))
+    result = [(1,) * ndim]
+    for level, value in enumerate(factors, start=1):
+        step = (value,) * ndim if isinstance(value, (int, np.integer)) else tuple(value)
+        if len(step) != ndim or any(int(f) != f or f < 1 for f in step):
+            raise ConfigurationError(f"factors[{level - 1}]: {ndim} integers >= 1 required, got {value!r}")
+        step = tuple(int(f) for f in step)
+        if any(b % f for b, f in zip(block_size, step)):
+            raise ConfigurationError(
+                f"factors[{level - 1}]: {step} must divide block_size {block_size} "
+                "(downsampling windows never straddle blocks)")
+        result.append(step)
+    return tuple(result)
+
+
+def _write_block(job, level, grid, block):
+    """unique-labels first, then the data block: a data block on disk means both are complete.
+
+    Every list of ``block`` is in use and has positive counts (made from
+    labels, by downsampling, or assembled from such), so the ids are the
+    block's labels and the block is always written.
+    """
+    job.unique_labels(level).write_varlength_block(grid, np.unique(block.ids))
+    job.data(level).write_block(grid, block)
+
+
+def _source_block(job, grid):
+    """Level-0 block ``grid`` from the source labels (or from disk when resuming)."""
+    data = job.data(0)
+    if data.has_block(grid):  # resuming: done before
+        return data.read_block(grid), 0
+    labels = job.source.read(data.block_region(grid))
+    if labels.dtype.kind not in "iu":
+        raise ConfigurationError(f"source: integer labels required, got dtype {labels.dtype}")
+    block = LabelMultisetArray.from_labels(labels)
+    _write_block(job, 0, grid, block)
+    return block, 1
+
+
+def write_pyramid_block(job, level, grid):
+    """Write block ``grid`` of level ``level`` (level 1 also writes its level-0 blocks).
+
+    A level-1 block downsamples its level-0 blocks in memory as they are made;
+    higher levels read the level below from disk. Returns the number of
+    blocks written (0 when resuming found it done).
+    """
+    data = job.data(level)
+    if data.has_block(grid):  # resuming: done before
+        return 0
+    if level == 0:
+        return _source_block(job, grid)[1]
+    factors = job.factors[level]
+    below = job.data(level - 1)
+    child_grid = below.grid_shape
+    written = 0
+    parts = []
+    children = [range(g * f, min((g + 1) * f, n)) for g, f, n in zip(grid, factors, child_grid)]
+    for child in np.ndindex(*[len(r) for r in children]):
+        child = tuple(r[c] for r, c in zip(children, child))
+        if level == 1:
+            block, made = _source_block(job, child)
+            written += made
+        else:
+            block = below.read_block(child)
+            if block is None:
+                raise ConfigurationError(f"{below.block_path(child)}: block missing below level {level}")
+        origin = tuple((c - g * f) * b // f for c, g, f, b in zip(child, grid, factors, job.block_size))
+        part = block.downsample(factors, job.max_num_entries, keep=job.keep, threads=1)
+        parts.append((tuple(slice(o, o + n) for o, n in zip(origin, part.shape)), part))
+    _write_block(job, level, grid, assemble(data.block_shape(grid), parts))
+    return written + 1

@@ -1,0 +1,109 @@
+"""Label sources for :func:`~n5mscodecs.paintera.convert`: integer labels read region by region
+from an ndarray, an N5 dataset, a zarr array, a ``.npy`` or a TIFF file (N5 axis order)."""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import n5
+from ..errors import ConfigurationError
+
+
+@functools.lru_cache(maxsize=8)
+def _opened(kind, path):
+    """The array behind a file source, opened once per process (workers open lazily)."""
+    if kind == "n5":
+        return n5.open(path)
+    if kind == "npy":
+        return np.load(path, mmap_mode="r")
+    if kind == "tiff":
+        import tifffile
+        try:
+            return tifffile.memmap(path, mode="r")
+        except ValueError:  # compressed or not contiguous: read it whole
+            return tifffile.imread(path)
+    if kind == "zarr":
+        import zarr
+        return zarr.open_array(path, mode="r")
+    raise ConfigurationError(f"source: unknown kind {kind!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class LabelSource:
+    """Integer labels read region by region, in N5 axis order.
+
+    Files are opened lazily (and once per process), so a source pickles to
+    its path and can be shipped to cluster workers. N5 datasets are in N5
+    order already; ``.npy``, TIFF and zarr arrays are C-ordered ``(z, y, x)``
+    and are read transposed. Use :func:`open_label_source` to make one.
+    """
+
+    kind: str
+    path: str | None
+    shape: tuple
+    dtype: str
+    array: np.ndarray | None = field(default=None, repr=False)
+
+    def read(self, region):
+        """The labels of ``region`` (a tuple of slices, N5 order) as an ndarray."""
+        if self.kind == "array":
+            return self.array[region]
+        stored = _opened(self.kind, self.path)
+        if self.kind == "n5":
+            return stored[region]
+        return np.asarray(stored[region[::-1]]).T
+
+    def description(self):
+        """What identifies the source when resuming a conversion."""
+        return {"kind": self.kind, "path": self.path, "shape": list(self.shape), "dtype": self.dtype}
+
+
+def _checked_source(kind, path, shape, dtype, array=None):
+    dtype = np.dtype(dtype)
+    if dtype.kind not in "iu":
+        raise ConfigurationError(f"source: integer labels required, {path or 'array'} has dtype {dtype}")
+    if not 1 <= len(shape) <= 3:
+        raise ConfigurationError(f"source: 1 to 3 dimensions required, got shape {tuple(shape)}")
+    return LabelSource(kind, path, tuple(int(s) for s in shape), dtype.name, array)
+
+
+def open_label_source(source, dataset=None):
+    """A :class:`LabelSource` from an ndarray (N5 order), an N5 dataset or group + ``dataset``,
+    a zarr array, a ``.npy`` file or a TIFF file."""
+    if isinstance(source, LabelSource):
+        return source
+    if isinstance(source, np.ndarray):
+        return _checked_source("array", None, source.shape, source.dtype, source)
+    path = os.fspath(source)
+    if dataset:
+        path = os.path.join(path, dataset)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"source: {path} does not exist")
+    lower = path.lower()
+    if lower.endswith(".npy"):
+        stored = np.load(path, mmap_mode="r")
+        return _checked_source("npy", path, stored.shape[::-1], stored.dtype)
+    if lower.endswith((".tif", ".tiff")):
+        import tifffile
+        with tifffile.TiffFile(path) as tif:
+            series = tif.series[0]
+            return _checked_source("tiff", path, series.shape[::-1], series.dtype)
+    if "dimensions" in n5.read_attributes(path):
+        stored = n5.open(path)
+        if isinstance(stored, n5.LabelMultisetDataset):
+            raise ConfigurationError(f"source: {path} is a label multiset dataset, not integer labels")
+        return _checked_source("n5", path, stored.shape, stored.dtype)
+    if os.path.exists(os.path.join(path, ".zarray")) or os.path.exists(os.path.join(path, "zarr.json")):
+        try:
+            import zarr  # noqa: F401
+        except ImportError as exc:
+            raise ConfigurationError(f"source: {path} is a zarr array; install zarr to read it") from exc
+        stored = _opened("zarr", path)
+        return _checked_source("zarr", path, stored.shape[::-1], stored.dtype)
+    raise ConfigurationError(
+        f"source: {path} is not an N5 dataset, zarr array, .npy or TIFF file"
+        + (" (an N5 group: name the dataset)" if os.path.exists(os.path.join(path, "attributes.json")) else ""))

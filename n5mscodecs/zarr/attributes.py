@@ -1,0 +1,126 @@
+"""N5 ``attributes.json`` <-> zarr v3 ``zarr.json``: the translation :class:`~n5mscodecs.zarr.N5Store`
+serves on the fly and :func:`write_zarr_json` writes beside an N5 container (no I/O but that)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ..errors import ConfigurationError
+from ..multiset import INVALID
+from ..n5 import N5_VERSION, CodecChain
+from ..n5.storage import ATTRIBUTES
+
+ZARR_JSON = "zarr.json"
+_STRUCTURAL = ("dimensions", "blockSize", "dataType", "compression")
+
+
+def label_multiset_metadata(attributes, fill_label=INVALID):
+    """The zarr v3 ``zarr.json`` document for an N5 label multiset dataset's attributes."""
+    inner = CodecChain([{"name": "n5_label_multiset"}, attributes.get("compression", {"type": "raw"})]).v3_configs()
+    return {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": list(attributes["dimensions"]),
+        "data_type": "label_multiset",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(attributes["blockSize"])}},
+        "chunk_key_encoding": {"name": "v2", "configuration": {"separator": "/"}},
+        "fill_value": f"0x{fill_label:016X}",
+        "codecs": [{"name": "n5_varlen", "configuration": {"codecs": inner}}],
+        "attributes": _zarr_attributes(attributes),
+    }
+
+
+def _zarr_attributes(attributes):
+    kept = {k: v for k, v in attributes.items() if k not in _STRUCTURAL}
+    kept["_n5"] = attributes
+    return kept
+
+
+def _default_mode_metadata(attributes, path):
+    try:
+        from zarr_n5.metadata import N5ArrayMetadata, N5GroupMetadata
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"{path}: plain N5 datasets need zarr-n5's n5_default codec (pip install zarr-n5)"
+        ) from exc
+    import zarr_n5  # noqa: F401  (registers the n5_default codec with zarr)
+
+    group = N5GroupMetadata.from_jso(dict(attributes))
+    return N5ArrayMetadata.from_group(group).to_zarr().to_dict()
+
+
+def zarr_document(attributes, path="", fill_label=INVALID):
+    """The zarr v3 metadata document equivalent to an N5 ``attributes.json``."""
+    if "dimensions" not in attributes:
+        return {"zarr_format": 3, "node_type": "group", "attributes": _zarr_attributes(attributes)}
+    if attributes.get("isLabelMultiset"):
+        return label_multiset_metadata(attributes, fill_label)
+    return _default_mode_metadata(attributes, path)
+
+
+def write_zarr_json(container, *, fill_label=INVALID, overwrite=False):
+    """Write a ``zarr.json`` next to every ``attributes.json`` of an N5 container on disk.
+
+    The container then opens with plain ``zarr.open_group``/``zarr.open_array``
+    and stays a valid N5 container; no block is touched. Plain numeric
+    datasets get zarr-n5's metadata when zarr-n5 is installed and are skipped
+    otherwise. Returns ``(written, skipped)`` lists of directories.
+    """
+    written, skipped = [], []
+    for directory, subdirs, files in os.walk(container):
+        subdirs.sort()
+        if ATTRIBUTES not in files:
+            continue
+        target = os.path.join(directory, ZARR_JSON)
+        if os.path.exists(target) and not overwrite:
+            skipped.append(directory)
+            continue
+        with open(os.path.join(directory, ATTRIBUTES), "rb") as f:
+            attributes = json.load(f)
+        try:
+            document = zarr_document(attributes, directory, fill_label)
+        except ConfigurationError:
+            skipped.append(directory)
+            continue
+        if "dimensions" in attributes:
+            subdirs[:] = []  # block directories below a dataset
+        with open(target, "w") as f:
+            json.dump(document, f, indent=2)
+        written.append(directory)
+    return written, skipped
+
+
+def attributes_from_zarr(document, prefix):
+    """attributes.json for a zarr.json written through the store."""
+    attributes = dict(document.get("attributes") or {})
+    original = attributes.pop("_n5", None) or {}
+    base = {k: v for k, v in original.items() if k not in _STRUCTURAL}
+    base.update(attributes)
+    if document.get("node_type") == "group":
+        if prefix == "":
+            base.setdefault("n5", N5_VERSION)
+        return base
+    codecs = document.get("codecs") or []
+    if document.get("data_type") != "label_multiset" or len(codecs) != 1 or codecs[0].get("name") != "n5_varlen":
+        raise ConfigurationError(
+            "N5Store writes label multiset arrays with the n5_varlen codec only "
+            "(use zarr_n5.N5WrapperStore for plain N5 arrays)"
+        )
+    encoding = document.get("chunk_key_encoding") or {}
+    if encoding.get("name") != "v2" or (encoding.get("configuration") or {}).get("separator") != "/":
+        raise ConfigurationError(
+            "N5Store: N5 block paths need chunk_key_encoding={'name': 'v2', 'separator': '/'}"
+        )
+    chain = CodecChain(codecs[0]["configuration"]["codecs"])
+    if chain.layout.name != "n5_label_multiset" or len(chain.compressors) > 1:
+        raise ConfigurationError("N5Store: n5_varlen must hold n5_label_multiset and at most one compressor")
+    compressor = chain.compressors[0] if chain.compressors else None
+    base.update({
+        "dataType": "uint8",
+        "compression": {"type": "raw"} if compressor is None else compressor.n5_config(),
+        "blockSize": list(document["chunk_grid"]["configuration"]["chunk_shape"]),
+        "dimensions": list(document["shape"]),
+        "isLabelMultiset": True,
+    })
+    return base
