@@ -52,10 +52,10 @@ with tarfile.open(sdist) as tar:
     sdist_files = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
 required = {"setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "CHANGELOG.md", "LICENSE",
             "conftest.py", "tests/conftest.py", "tests/test_czi_chunked.py", "docs/index.md",
-            "n5mscodecs/_label_multiset.pyx", "n5mscodecs/_hash_table.pxd",
+            "n5mscodecs/multiset/_kernels.pyx", "n5mscodecs/multiset/_hash_table.pxd", "n5mscodecs/py.typed",
             "n5mscodecs/zarr/codecs.py"}
 required |= {p.relative_to(src).as_posix() for pattern in
-             ("n5mscodecs/**/*.py", "n5mscodecs/*.pyx", "n5mscodecs/*.pxd", "tests/*.py",
+             ("n5mscodecs/**/*.py", "n5mscodecs/**/*.pyx", "n5mscodecs/**/*.pxd", "n5mscodecs/**/*.pxi", "tests/**/*.py",
               "docs/**/*.md", "docs/**/*.rst", "docs/**/*.py", "docs/**/*.txt", "benchmarks/*.py",
               "fuzz/*.py", "fuzz/regressions/*/*", "tests/fixtures/**/*")
              for p in src.glob(pattern) if "_build" not in p.parts and p.is_file()}

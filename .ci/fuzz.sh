@@ -12,8 +12,8 @@ if ! command -v clang-14 >/dev/null 2>&1; then
 fi
 
 venv=$(mktemp -d)/venv
-trap 'rm -rf "$(dirname "$venv")" build n5mscodecs/*.so n5mscodecs/*.c' EXIT
-rm -rf build n5mscodecs/*.so n5mscodecs/*.c
+trap 'rm -rf "$(dirname "$venv")" build n5mscodecs/*.so n5mscodecs/*/*.so n5mscodecs/*.c n5mscodecs/*/*.c' EXIT
+rm -rf build n5mscodecs/*.so n5mscodecs/*/*.so n5mscodecs/*.c n5mscodecs/*/*.c
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q atheris coverage pytest
 if command -v clang-14 >/dev/null 2>&1; then

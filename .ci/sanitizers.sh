@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 python=${1:-python3}
 
 venv=$(mktemp -d)/venv
-trap 'rm -rf "$(dirname "$venv")" build n5mscodecs/*.so n5mscodecs/*.c' EXIT
-rm -rf build n5mscodecs/*.so n5mscodecs/*.c
+trap 'rm -rf "$(dirname "$venv")" build n5mscodecs/*.so n5mscodecs/*/*.so n5mscodecs/*.c n5mscodecs/*/*.c' EXIT
+rm -rf build n5mscodecs/*.so n5mscodecs/*/*.so n5mscodecs/*.c n5mscodecs/*/*.c
 "$python" -m venv "$venv"
 
 # Python itself is not instrumented, so the ASan runtime is preloaded; UBSan
@@ -22,7 +22,7 @@ export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:strict_string_checks=1:dete
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # Every kernel must link the ASan runtime. ldd's output is captured first: under
 # pipefail, `ldd | grep -q` fails at random when grep exits before ldd is done (SIGPIPE).
-for kernel in n5mscodecs/_*.so; do
+for kernel in n5mscodecs/*/_*.so; do
     linked=$(ldd "$kernel")
     case "$linked" in
         *libasan*) ;;

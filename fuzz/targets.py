@@ -194,13 +194,14 @@ def fuzz_zarr_codecs(data):
 
 # package modules on each target's decode path, for the line coverage of a finished corpus
 DECODE_MODULES = {
-    "n5_varlen": ["n5_varlen", "n5_header", "n5_compression", "payload", "n5_label_multiset", "label_multiset"],
-    "n5_label_multiset": ["payload", "n5_label_multiset"],
-    "label_multiset": ["payload", "label_multiset"],
-    "label_multiset_vlen": ["payload", "label_multiset_vlen"],
-    "czi_chunked": ["czi_chunked"],
-    "n5_header": ["n5_header"],
-    "zarr_codecs": ["zarr/codecs", "zarr/dtype", "n5_varlen", "payload"],
+    "n5_varlen": ["n5/varlen", "n5/header", "n5/compression", "payload/layout", "payload/n5_label_multiset",
+                  "payload/label_multiset"],
+    "n5_label_multiset": ["payload/layout", "payload/n5_label_multiset"],
+    "label_multiset": ["payload/layout", "payload/label_multiset"],
+    "label_multiset_vlen": ["payload/layout", "payload/label_multiset_vlen"],
+    "czi_chunked": ["czi/chunked", "czi/header", "czi/backends", "czi/workers"],
+    "n5_header": ["n5/header"],
+    "zarr_codecs": ["zarr/codecs", "zarr/dtype", "n5/varlen", "payload/layout"],
 }
 
 TARGETS = {
