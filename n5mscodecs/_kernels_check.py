@@ -9,7 +9,7 @@ import importlib
 import importlib.machinery
 from pathlib import Path
 
-KERNELS = ("multiset._kernels", "multiset._downsample", "czi._chunked", "n5._xxhash")
+KERNELS = ("_status", "multiset._kernels", "multiset._downsample", "payload._kernels", "czi._chunked", "n5._xxhash")
 
 
 def _advice(package):

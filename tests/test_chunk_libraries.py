@@ -12,7 +12,8 @@ import threading
 import numpy as np
 import pytest
 
-from n5mscodecs import chunked_decode, chunked_encode, chunked_info
+from n5mscodecs import ConfigurationError, chunked_decode, chunked_encode, chunked_info
+from n5mscodecs._status import Status
 from n5mscodecs.czi import _chunked, backends
 from n5mscodecs.czi import libraries as _chunk_libraries
 
@@ -168,7 +169,7 @@ def test_decode_chunks_checks_every_offset_before_reading():
     status, chunk, size = _chunked.decode_chunks(
         worker, payload, target, compressed, np.array([0, 41, 80], np.int64), 0, 2, True, False
     )
-    assert (status, chunk, size) == (_chunked.STATUS_CHUNK_SIZE, 0, 40)
+    assert (status, chunk, size) == (Status.ERR_CHUNK_SIZE, 0, 40)
 
 
 @native
@@ -180,7 +181,7 @@ def test_encode_chunks_stops_at_a_full_block_and_checks_bounds():
     status, next_chunk, fill, needed = _chunked.encode_chunks(
         worker, source, 256, 0, 4, True, 1, False, 1, block, 7, 0, block_of, offset_of, size_of
     )
-    assert (status, next_chunk, needed) == (_chunked.STATUS_BLOCK_FULL, 2, 256 + 256 // 255 + 16)
+    assert (status, next_chunk, needed) == (Status.ERR_BLOCK_FULL, 2, 256 + 256 // 255 + 16)
     assert block_of.tolist() == [7, 7, -1, -1] and offset_of[:2].tolist() == [0, size_of[0]]
     assert fill == size_of[0] + size_of[1]
     assert block[: size_of[0]].tobytes() == lz4_reference_block(bytes(range(256)), 1)
@@ -226,3 +227,41 @@ def test_outputs_above_the_streaming_threshold_round_trip(codec):
     assert chunked_decode(payload, out=out, threads=2) is out
     assert out.tobytes() == data
     assert bytes(chunked_decode(payload, threads=1)) == data
+
+
+def test_backend_switch_is_local_to_its_context():
+    """use_backend in one thread leaves the others on the default (a ContextVar, not a global)."""
+    import threading
+
+    default = backends.current_backend().name
+    entered, release, seen = threading.Event(), threading.Event(), {}
+
+    def switched():
+        with backends.use_backend("python"):
+            seen["inside"] = backends.current_backend().name
+            entered.set()
+            release.wait(5)
+            seen["payload"] = bytes(chunked_decode(chunked_encode(b"abc" * 100, codec="lz4")))
+
+    thread = threading.Thread(target=switched)
+    thread.start()
+    entered.wait(5)
+    seen["other thread"] = backends.current_backend().name  # while the switch is active there
+    release.set()
+    thread.join()
+    assert seen == {"inside": "python", "other thread": default, "payload": b"abc" * 100}
+    assert backends.current_backend().name == default
+    with pytest.raises(ConfigurationError, match="backend must be one of"):
+        with backends.use_backend("fast"):
+            pass
+
+
+def test_every_kernel_status_is_one_enum():
+    from n5mscodecs._status import Status
+
+    assert Status.OK == 0 and len({int(s) for s in Status}) == len(Status)
+    # the kernels' failure codes are Status members, whatever module returns them
+    from n5mscodecs.payload import _kernels as payload_kernels
+
+    assert Status(payload_kernels.scan_list_data(np.zeros(2, np.uint8))[0]) is Status.ERR_TRUNCATED_COUNT
+    assert Status(_chunked.read_header(np.zeros(0, np.uint8))[0]) is Status.ERR_MALFORMED_HEADER

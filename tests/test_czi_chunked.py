@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import n5mscodecs
+from n5mscodecs._status import Status
 from n5mscodecs.czi import backends
 from n5mscodecs.czi import header as czi_header
 from n5mscodecs import (
@@ -720,9 +721,10 @@ def test_one_call_header_parse_agrees_with_the_step_by_step_checks(data):
     from n5mscodecs.czi import _chunked
 
     payload = np.frombuffer(data, np.uint8)
-    header = _chunked.read_header(payload)
+    status, header = _chunked.read_header(payload)
     problem = czi_header.header_problem(payload)
-    if header is None:
+    if status != Status.OK:
+        assert status == Status.ERR_MALFORMED_HEADER and header is None
         assert isinstance(problem, ChunkedFormatError)
         return
     assert isinstance(problem, RuntimeError)  # the steps find nothing wrong either
@@ -847,11 +849,11 @@ def test_new_payload_refuses_sizes_the_header_cannot_hold():
 
     positions = np.zeros(1_500_000, np.int64)
     assert _chunked.new_payload(np.array([1 << 29], np.int64), 10, -1, 0, -1, positions) == (
-        _chunked.STATUS_CHUNK_TOO_LARGE, None,
+        Status.ERR_CHUNK_TOO_LARGE, None,
     )  # fmt: skip
     # 1.5 million 3-byte sizes: 4.5 MB of ChunkSizes, above its 4,194,303-byte length limit
     assert _chunked.new_payload(np.full(1_500_000, 20_000, np.int64), 65536, -1, 0, -1, positions) == (
-        _chunked.STATUS_PAYLOAD_TOO_LONG, None,
+        Status.ERR_PAYLOAD_TOO_LONG, None,
     )  # fmt: skip
     with pytest.raises(IndexError, match="positions"):
         _chunked.new_payload(np.ones(3, np.int64), 1, -1, 0, -1, positions[:2])

@@ -177,3 +177,16 @@ def test_validation_names_the_field():
         LabelMultisetArray(np.array([0]), [0, 1], np.array([1], np.uint64), np.array([-1]))
     with pytest.raises(ConfigurationError, match="labels"):
         LabelMultisetArray.from_labels(np.array([1.5]))
+
+
+def test_assemble_joins_list_tables_and_fills_missing_pieces():
+    from n5mscodecs.multiset import assemble
+
+    left = LabelMultisetArray.from_elements([{1: 2}, {3: 1}], shape=(1, 2))
+    right = LabelMultisetArray.from_labels(np.array([[7]], np.uint64))
+    whole = assemble((2, 3), [((slice(0, 1), slice(0, 2)), left), ((slice(0, 1), slice(2, 3)), right),
+                              ((slice(1, 2), slice(0, 3)), None)], fill=5)
+    assert [[e.as_dict() for e in row] for row in whole.to_elements()] == [
+        [{1: 2}, {3: 1}, {7: 1}], [{5: 1}, {5: 1}, {5: 1}]]
+    assert whole.n_lists == left.n_lists + right.n_lists + 1  # joined as stored, one fill list
+    assert whole.index.dtype == np.int32

@@ -27,6 +27,7 @@ import numpy as np
 import zstandard
 
 from ..errors import ChunkedFormatError, ConfigurationError
+from .._status import Status
 from . import _chunked
 from . import libraries as _libraries
 from .header import ChunkLayout
@@ -97,15 +98,15 @@ def chunk_worker():
 
 def _chunk_error(status, i, detail, codec, layout):
     """The exception for a failed ``_chunked.decode_chunks`` / ``encode_chunks`` status."""
-    if status == _chunked.STATUS_CHUNK_SIZE:
+    if status == Status.ERR_CHUNK_SIZE:
         declared = int(layout.decompressed_offsets[i + 1] - layout.decompressed_offsets[i])
         return ChunkedFormatError(f"chunk {i}: decompressed to {detail} bytes, DecompressedSizes says {declared}")
-    if status == _chunked.STATUS_CORRUPT:
+    if status == Status.ERR_CORRUPT:
         reason = detail if codec == "zstd" else f"LZ4_decompress_safe returned {detail}"
         return ChunkedFormatError(f"chunk {i}: corrupt {codec} data ({reason})")
-    if status == _chunked.STATUS_EXTRA_DATA:
+    if status == Status.ERR_EXTRA_DATA:
         return ChunkedFormatError(f"chunk {i}: corrupt zstd data (bytes after the end of its frame)")
-    if status == _chunked.STATUS_NO_MEMORY:
+    if status == Status.ERR_NO_MEMORY:
         return MemoryError(f"chunk {i}: no memory for the codec context or scratch")
     return RuntimeError(f"chunk {i}: unexpected kernel status {status}")
 
@@ -151,9 +152,9 @@ def _native_compressor(staging, source, chunk_size, codec, level, hilo, threads)
                 worker, source, chunk_size, first, stop, lz4_codec, level, hilo, threads,
                 block, index, fill, staging.block_of, staging.offset_of, staging.size_of,
             )  # fmt: skip
-            if status == _chunked.STATUS_OK:
+            if status == Status.OK:
                 return
-            if status != _chunked.STATUS_BLOCK_FULL:
+            if status != Status.ERR_BLOCK_FULL:
                 raise RuntimeError(f"chunk {first}: {codec} compression failed ({detail})")
             index, block = staging.new_block(detail)  # it fits: progress
             fill = 0
@@ -232,7 +233,7 @@ class NativeBackend:
                     worker, payload, target, layout.compressed_offsets, layout.decompressed_offsets,
                     first, stop, codec == "lz4", hilo, job.kernel_threads, limit >= STREAM_MIN_BYTES,
                 )  # fmt: skip
-                if status != _chunked.STATUS_OK:
+                if status != Status.OK:
                     raise _chunk_error(status, i, detail, codec, layout)
 
             return decode_range

@@ -31,6 +31,7 @@ import zstandard
 
 from .._buffers import read_bytes, writable_bytes
 from ..errors import ChunkedFormatError, ConfigurationError
+from .._status import Status
 from . import _chunked
 from .backends import STREAM_MIN_BYTES, DecodeJob, EncodeJob, Staging, aligned_empty, current_backend
 from .header import (
@@ -255,9 +256,9 @@ def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo
     status, output = _chunked.new_payload(
         compressed_sizes, chunk_size, last_size, CODECS.index(codec), PREPROCESSING_HILO if hilo else -1, positions
     )
-    if status == _chunked.STATUS_CHUNK_TOO_LARGE:
+    if status == Status.ERR_CHUNK_TOO_LARGE:
         raise ConfigurationError(f"a compressed chunk exceeds {MAX_CHUNK_SIZE} bytes; use a smaller max_chunk_size")
-    if status != _chunked.STATUS_OK:
+    if status != Status.OK:
         raise ConfigurationError(
             "the ChunkSizes header chunk would exceed its 4,194,303-byte limit; use a larger max_chunk_size"
         )

@@ -10,6 +10,7 @@ import numpy as np
 
 from .._buffers import read_bytes
 from ..errors import ChunkedFormatError
+from .._status import Status
 from . import _chunked
 
 CODECS = ("zstd", "lz4")  # index = CompressionMethod value
@@ -86,15 +87,15 @@ class ChunkLayout:
 
 def _header_error(status, position, chunk_id, size):
     name = _HEADER_NAMES.get(chunk_id, f"id {chunk_id}")
-    if status == _chunked.STATUS_ID_TRUNCATED:
+    if status == Status.ERR_ID_TRUNCATED:
         return f"header: data ends at byte {size} before EndOfHeader (truncated header chunk id)"
-    if status == _chunked.STATUS_LENGTH_TRUNCATED:
+    if status == Status.ERR_LENGTH_TRUNCATED:
         return f"header: {name} payload length varint truncated at byte {position}"
-    if status == _chunked.STATUS_PAYLOAD_PAST_END:
+    if status == Status.ERR_PAYLOAD_PAST_END:
         return f"header: {name} payload starting at byte {position} runs past the end of the data ({size} bytes)"
-    if status == _chunked.STATUS_UNKNOWN_ID:
+    if status == Status.ERR_UNKNOWN_ID:
         return f"header: unknown header chunk id {chunk_id} at byte {position}"
-    if status == _chunked.STATUS_DUPLICATE_ID:
+    if status == Status.ERR_DUPLICATE_ID:
         return f"header: duplicate {name} header chunk at byte {position}"
     return f"header: malformed (status {status}) at byte {position}"
 
@@ -105,7 +106,7 @@ def _read_size_list(payload, spans, chunk_id):
     if start < 0:
         raise ChunkedFormatError(f"header: required {name} header chunk (id {chunk_id}) is missing")
     status, position, values = _chunked.read_sizes(payload, start, start + length)
-    if status != _chunked.STATUS_OK:
+    if status != Status.OK:
         raise ChunkedFormatError(f"{name}: size varint truncated at byte {position} (payload ends at {start + length})")
     return values
 
@@ -129,7 +130,7 @@ def header_problem(payload):
     size = payload.shape[0]
     spans = NO_SPANS.copy()
     status, header_size, chunk_id = _chunked.scan_header(payload, spans)
-    if status != _chunked.STATUS_OK:
+    if status != Status.OK:
         return ChunkedFormatError(_header_error(status, header_size, chunk_id, size))
     try:
         compressed_sizes = _read_size_list(payload, spans, _chunked.CHUNK_SIZES)
@@ -155,8 +156,8 @@ def header_problem(payload):
 
 
 def parse_header(payload):
-    header = _chunked.read_header(payload)
-    if header is None:
+    status, header = _chunked.read_header(payload)
+    if status != Status.OK:
         raise header_problem(payload)
     header_size, codec, preprocessing, compressed_sizes, decompressed_sizes, compressed_offsets, decompressed_offsets = (
         header
@@ -223,12 +224,12 @@ def check_expansion(layout, payload):
         status, i, content_size = _chunked.check_zstd_frames(
             payload, layout.compressed_offsets, info.decompressed_sizes
         )
-        if status == _chunked.STATUS_ZSTD_MAGIC:
+        if status == Status.ERR_ZSTD_MAGIC:
             raise ChunkedFormatError(f"chunk {i}: not a zstd frame (bad magic number)")
-        if status == _chunked.STATUS_ZSTD_CONTENT_SIZE:
+        if status == Status.ERR_ZSTD_CONTENT_SIZE:
             raise ChunkedFormatError(
                 f"chunk {i}: zstd frame content size {content_size} does not match "
                 f"DecompressedSizes {info.decompressed_sizes[i]}"
             )
-        if status != _chunked.STATUS_OK:
+        if status != Status.OK:
             raise ChunkedFormatError(f"chunk {i}: corrupt zstd frame header")

@@ -12,6 +12,7 @@ from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memcpy
 
+from n5mscodecs._status cimport ERR_NO_MEMORY, OK
 from n5mscodecs.multiset._hash_table cimport HashTable, mix64, table_free, table_grow, table_init, table_slot
 
 import numpy as np
@@ -24,8 +25,6 @@ ctypedef fused out_index_t:
     int32_t
     int64_t
 
-DEF OK = 0
-DEF ERR_NO_MEMORY = 3
 
 DEF INSERTION_SORT_MAX = 16
 
@@ -226,7 +225,7 @@ def downsample_lists(const index_t[:, :, :] index, const int64_t[::1] list_offse
     counts kept, or lowest with ``keep_lowest``; ties: smaller id), and
     identical lists are stored once, numbered in first-use order (C order).
 
-    Returns ``(status, list_offsets, ids, counts)``; status ERR_NO_MEMORY
+    Returns ``(status, list_offsets, ids, counts)``; status ``Status.ERR_NO_MEMORY``
     gives None arrays.
     """
     cdef Py_ssize_t n0 = index.shape[0], n1 = index.shape[1], n2 = index.shape[2]

@@ -5,6 +5,8 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
+from n5mscodecs._status cimport ERR_NO_MEMORY, OK
+
 
 cdef struct HashTable:
     uint64_t* keys
@@ -28,7 +30,7 @@ cdef inline Py_ssize_t table_slot(const HashTable* t, uint64_t key) noexcept nog
 
 
 cdef inline int table_init(HashTable* t, Py_ssize_t expected) noexcept nogil:
-    """Room for ``expected`` keys at load <= 1/2. Returns 0, or -1 when out of memory."""
+    """Room for ``expected`` keys at load <= 1/2. Returns OK or ERR_NO_MEMORY."""
     cdef Py_ssize_t capacity = 64
     while capacity < 2 * expected:
         capacity <<= 1
@@ -39,10 +41,10 @@ cdef inline int table_init(HashTable* t, Py_ssize_t expected) noexcept nogil:
         free(t.values)
         t.keys = NULL
         t.values = NULL
-        return -1
+        return ERR_NO_MEMORY
     memset(t.values, 0xFF, capacity * sizeof(int64_t))
     t.mask = capacity - 1
-    return 0
+    return OK
 
 
 cdef inline void table_free(HashTable* t) noexcept nogil:
@@ -53,11 +55,11 @@ cdef inline void table_free(HashTable* t) noexcept nogil:
 
 
 cdef inline int table_grow(HashTable* t) noexcept nogil:
-    """Double the capacity. Returns 0, or -1 when out of memory (the table is kept)."""
+    """Double the capacity. Returns OK, or ERR_NO_MEMORY (the table is kept)."""
     cdef HashTable bigger
     cdef Py_ssize_t i, h
-    if table_init(&bigger, t.mask + 1) != 0:
-        return -1
+    if table_init(&bigger, t.mask + 1) != OK:
+        return ERR_NO_MEMORY
     for i in range(t.mask + 1):
         if t.values[i] >= 0:
             h = table_slot(&bigger, t.keys[i])
@@ -67,4 +69,4 @@ cdef inline int table_grow(HashTable* t) noexcept nogil:
             bigger.values[h] = t.values[i]
     table_free(t)
     t[0] = bigger
-    return 0
+    return OK

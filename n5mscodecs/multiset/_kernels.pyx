@@ -1,8 +1,9 @@
 # cython: freethreading_compatible = True
-"""Byte-crunching kernels for label multiset payloads.
+"""Kernels for label multisets in memory: argmax, label numbering, list dedup and
+canonical order, and gathering elements into object arrays.
 
-Everything here runs without the GIL and only reports problems as status
-codes; the Python modules validate arguments, choose layouts and raise.
+Everything here runs without the GIL and reports problems only as ``Status``
+codes; the Python modules validate arguments and raise.
 
 Columnar model used throughout: ``index[v]`` is the list of voxel ``v``;
 list ``i`` owns entries ``list_offsets[i]:list_offsets[i + 1]`` of
@@ -11,8 +12,11 @@ list ``i`` owns entries ``list_offsets[i]:list_offsets[i + 1]`` of
 
 from cython.parallel cimport prange
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, qsort, realloc
-from n5mscodecs.multiset._hash_table cimport HashTable, mix64, table_free, table_grow, table_init, table_slot
+from libc.stdlib cimport free, malloc, qsort
+
+from n5mscodecs._status cimport ERR_NO_MEMORY, OK
+from n5mscodecs.multiset._hash_table cimport HashTable, mix64, table_free, table_init, table_slot
+from n5mscodecs.multiset._numbering cimport LabelNumbering, number_of, numbering_free, numbering_init, copy_unique
 
 import numpy as np
 
@@ -20,140 +24,13 @@ ctypedef fused index_t:
     int32_t
     int64_t
 
-# Status codes shared with the Python layer (see multiset_kernels_errors).
-DEF OK = 0
-DEF ERR_TRUNCATED_COUNT = 1     # fewer than 4 bytes left for numEntries
-DEF ERR_ENTRIES_PAST_END = 2    # numEntries runs past the list data
-DEF ERR_NO_MEMORY = 3
-
 cdef uint64_t INVALID = 0xFFFFFFFFFFFFFFFEULL
 
 # OpenMP only pays off on large inputs: a fork/join costs microseconds when all
 # cores are idle and whole scheduler slices when another process holds one, and
-# zarr/dask already decode many blocks in parallel. Blocks below these sizes
-# run on the calling thread.
-DEF PARALLEL_VOXELS = 1048576
+# zarr/dask already decode many blocks in parallel. Lists below this count run
+# on the calling thread.
 DEF PARALLEL_LISTS = 65536
-
-
-cdef inline uint32_t load_u32_le(const uint8_t* p) noexcept nogil:
-    return (<uint32_t>p[0]) | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
-
-
-cdef inline uint32_t load_u32_be(const uint8_t* p) noexcept nogil:
-    return (<uint32_t>p[3]) | (<uint32_t>p[2] << 8) | (<uint32_t>p[1] << 16) | (<uint32_t>p[0] << 24)
-
-
-cdef inline uint64_t load_u64_le(const uint8_t* p) noexcept nogil:
-    return (<uint64_t>load_u32_le(p)) | (<uint64_t>load_u32_le(p + 4) << 32)
-
-
-cdef inline void store_u32_le(uint8_t* p, uint32_t v) noexcept nogil:
-    p[0] = v & 0xFF
-    p[1] = (v >> 8) & 0xFF
-    p[2] = (v >> 16) & 0xFF
-    p[3] = (v >> 24) & 0xFF
-
-
-cdef inline void store_u32_be(uint8_t* p, uint32_t v) noexcept nogil:
-    p[3] = v & 0xFF
-    p[2] = (v >> 8) & 0xFF
-    p[1] = (v >> 16) & 0xFF
-    p[0] = (v >> 24) & 0xFF
-
-
-cdef inline void store_u64_le(uint8_t* p, uint64_t v) noexcept nogil:
-    store_u32_le(p, <uint32_t>(v & 0xFFFFFFFFULL))
-    store_u32_le(p + 4, <uint32_t>(v >> 32))
-
-
-# ---------------------------------------------------------------------------
-# decoding
-# ---------------------------------------------------------------------------
-
-def scan_list_data(const uint8_t[::1] list_data):
-    """Walk the list data once; lists must tile it exactly.
-
-    Returns ``(status, position, n_lists, n_entries)``; ``position`` is the
-    byte offset of the first list that does not fit when ``status != 0``.
-    """
-    cdef Py_ssize_t size = list_data.shape[0]
-    cdef Py_ssize_t pos = 0, n_lists = 0, n_entries = 0
-    cdef uint64_t n
-    cdef int status = OK
-    with nogil:
-        while pos < size:
-            if size - pos < 4:
-                status = ERR_TRUNCATED_COUNT
-                break
-            n = load_u32_le(&list_data[pos])
-            if n > <uint64_t>((size - pos - 4) // 12):
-                status = ERR_ENTRIES_PAST_END
-                break
-            n_lists += 1
-            n_entries += <Py_ssize_t>n
-            pos += 4 + 12 * <Py_ssize_t>n
-    return status, pos, n_lists, n_entries
-
-
-def split_list_data(const uint8_t[::1] list_data, int64_t[::1] list_offsets,
-                    uint64_t[::1] ids, uint32_t[::1] counts, int32_t[::1] slot_of_word):
-    """Fill the CSR arrays from list data already validated by ``scan_list_data``.
-
-    ``slot_of_word[byte_offset // 4]`` receives the list number for every list
-    start (lists are 4 + 12 n bytes, so every start is a multiple of 4); the
-    caller pre-fills it with -1.
-    """
-    cdef Py_ssize_t size = list_data.shape[0]
-    cdef Py_ssize_t pos = 0, lst = 0, e = 0, j
-    cdef uint32_t n
-    with nogil:
-        list_offsets[0] = 0
-        while pos < size:
-            n = load_u32_le(&list_data[pos])
-            slot_of_word[pos >> 2] = <int32_t>lst
-            pos += 4
-            for j in range(n):
-                ids[e] = load_u64_le(&list_data[pos])
-                counts[e] = load_u32_le(&list_data[pos + 8])
-                pos += 12
-                e += 1
-            lst += 1
-            list_offsets[lst] = e
-
-
-def map_voxel_offsets(const uint8_t[::1] table, bint big_endian, int32_t[::1] slot_of_word,
-                      Py_ssize_t list_data_size, int32_t[::1] index, int num_threads):
-    """Translate each voxel's byte offset into its list number.
-
-    Bad offsets (negative, past the list data, not a list start) give index -1.
-    Returns the number of bad voxels.
-    """
-    cdef Py_ssize_t n_voxels = index.shape[0]
-    cdef Py_ssize_t v
-    cdef uint64_t offset
-    cdef uint64_t size = <uint64_t>list_data_size
-    cdef int32_t slot
-    cdef Py_ssize_t bad = 0
-    # Java writes signed int32 offsets: a negative one wraps to a huge unsigned
-    # value and fails the single range check below, like one past the end
-    if big_endian:
-        for v in prange(n_voxels, nogil=True, schedule="static", num_threads=num_threads,
-                        use_threads_if=n_voxels > PARALLEL_VOXELS):
-            offset = <uint64_t><int64_t><int32_t>load_u32_be(&table[4 * v])
-            slot = slot_of_word[offset >> 2] if offset < size and (offset & 3) == 0 else -1
-            index[v] = slot
-            if slot < 0:
-                bad += 1
-    else:
-        for v in prange(n_voxels, nogil=True, schedule="static", num_threads=num_threads,
-                        use_threads_if=n_voxels > PARALLEL_VOXELS):
-            offset = load_u32_le(&table[4 * v])
-            slot = slot_of_word[offset >> 2] if offset < size and (offset & 3) == 0 else -1
-            index[v] = slot
-            if slot < 0:
-                bad += 1
-    return bad
 
 
 def argmax_of_lists(const int64_t[::1] list_offsets, const uint64_t[::1] ids,
@@ -194,122 +71,30 @@ def argmax_of_lists(const int64_t[::1] list_offsets, const uint64_t[::1] ids,
 # construction and dedup
 # ---------------------------------------------------------------------------
 
-cdef struct LabelNumbering:
-    HashTable table
-    uint64_t* unique      # distinct labels in first-encounter order (grows by doubling)
-    Py_ssize_t n_unique
-    Py_ssize_t capacity
-    uint64_t last_label   # segmentations come in runs: a repeated label skips the hash
-    int64_t last_number
-
-
-cdef int numbering_init(LabelNumbering* n) noexcept nogil:
-    n.n_unique = 0
-    n.capacity = 1024
-    n.last_number = -1
-    n.last_label = 0
-    n.unique = <uint64_t*>malloc(n.capacity * sizeof(uint64_t))
-    if n.unique == NULL:
-        return ERR_NO_MEMORY
-    if table_init(&n.table, 1024) != OK:
-        free(n.unique)
-        return ERR_NO_MEMORY
-    return OK
-
-
-cdef void numbering_free(LabelNumbering* n) noexcept nogil:
-    table_free(&n.table)
-    free(n.unique)
-
-
-cdef inline int64_t number_of(LabelNumbering* n, uint64_t label) noexcept nogil:
-    """The label's number, assigning the next one on first sight; -1 when out of memory."""
-    cdef Py_ssize_t h
-    cdef int64_t number
-    cdef uint64_t* grown
-    if n.last_number >= 0 and label == n.last_label:
-        return n.last_number
-    h = table_slot(&n.table, label)
-    while n.table.values[h] >= 0 and n.table.keys[h] != label:
-        h = (h + 1) & n.table.mask
-    if n.table.values[h] >= 0:
-        number = n.table.values[h]
-    else:
-        if n.n_unique == n.capacity:
-            grown = <uint64_t*>realloc(n.unique, 2 * n.capacity * sizeof(uint64_t))
-            if grown == NULL:
-                return -1
-            n.unique = grown
-            n.capacity *= 2
-        number = n.n_unique
-        n.table.keys[h] = label
-        n.table.values[h] = number
-        n.unique[number] = label
-        n.n_unique += 1
-        if 2 * n.n_unique > n.table.mask and table_grow(&n.table) != OK:
-            return -1
-    n.last_label = label
-    n.last_number = number
-    return number
-
-
-cdef object _unique_array(LabelNumbering* n):
-    result = np.empty(n.n_unique, dtype=np.uint64)
-    cdef uint64_t[::1] view = result
-    cdef Py_ssize_t i
-    for i in range(n.n_unique):
-        view[i] = n.unique[i]
-    return result
-
-
 def first_encounter_labels(const uint64_t[::1] labels, index_t[::1] index):
     """Number the distinct labels in first-encounter order.
 
-    ``index[v]`` receives the number of ``labels[v]``. Returns the distinct
-    labels in that order, or None when memory runs out.
+    ``index[v]`` receives the number of ``labels[v]``. Returns ``(status,
+    distinct labels in that order)``; the labels are None unless status is OK.
     """
     cdef Py_ssize_t n = labels.shape[0]
     cdef Py_ssize_t v
     cdef int64_t number = 0
     cdef LabelNumbering numbering
     if numbering_init(&numbering) != OK:
-        return None
+        return ERR_NO_MEMORY, None
     with nogil:
         for v in range(n):
             number = number_of(&numbering, labels[v])
             if number < 0:
                 break
             index[v] = <index_t>number
-    unique = _unique_array(&numbering) if number >= 0 or n == 0 else None
+    ok = number >= 0 or n == 0
+    unique = np.empty(numbering.n_unique, np.uint64) if ok else None
+    if unique is not None:
+        copy_unique(&numbering, unique)
     numbering_free(&numbering)
-    return unique
-
-
-def encode_singleton_offsets(const uint64_t[::1] labels, uint8_t[::1] table, bint big_endian):
-    """Offset table of a singleton payload, written straight into ``table``.
-
-    Every list is ``{label: 1}`` (16 bytes) in first-encounter order, so the
-    offset of a voxel is 16 x its label's number. Returns the distinct
-    labels (or None when memory runs out).
-    """
-    cdef Py_ssize_t n = labels.shape[0]
-    cdef Py_ssize_t v
-    cdef int64_t number = 0
-    cdef LabelNumbering numbering
-    if numbering_init(&numbering) != OK:
-        return None
-    with nogil:
-        for v in range(n):
-            number = number_of(&numbering, labels[v])
-            if number < 0:
-                break
-            if big_endian:
-                store_u32_be(&table[4 * v], <uint32_t>(16 * number))
-            else:
-                store_u32_le(&table[4 * v], <uint32_t>(16 * number))
-    unique = _unique_array(&numbering) if number >= 0 else None
-    numbering_free(&numbering)
-    return unique
+    return (OK if ok else ERR_NO_MEMORY), unique
 
 
 cdef inline uint64_t list_hash(const int64_t* list_offsets, const uint64_t* ids,
@@ -337,7 +122,7 @@ def representative_lists(const int64_t[::1] list_offsets, const uint64_t[::1] id
                          const uint32_t[::1] counts):
     """For each list, the first list with identical content (entry order matters).
 
-    Returns an int64 array, or None when memory runs out.
+    Returns ``(status, int64 array)``; the array is None unless status is OK.
     """
     cdef Py_ssize_t n_lists = list_offsets.shape[0] - 1
     result = np.empty(n_lists, dtype=np.int64)
@@ -347,7 +132,7 @@ def representative_lists(const int64_t[::1] list_offsets, const uint64_t[::1] id
     cdef HashTable table
     cdef int status
     if n_lists == 0:
-        return result
+        return OK, result
     cdef const int64_t* offsets_ptr = &list_offsets[0]
     # empty id arrays have no element 0; an all-empty-lists input never reads them
     cdef const uint64_t* ids_ptr = &ids[0] if ids.shape[0] else NULL
@@ -370,8 +155,8 @@ def representative_lists(const int64_t[::1] list_offsets, const uint64_t[::1] id
                     table.values[h] = i
             table_free(&table)
     if status != OK:
-        return None
-    return result
+        return ERR_NO_MEMORY, None
+    return OK, result
 
 
 cdef struct Entry:
@@ -455,110 +240,11 @@ def compact_lists(const int64_t[::1] old_offsets, const int64_t[::1] new_offsets
             new_counts[dst + k] = counts[src + k]
 
 
-# ---------------------------------------------------------------------------
-# encoding
-# ---------------------------------------------------------------------------
-
-def assign_list_positions(const index_t[::1] index, const int64_t[::1] representative,
-                          const int64_t[::1] list_offsets, int64_t[::1] byte_position,
-                          int64_t[::1] write_order):
-    """Lay out lists in first-encounter order over ``index`` (Java's order).
-
-    ``byte_position[list]`` (pre-filled with -1) receives the list-data offset
-    of each representative list that is used; every other list gets its
-    representative's offset. ``write_order`` receives the representatives in
-    layout order. Returns ``(n_written, list_data_size)``.
-    """
-    cdef Py_ssize_t n_voxels = index.shape[0]
-    cdef Py_ssize_t n_lists = representative.shape[0]
-    cdef Py_ssize_t v, i, r, n_written = 0
-    cdef int64_t next_position = 0
-    cdef int64_t last = -1
-    with nogil:
-        for v in range(n_voxels):
-            i = index[v]
-            if i == last:
-                continue
-            last = i
-            r = representative[i]
-            if byte_position[r] < 0:
-                byte_position[r] = next_position
-                next_position += 4 + 12 * (list_offsets[r + 1] - list_offsets[r])
-                write_order[n_written] = r
-                n_written += 1
-        for i in range(n_lists):
-            byte_position[i] = byte_position[representative[i]]
-    return n_written, next_position
-
-
-def write_voxel_offsets(uint8_t[::1] out, Py_ssize_t start, const index_t[::1] index,
-                        const int64_t[::1] byte_position, bint big_endian, int num_threads):
-    """Write one 32-bit list offset per voxel at ``out[start:]``."""
-    cdef Py_ssize_t n_voxels = index.shape[0]
-    cdef Py_ssize_t v
-    cdef uint32_t position
-    for v in prange(n_voxels, nogil=True, schedule="static", num_threads=num_threads,
-                    use_threads_if=n_voxels > PARALLEL_VOXELS):
-        position = <uint32_t>byte_position[index[v]]
-        if big_endian:
-            store_u32_be(&out[start + 4 * v], position)
-        else:
-            store_u32_le(&out[start + 4 * v], position)
-
-
-def write_lists(uint8_t[::1] out, Py_ssize_t start, const int64_t[::1] write_order,
-                const int64_t[::1] list_offsets, const uint64_t[::1] ids,
-                const uint32_t[::1] counts):
-    """Append the lists named in ``write_order`` as little-endian list data."""
-    cdef Py_ssize_t n = write_order.shape[0]
-    cdef Py_ssize_t k, e, r
-    cdef Py_ssize_t pos = start
-    with nogil:
-        for k in range(n):
-            r = write_order[k]
-            store_u32_le(&out[pos], <uint32_t>(list_offsets[r + 1] - list_offsets[r]))
-            pos += 4
-            for e in range(list_offsets[r], list_offsets[r + 1]):
-                store_u64_le(&out[pos], ids[e])
-                store_u32_le(&out[pos + 8], counts[e])
-                pos += 12
-    return pos
-
-
-ctypedef fused voxel_t:
-    int32_t
-    int64_t
-    uint64_t
-
-DEF TILE = 8
-
-
-def c_order_copy_3d(const voxel_t[:, :, :] src, voxel_t[::1] dst, int num_threads):
-    """``dst`` = C-order flattening of the strided 3-D ``src``.
-
-    Used for N5 payload order (``array.T`` of a C-ordered array), a swap of
-    the first and last axes. Both have power-of-two strides in real volumes,
-    so a naive copy thrashes cache sets and the TLB; instead each 8 x 8
-    tile of (first, last) is walked along the middle axis, reading and
-    writing whole 64-byte lines.
-    """
-    cdef Py_ssize_t n0 = src.shape[0], n1 = src.shape[1], n2 = src.shape[2]
-    cdef Py_ssize_t a0, c0, a, b, c, a_end, c_end
-    for a0 in prange(0, n0, TILE, nogil=True, schedule="static", num_threads=num_threads,
-                     use_threads_if=n0 * n1 * n2 > PARALLEL_VOXELS):
-        a_end = min(a0 + TILE, n0)
-        for c0 in range(0, n2, TILE):
-            c_end = min(c0 + TILE, n2)
-            for b in range(n1):
-                for a in range(a0, a_end):
-                    for c in range(c0, c_end):
-                        dst[(a * n1 + b) * n2 + c] = src[a, b, c]
-
-
 cimport numpy as cnp
 from cpython.ref cimport PyObject, Py_DECREF
 
 cnp.import_array()
+
 
 cdef extern from *:
     """

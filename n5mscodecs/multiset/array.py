@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._status import Status
 from .._threads import default_threads
 from ..errors import ConfigurationError, InputTypeError, LabelMultisetFormatError
 from . import _downsample as _downsample_kernel
@@ -644,16 +645,16 @@ def _entry_positions(list_offsets, lists, new_offsets):
 def first_encounter(flat_labels):
     """``(index, unique)``: distinct uint64 values numbered in first-encounter order."""
     index = np.empty(flat_labels.size, np.int64 if flat_labels.size >= 2**31 else np.int32)
-    unique = _kernels.first_encounter_labels(flat_labels, index)
-    if unique is None:
+    status, unique = _kernels.first_encounter_labels(flat_labels, index)
+    if status != Status.OK:
         raise MemoryError("out of memory while numbering labels")
     return index, unique
 
 
 def representative_lists(list_offsets, ids, counts):
     """For each list, the first list with identical stored content."""
-    representative = _kernels.representative_lists(list_offsets, ids, counts)
-    if representative is None:
+    status, representative = _kernels.representative_lists(list_offsets, ids, counts)
+    if status != Status.OK:
         raise MemoryError("out of memory while comparing lists")
     return representative
 

@@ -26,11 +26,12 @@ import numpy as np
 from numcodecs.abc import Codec
 
 from .._buffers import read_bytes
+from .._status import Status
 from .._threads import default_threads
 from ..errors import ConfigurationError, InputTypeError, LabelMultisetFormatError
 from ..multiset import LabelMultisetArray
-from ..multiset import _kernels
 from ..multiset.array import representative_lists
+from . import _kernels
 
 _MAX_N5_OFFSET = 2**31 - 1
 _MAX_ZARR_OFFSET = 2**32 - 1
@@ -140,7 +141,8 @@ def decode_payload(data, shape, layout, *, threads=None):
 
     status, position, n_lists, n_entries = _kernels.scan_list_data(list_data)
     if status:
-        what = "needs 4 bytes for numEntries" if status == 1 else "numEntries runs past the list data"
+        what = ("needs 4 bytes for numEntries" if status == Status.ERR_TRUNCATED_COUNT
+                else "numEntries runs past the list data")
         raise LabelMultisetFormatError(
             f"{name}: list at listData byte {position} {what} ({list_data_size} bytes)"
         )
@@ -165,7 +167,7 @@ def decode_payload(data, shape, layout, *, threads=None):
             f"({bad} bad offsets; listData has {list_data_size} bytes)"
         )
     index = flat_index.reshape(shape, order=layout.order)
-    return LabelMultisetArray._from_parts(index, list_offsets, ids, counts)
+    return LabelMultisetArray(index, list_offsets, ids, counts, validate=False)
 
 
 def payload_order(array, layout, dtype, threads=1):
@@ -233,9 +235,9 @@ def _encode_labels(array, layout, header, threads):
     """Singleton payload straight from integer labels: one pass numbers labels and writes offsets."""
     labels = payload_order(array, layout, np.uint64, threads)
     out = bytearray(header + 4 * labels.size)
-    unique = _kernels.encode_singleton_offsets(labels, np.frombuffer(out, np.uint8)[header:],
+    status, unique = _kernels.encode_singleton_offsets(labels, np.frombuffer(out, np.uint8)[header:],
                                                layout.big_endian_offsets)
-    if unique is None:
+    if status != Status.OK:
         raise MemoryError("out of memory while numbering labels")
     _check_offset_range(16 * unique.size, layout)
     lists = np.empty(unique.size, np.dtype([("n", "<u4"), ("id", "<u8"), ("count", "<u4")]))
