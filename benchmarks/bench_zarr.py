@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from timing import median_time
 import zarr
+from timing import median_time
 from zarr.codecs import GzipCodec
 
 import n5mscodecs.zarr as nz

@@ -36,7 +36,8 @@ def python_blocks(page):
 
 
 def prepare(scratch, data):
-    from n5mscodecs.cli import main as n5ms, voronoi_labels
+    from n5mscodecs.cli import main as n5ms
+    from n5mscodecs.cli import voronoi_labels
 
     demo = scratch / "shared"
     demo.mkdir()

@@ -18,7 +18,6 @@ from n5mscodecs import (
     N5BlockHeader,
     N5msCodecsError,
     chunked_decode,
-    chunked_encode,
     chunked_info,
     label_multiset_decode,
     label_multiset_encode,

@@ -52,6 +52,8 @@ __all__ = [
     "chunked_info",
 ]
 
+# --- codec registrations: import each codec and register its class ---
+from .czi import CziChunked, chunked_decode, chunked_encode, chunked_info
 from .multiset import (
     BACKGROUND,
     INVALID,
@@ -63,9 +65,7 @@ from .multiset import (
     argmax_elements,
 )
 from .n5.header import N5BlockHeader
-
-# --- codec registrations: import each codec and register its class ---
-from .czi import CziChunked, chunked_decode, chunked_encode, chunked_info
+from .n5.varlen import N5Varlen, n5_block_header, n5_varlen_decode, n5_varlen_encode
 from .payload import (
     LabelMultisetCodec,
     LabelMultisetVLen,
@@ -75,7 +75,6 @@ from .payload import (
     n5_label_multiset_decode,
     n5_label_multiset_encode,
 )
-from .n5.varlen import N5Varlen, n5_block_header, n5_varlen_decode, n5_varlen_encode
 
 _register_codec(N5LabelMultiset)
 _register_codec(LabelMultisetCodec)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import InputTypeError, ConfigurationError
+from .errors import ConfigurationError, InputTypeError
 
 
 def _as_ndarray(data, what):

@@ -38,7 +38,8 @@ def test_lookup_gives_up_cleanly():
     assert _chunk_libraries._lookup(("no_such_package.module",), "ZSTD_", 10400) is None
     assert _chunk_libraries._lookup(("json",), "ZSTD_", 10400) is None  # not a shared library
     assert _chunk_libraries._lookup(_chunk_libraries._LZ4_MODULES, "LZ4_", 10 ** 9) is None  # too old
-    with pytest.raises(RuntimeError, match="already bound") if _chunked.libraries_bound() else pytest.raises(ValueError):
+    bound = _chunked.libraries_bound()
+    with pytest.raises(RuntimeError, match="already bound") if bound else pytest.raises(ValueError):
         _chunked.bind_libraries({})
 
 
@@ -188,7 +189,8 @@ def test_encode_chunks_stops_at_a_full_block_and_checks_bounds():
     with pytest.raises(IndexError, match="out of bounds"):
         _chunked.encode_chunks(worker, source, 256, 0, 5, True, 1, False, 1, block, 0, 0, block_of, offset_of, size_of)
     with pytest.raises(IndexError, match="out of bounds"):
-        _chunked.encode_chunks(worker, source, 256, 0, 1, True, 1, False, 1, block, 0, 601, block_of, offset_of, size_of)
+        _chunked.encode_chunks(worker, source, 256, 0, 1, True, 1, False, 1, block, 0, 601, block_of, offset_of,
+                               size_of)
     with pytest.raises(IndexError, match="out of bounds"):
         _chunked.encode_chunks(worker, source, 0, 0, 1, True, 1, False, 1, block, 0, 0, block_of, offset_of, size_of)
 

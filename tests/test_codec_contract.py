@@ -23,7 +23,6 @@ from numcodecs.compat import ensure_bytes, ensure_ndarray
 import n5mscodecs
 from n5mscodecs import (
     CziChunked,
-    InputTypeError,
     LabelMultiset,
     LabelMultisetArray,
     LabelMultisetCodec,

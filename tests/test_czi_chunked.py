@@ -18,19 +18,18 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import n5mscodecs
-from n5mscodecs._status import Status
-from n5mscodecs.czi import backends
-from n5mscodecs.czi import header as czi_header
 from n5mscodecs import (
-    InputTypeError,
     ChunkedFormatError,
     ConfigurationError,
     CziChunked,
+    InputTypeError,
     chunked_decode,
     chunked_encode,
     chunked_info,
 )
+from n5mscodecs._status import Status
+from n5mscodecs.czi import backends
+from n5mscodecs.czi import header as czi_header
 
 
 @pytest.fixture(scope="module", autouse=True, params=["native", "python"])
@@ -553,7 +552,8 @@ def test_numcodecs_registry_and_config_round_trip():
     assert clone.get_config() == config
     assert numcodecs.get_codec(config) == codec
     default = CziChunked()
-    assert default.get_config() == {"id": "czi_chunked", "codec": "zstd", "level": None, "max_chunk_size": 65536, "hilo": False}
+    assert default.get_config() == {"id": "czi_chunked", "codec": "zstd", "level": None, "max_chunk_size": 65536,
+                                    "hilo": False}
     assert "czi_chunked" in numcodecs.registry.codec_registry
 
 
@@ -601,8 +601,8 @@ def test_zarr_v2_format_compressor_round_trip(tmp_path):
 
 def test_zarr_v3_codec_round_trip(tmp_path):
     zarr = pytest.importorskip("zarr")
-    from n5mscodecs.zarr import CziChunkedZarrCodec
     from n5mscodecs.errors import ConfigurationError
+    from n5mscodecs.zarr import CziChunkedZarrCodec
     data = np.random.default_rng(3).poisson(500, (40, 300)).astype(np.uint16)
     codec = CziChunkedZarrCodec(codec="lz4", max_chunk_size=4096, hilo=True)
     array = zarr.create_array(tmp_path / "v3", shape=data.shape, chunks=(20, 150), dtype=data.dtype,
@@ -683,7 +683,8 @@ def test_arbitrary_bytes_raise_only_format_errors(data):
 
 
 VALID_PAYLOADS = [
-    chunked_encode(bytes(range(256)) * 8, codec=c, max_chunk_size=300, hilo=h) for c in ("zstd", "lz4") for h in (False, True)
+    chunked_encode(bytes(range(256)) * 8, codec=c, max_chunk_size=300, hilo=h)
+    for c in ("zstd", "lz4") for h in (False, True)
 ]
 
 

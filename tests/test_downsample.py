@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
-from conftest import n5_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import n5_data
 from n5mscodecs import INVALID, LabelMultisetArray, n5
 from n5mscodecs.errors import ConfigurationError
 

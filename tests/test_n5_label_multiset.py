@@ -1,11 +1,11 @@
 import struct
 
-import numpy as np
 import numcodecs
+import numpy as np
 import pytest
-from conftest import hand_list, hand_n5_payload, n5_data
 
 import n5mscodecs
+from conftest import hand_list, hand_n5_payload, n5_data
 from n5mscodecs import (
     LabelMultisetArray,
     LabelMultisetFormatError,

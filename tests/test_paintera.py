@@ -3,8 +3,8 @@ import os
 
 import numpy as np
 import pytest
-from conftest import n5_data
 
+from conftest import n5_data
 from n5mscodecs import INVALID, LabelMultisetArray, n5
 from n5mscodecs.cli import voronoi_labels
 from n5mscodecs.errors import ConfigurationError
@@ -262,7 +262,8 @@ def test_distributed_local_cluster_with_processes(tmp_path):
     np.save(tmp_path / "l.npy", labels)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster:
-        convert(tmp_path / "l.npy", tmp_path / "d.n5", block_size=8, factors=[2, 2], scheduler=cluster.scheduler_address)
+        convert(tmp_path / "l.npy", tmp_path / "d.n5", block_size=8, factors=[2, 2],
+                scheduler=cluster.scheduler_address)
     convert(tmp_path / "l.npy", tmp_path / "t.n5", block_size=8, factors=[2, 2])
     for level in range(3):
         assert n5.open(tmp_path / f"d.n5/data/s{level}")[:] == n5.open(tmp_path / f"t.n5/data/s{level}")[:]

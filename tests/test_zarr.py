@@ -7,6 +7,7 @@ import textwrap
 import numcodecs
 import numpy as np
 import pytest
+
 from conftest import n5_data
 
 zarr = pytest.importorskip("zarr")

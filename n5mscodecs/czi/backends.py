@@ -26,8 +26,8 @@ import lz4.block
 import numpy as np
 import zstandard
 
-from ..errors import ChunkedFormatError, ConfigurationError
 from .._status import Status
+from ..errors import ChunkedFormatError, ConfigurationError
 from . import _chunked
 from . import libraries as _libraries
 from .header import ChunkLayout
@@ -272,7 +272,9 @@ class PythonBackend:
 
             def size_error(i, chunk):
                 size = decompressed_offsets[i + 1] - decompressed_offsets[i]
-                return ChunkedFormatError(f"chunk {i}: decompressed to {len(chunk)} bytes, DecompressedSizes says {size}")
+                return ChunkedFormatError(
+                    f"chunk {i}: decompressed to {len(chunk)} bytes, DecompressedSizes says {size}"
+                )
 
             def decode_alone(i, destination, threads):
                 """Chunk ``i`` into ``destination`` (its whole size), hi/lo on ``threads``."""

@@ -30,8 +30,8 @@ import numpy as np
 import zstandard
 
 from .._buffers import read_bytes, writable_bytes
-from ..errors import ChunkedFormatError, ConfigurationError
 from .._status import Status
+from ..errors import ChunkedFormatError, ConfigurationError
 from . import _chunked
 from .backends import STREAM_MIN_BYTES, DecodeJob, EncodeJob, Staging, aligned_empty, current_backend
 from .header import (
@@ -164,12 +164,13 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
         target = writable_bytes(out)
         result = out
         if target.shape[0] != total and not allow_size_mismatch:
-            raise ChunkedFormatError(f"DecompressedSizes: payload decodes to {total} bytes, out holds {target.shape[0]}")
+            raise ChunkedFormatError(
+                f"DecompressedSizes: payload decodes to {total} bytes, out holds {target.shape[0]}"
+            )
         check_expansion(layout, payload)
         if target.shape[0] > total:
             target[total:] = 0
     limit = target.shape[0]
-    codec, hilo = info.codec, info.hilo
     workers, kernel_threads = thread_split(threads, info.chunk_count, total)
     # allow_size_mismatch with a short out: chunks starting at or past its end are
     # skipped (empty ones before it are still checked), one reaching past it is cut.

@@ -6,7 +6,7 @@ from numcodecs.abc import Codec
 
 from .._buffers import read_bytes, writable_bytes
 from ..errors import ConfigurationError
-from .chunked import input_bytes, validate_options, chunked_decode, chunked_encode
+from .chunked import chunked_decode, chunked_encode, input_bytes, validate_options
 
 
 class CziChunked(Codec):

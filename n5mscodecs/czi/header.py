@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._buffers import read_bytes
-from ..errors import ChunkedFormatError
 from .._status import Status
+from ..errors import ChunkedFormatError
 from . import _chunked
 
 CODECS = ("zstd", "lz4")  # index = CompressionMethod value
@@ -159,9 +159,8 @@ def parse_header(payload):
     status, header = _chunked.read_header(payload)
     if status != Status.OK:
         raise header_problem(payload)
-    header_size, codec, preprocessing, compressed_sizes, decompressed_sizes, compressed_offsets, decompressed_offsets = (
-        header
-    )
+    (header_size, codec, preprocessing, compressed_sizes, decompressed_sizes, compressed_offsets,
+     decompressed_offsets) = header
     for array in (compressed_sizes, decompressed_sizes, compressed_offsets, decompressed_offsets):
         array.flags.writeable = False
     end = int(compressed_offsets[-1])

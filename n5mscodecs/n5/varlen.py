@@ -9,7 +9,6 @@ bytes *before* compression.
 
 from __future__ import annotations
 
-import numpy as np
 from numcodecs.abc import Codec
 
 from .._buffers import read_bytes

@@ -100,7 +100,9 @@ def _start(target, parameters, overwrite, resume):
             raise ConfigurationError(f"{target}: resume: not written by n5ms convert")
         if state["parameters"] != parameters:
             changed = sorted(k for k in parameters if state["parameters"].get(k) != parameters[k])
-            raise ConfigurationError(f"{target}: resume: parameters differ from the interrupted run ({', '.join(changed)})")
+            raise ConfigurationError(
+                f"{target}: resume: parameters differ from the interrupted run ({', '.join(changed)})"
+            )
         return state["complete"]
     elif exists:
         hint = (" (an interrupted conversion: pass resume=True to finish it)" if state and not state["complete"]

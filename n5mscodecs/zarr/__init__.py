@@ -8,6 +8,7 @@ them through entry points; older zarr never loads data type entry points, so
 from zarr.core.dtype import data_type_registry as _data_type_registry
 from zarr.registry import register_codec as _register_codec
 
+from .attributes import label_multiset_metadata, write_zarr_json, zarr_document
 from .codecs import (
     ZARR_CODECS,
     CziChunkedZarrCodec,
@@ -18,7 +19,6 @@ from .codecs import (
     chunk_to_multisets,
 )
 from .dtype import LabelMultisetDType
-from .attributes import label_multiset_metadata, write_zarr_json, zarr_document
 from .store import N5Store
 from .threads import zarr_threads
 

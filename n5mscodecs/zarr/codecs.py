@@ -21,8 +21,8 @@ from zarr.core.common import parse_named_configuration
 from ..czi import CziChunked, chunked_decode, chunked_encode
 from ..errors import ConfigurationError, N5HeaderError
 from ..multiset import LabelMultisetArray
-from ..payload import label_multiset_decode, label_multiset_encode, n5_label_multiset_decode, n5_label_multiset_encode
 from ..n5.varlen import CodecChain, n5_block_header, n5_varlen_decode, n5_varlen_encode
+from ..payload import label_multiset_decode, label_multiset_encode, n5_label_multiset_decode, n5_label_multiset_encode
 from .dtype import LabelMultisetDType
 
 

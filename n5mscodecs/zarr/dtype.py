@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+
 try:  # zarr >= 3.4 moved it
     from zarr.errors import DataTypeValidationError
 except ImportError:

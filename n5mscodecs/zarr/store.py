@@ -31,6 +31,7 @@ from ..n5.header import N5BlockHeader
 from ..n5.varlen import n5_varlen_decode, n5_varlen_encode
 from .attributes import ATTRIBUTES, ZARR_JSON, attributes_from_zarr, zarr_document
 
+
 class N5Store(WrapperStore):
     """A read-write zarr store view of an N5 container (see the module docs).
 
