@@ -51,7 +51,7 @@ if changelog_heading != version:
 with tarfile.open(sdist) as tar:
     sdist_files = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
 required = {"setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "CHANGELOG.md", "LICENSE",
-            "conftest.py", "tests/conftest.py", "tests/test_czi_chunked.py", "docs/index.md",
+            "conftest.py", "tests/support.py", "tests/czi/test_czi_chunked.py", "docs/index.md",
             "n5mscodecs/multiset/_kernels.pyx", "n5mscodecs/multiset/_hash_table.pxd", "n5mscodecs/py.typed",
             "n5mscodecs/zarr/codecs.py"}
 required |= {p.relative_to(src).as_posix() for pattern in

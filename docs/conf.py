@@ -51,7 +51,7 @@ html_static_path = []
 # listed here, as are the plain-words types of numpydoc "Parameters" sections.
 nitpicky = True
 napoleon_type_aliases = {
-    "ChunkedInfo": ":class:`~n5mscodecs.czi_chunked.ChunkedInfo`",
+    "ChunkedInfo": ":class:`~n5mscodecs.czi.ChunkedInfo`",
 }
 _external = [
     "numpy.ndarray", "numpy.dtypes.ObjectDType", "numcodecs.abc.Codec",

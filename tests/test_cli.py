@@ -4,7 +4,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import n5_data
+from support import n5_data
 from n5mscodecs import n5
 from n5mscodecs.cli import label_colours, main, voronoi_labels
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import hand_list, hand_n5_payload, hand_varlen_block
+from support import hand_list, hand_n5_payload, hand_varlen_block
 from n5mscodecs import (
     N5msCodecsError,
     label_multiset_decode,

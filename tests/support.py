@@ -1,3 +1,6 @@
+"""Shared test helpers: where the real Java-written N5 data is, and payloads built by hand with
+struct (independent of the encoders). Importable from every test directory (pytest pythonpath)."""
+
 import os
 import struct
 from pathlib import Path

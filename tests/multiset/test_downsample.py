@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import n5_data
+from support import n5_data
 from n5mscodecs import INVALID, LabelMultisetArray, n5
 from n5mscodecs.errors import ConfigurationError
 

@@ -581,7 +581,7 @@ def test_entry_point_is_declared():
     import pathlib
     import tomllib
 
-    pyproject = pathlib.Path(__file__).resolve().parents[1] / "pyproject.toml"
+    pyproject = pathlib.Path(__file__).resolve().parents[2] / "pyproject.toml"
     entry_points = tomllib.loads(pyproject.read_text())["project"]["entry-points"]["numcodecs.codecs"]
     for target in (entry_points["czi_chunked"], "n5mscodecs.czi_chunked:CziChunked"):  # the 0.1 path too
         module, name = target.split(":")

@@ -4,7 +4,7 @@ import numcodecs
 import numpy as np
 import pytest
 
-from conftest import hand_list, hand_zarr_payload
+from support import hand_list, hand_zarr_payload
 from n5mscodecs import (
     LabelMultisetArray,
     LabelMultisetCodec,

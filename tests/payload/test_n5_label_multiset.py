@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import n5mscodecs
-from conftest import hand_list, hand_n5_payload, n5_data
+from support import hand_list, hand_n5_payload, n5_data
 from n5mscodecs import (
     LabelMultisetArray,
     LabelMultisetFormatError,

@@ -4,7 +4,7 @@ import os
 import numpy as np
 import pytest
 
-from conftest import n5_data
+from support import n5_data
 from n5mscodecs import INVALID, LabelMultisetArray, n5
 from n5mscodecs.cli import voronoi_labels
 from n5mscodecs.errors import ConfigurationError

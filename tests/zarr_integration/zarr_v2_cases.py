@@ -10,7 +10,7 @@ import numpy as np
 
 from n5mscodecs import CziChunked, LabelMultiset, LabelMultisetArray, chunked_decode
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 WRITTEN_BY_ZARR2 = FIXTURES / "zarr2_written"
 WRITTEN_BY_ZARR3 = FIXTURES / "zarr3_written_v2"
 SHAPE, CHUNKS = (6, 9), (4, 4)

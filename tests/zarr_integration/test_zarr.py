@@ -8,7 +8,7 @@ import numcodecs
 import numpy as np
 import pytest
 
-from conftest import n5_data
+from support import n5_data
 
 zarr = pytest.importorskip("zarr")
 from zarr.storage import LocalStore  # noqa: E402

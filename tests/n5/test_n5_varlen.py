@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import zstandard
 
-from conftest import hand_list, hand_n5_payload, hand_varlen_block, n5_data
+from support import hand_list, hand_n5_payload, hand_varlen_block, n5_data
 from n5mscodecs import (
     CompressionError,
     LabelMultisetArray,
