@@ -26,9 +26,8 @@ from n5mscodecs.n5.header import MODE_DEFAULT, MODE_VARLENGTH
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from targets import VARLEN_CHAINS, shape_prefix  # noqa: E402
-
 from support import N5_DATA, hand_list, hand_n5_payload, hand_varlen_block, hand_zarr_payload  # noqa: E402
+from targets import VARLEN_CHAINS, shape_prefix  # noqa: E402
 
 # largest real blocks taken as seeds: big inputs slow every execution
 MAX_REAL_SEED = 1 << 17

@@ -10,9 +10,20 @@ numcodecs' helpers expect, and a ValueError, as this package promises).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .errors import ConfigurationError, InputTypeError
+
+if TYPE_CHECKING:
+    from typing import Literal, TypeAlias
+
+    from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
+
+    #: A bytes-like object: anything exporting the buffer protocol
+    #: (bytes, bytearray, memoryview, numpy arrays, ...).
+    BytesLike: TypeAlias = Buffer
 
 
 def _as_ndarray(data, what):
@@ -26,7 +37,7 @@ def _as_ndarray(data, what):
         raise InputTypeError(f"{what}: a bytes-like object is required, got {type(data).__name__}") from exc
 
 
-def read_bytes(data, what="data"):
+def read_bytes(data: BytesLike, what: str = "data") -> np.ndarray:
     """``data``'s bytes as a 1-d uint8 array: memory order, no copy when contiguous."""
     array = _as_ndarray(data, what)
     if array.dtype.hasobject:
@@ -36,7 +47,7 @@ def read_bytes(data, what="data"):
     return array.reshape(-1, order="A").view(np.uint8)
 
 
-def writable_bytes(out, what="out"):
+def writable_bytes(out: BytesLike, what: str = "out") -> np.ndarray:
     """A writable 1-d uint8 view of ``out`` in its memory order (C- or F-contiguous)."""
     array = _as_ndarray(out, what)
     if array.dtype.hasobject:
@@ -48,6 +59,6 @@ def writable_bytes(out, what="out"):
     return array.reshape(-1, order="A").view(np.uint8)
 
 
-def memory_order(array):
+def memory_order(array: np.ndarray) -> Literal["C", "F"]:
     """numpy's ``order`` that walks ``array`` in its memory order ("F" only for F-contiguous)."""
     return "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"

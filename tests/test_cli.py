@@ -3,8 +3,8 @@ import sys
 
 import numpy as np
 import pytest
-
 from support import n5_data
+
 from n5mscodecs import n5
 from n5mscodecs.cli import label_colours, main, voronoi_labels
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from support import hand_list, hand_n5_payload, hand_varlen_block
+
 from n5mscodecs import (
     N5msCodecsError,
     label_multiset_decode,

@@ -21,6 +21,7 @@ import contextlib
 import contextvars
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import lz4.block
 import numpy as np
@@ -31,6 +32,15 @@ from ..errors import ChunkedFormatError, ConfigurationError
 from . import _chunked
 from . import libraries as _libraries
 from .header import ChunkLayout
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import TypeAlias
+
+    from .workers import StartWorker
+
+    #: A chunk (de)compression back end (see the module docs).
+    Backend: TypeAlias = "NativeBackend | PythonBackend"
 
 # Outputs at least this large are written with streaming stores: they would not
 # stay in the caches anyway, and skipping the read of each destination line
@@ -74,7 +84,7 @@ class EncodeJob:
 _HUGE_PAGE = 1 << 21
 
 
-def aligned_empty(size):
+def aligned_empty(size: int) -> np.ndarray:
     """``np.empty(size, uint8)`` starting on a 2 MiB boundary when it is large.
 
     numpy asks for transparent huge pages on large arrays, but only the
@@ -88,7 +98,7 @@ def aligned_empty(size):
     return buffer[start : start + size]
 
 
-def chunk_worker():
+def chunk_worker() -> _chunked.ChunkWorker:
     """The calling thread's contexts and scratch for the ``_chunked`` codec kernels."""
     worker = getattr(_thread_state, "chunk_worker", None)
     if worker is None:
@@ -122,16 +132,16 @@ class Staging:
 
     BLOCK_BYTES = 8 << 20
 
-    def __init__(self, chunk_count, expected_bytes):
+    def __init__(self, chunk_count: int, expected_bytes: int) -> None:
         # Small inputs get one small block instead of 8 MiB.
         self.block_bytes = min(self.BLOCK_BYTES, expected_bytes)
-        self.blocks = []
+        self.blocks: list[np.ndarray] = []
         self.block_of = np.empty(chunk_count, dtype=np.int32)
         self.offset_of = np.empty(chunk_count, dtype=np.int64)
         self.size_of = np.empty(chunk_count, dtype=np.int64)
         self._lock = threading.Lock()
 
-    def new_block(self, size):
+    def new_block(self, size: int) -> tuple[int, np.ndarray]:
         block = aligned_empty(max(self.block_bytes, size))
         with self._lock:
             self.blocks.append(block)
@@ -221,7 +231,7 @@ class NativeBackend:
 
     name = "native"
 
-    def decoder(self, job):
+    def decoder(self, job: DecodeJob) -> StartWorker:
         payload, target, layout, limit = job.payload, job.target, job.layout, job.limit
         codec, hilo = layout.info.codec, layout.info.hilo
 
@@ -240,7 +250,7 @@ class NativeBackend:
 
         return start_worker
 
-    def encoder(self, job):
+    def encoder(self, job: EncodeJob) -> StartWorker:
         return lambda: _native_compressor(job.staging, job.source, job.chunk_size, job.codec, job.level, job.hilo,
                                           job.kernel_threads)
 
@@ -250,7 +260,7 @@ class PythonBackend:
 
     name = "python"
 
-    def decoder(self, job):
+    def decoder(self, job: DecodeJob) -> StartWorker:
         payload, target, layout, limit = job.payload, job.target, job.layout, job.limit
         info = layout.info
         codec, hilo, kernel_threads = info.codec, info.hilo, job.kernel_threads
@@ -309,7 +319,7 @@ class PythonBackend:
 
         return start_worker
 
-    def encoder(self, job):
+    def encoder(self, job: EncodeJob) -> StartWorker:
         source, max_chunk_size, codec, level, hilo = job.source, job.chunk_size, job.codec, job.level, job.hilo
         total, kernel_threads, staging = source.shape[0], job.kernel_threads, job.staging
         stream = memoryview(source)
@@ -344,13 +354,13 @@ _DEFAULT = _BACKENDS["native" if NATIVE_AVAILABLE else "python"]
 _selected = contextvars.ContextVar("n5mscodecs_czi_backend", default=None)
 
 
-def current_backend():
+def current_backend() -> Backend:
     """The back end chunked_decode/chunked_encode use in this context."""
     return _selected.get() or _DEFAULT
 
 
 @contextlib.contextmanager
-def use_backend(name):
+def use_backend(name: str) -> Iterator[Backend]:
     """Use back end ``name`` ("native" or "python") inside the block, in this context only."""
     if name not in _BACKENDS:
         raise ConfigurationError(f"backend must be one of {sorted(_BACKENDS)}, got {name!r}")

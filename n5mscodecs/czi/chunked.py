@@ -26,6 +26,8 @@ True
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import zstandard
 
@@ -46,6 +48,9 @@ from .header import (
 )
 from .workers import run_chunks, thread_split
 
+if TYPE_CHECKING:
+    from .._buffers import BytesLike
+
 __all__ = ["ChunkedInfo", "chunked_decode", "chunked_encode", "chunked_info"]
 
 _ZSTD_LEVELS = (-(1 << 17), zstandard.MAX_COMPRESSION_LEVEL)
@@ -56,12 +61,12 @@ _LZ4_MAX_ACCELERATION = 65537  # LZ4_ACCELERATION_MAX: LZ4 treats larger values 
 # --- validation helpers --------------------------------------------------------
 
 
-def check_threads(threads):
+def check_threads(threads: int | None) -> None:
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ConfigurationError(f"threads must be None or a positive int, got {threads!r}")
 
 
-def validate_options(codec, level, max_chunk_size, hilo):
+def validate_options(codec: str, level: int | None, max_chunk_size: int, hilo: bool) -> tuple[str, int]:
     """Check encoder options; return ``(codec, level)`` with defaults applied."""
     if not isinstance(codec, str) or codec.lower() not in CODECS:
         raise ConfigurationError(f"codec must be one of {CODECS}, got {codec!r}")
@@ -89,7 +94,7 @@ def validate_options(codec, level, max_chunk_size, hilo):
     return codec, level
 
 
-def input_bytes(data, hilo):
+def input_bytes(data: BytesLike, hilo: bool) -> np.ndarray:
     """The logical stream of ``data`` as a 1-D uint8 array (memory order; no copy if contiguous)."""
     if hilo and isinstance(data, np.ndarray) and not data.dtype.hasobject and data.dtype.itemsize != 2:
         raise ConfigurationError(
@@ -102,7 +107,14 @@ def input_bytes(data, hilo):
 # --- decode --------------------------------------------------------------------
 
 
-def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, allow_size_mismatch=False):
+def chunked_decode(
+    data: BytesLike,
+    *,
+    out: BytesLike | None = None,
+    threads: int | None = None,
+    max_decompressed_size: int | None = None,
+    allow_size_mismatch: bool = False,
+) -> np.ndarray | BytesLike:
     """Decode a chunked payload.
 
     Parameters
@@ -186,7 +198,15 @@ def chunked_decode(data, *, out=None, threads=None, max_decompressed_size=None, 
 # --- encode --------------------------------------------------------------------
 
 
-def chunked_encode(data, *, codec="zstd", level=None, max_chunk_size=65536, hilo=False, threads=None):
+def chunked_encode(
+    data: BytesLike,
+    *,
+    codec: str = "zstd",
+    level: int | None = None,
+    max_chunk_size: int = 65536,
+    hilo: bool = False,
+    threads: int | None = None,
+) -> bytes:
     """Encode data as a CZI chunked (mode 7) payload.
 
     Parameters

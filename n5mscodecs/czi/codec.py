@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from numcodecs.abc import Codec
 
 from .._buffers import read_bytes, writable_bytes
 from ..errors import ConfigurationError
 from .chunked import chunked_decode, chunked_encode, input_bytes, validate_options
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    import numpy as np
+
+    from .._buffers import BytesLike
 
 
 class CziChunked(Codec):
@@ -39,14 +48,16 @@ class CziChunked(Codec):
     #: (numcodecs' compressors' bound; an attribute, not configuration).
     max_buffer_size = 0x7E000000
 
-    def __init__(self, codec="zstd", level=None, max_chunk_size=65536, hilo=False):
+    def __init__(
+        self, codec: str = "zstd", level: int | None = None, max_chunk_size: int = 65536, hilo: bool = False
+    ) -> None:
         validate_options(codec, level, max_chunk_size, hilo)
         self.codec = codec.lower()
         self.level = level
         self.max_chunk_size = max_chunk_size
         self.hilo = bool(hilo)
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {"id": self.codec_id, "codec": self.codec, "level": self.level,
                 "max_chunk_size": self.max_chunk_size, "hilo": self.hilo}
 
@@ -56,7 +67,7 @@ class CziChunked(Codec):
                 f"czi_chunked: {what} of {size} bytes exceeds max_buffer_size ({self.max_buffer_size})"
             )
 
-    def encode(self, buf):
+    def encode(self, buf: BytesLike) -> bytes:
         source = input_bytes(buf, self.hilo)
         self._check_size(source.shape[0], "buffer to encode")
         # a memoryview: the 16-bit check for hilo was done on buf
@@ -65,7 +76,7 @@ class CziChunked(Codec):
             hilo=self.hilo,
         )  # fmt: skip
 
-    def decode(self, buf, out=None):
+    def decode(self, buf: BytesLike, out: BytesLike | None = None) -> np.ndarray | BytesLike:
         payload = read_bytes(buf, "buf")
         self._check_size(payload.shape[0], "buffer to decode")
         if out is None:
@@ -73,7 +84,7 @@ class CziChunked(Codec):
         chunked_decode(payload, out=writable_bytes(out))
         return out
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(codec={self.codec!r}, level={self.level!r}, "
             f"max_chunk_size={self.max_chunk_size}, hilo={self.hilo})"

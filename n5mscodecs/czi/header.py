@@ -5,6 +5,7 @@ and, for a rejected one, step by step to name what is wrong."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,6 +13,9 @@ from .._buffers import read_bytes
 from .._status import Status
 from ..errors import ChunkedFormatError
 from . import _chunked
+
+if TYPE_CHECKING:
+    from .._buffers import BytesLike
 
 CODECS = ("zstd", "lz4")  # index = CompressionMethod value
 MAX_CHUNK_SIZE = _chunked.max_varint(4)  # 536,870,911: a 4-byte size varint
@@ -124,7 +128,7 @@ def _read_byte_field(payload, spans, chunk_id, allowed):
     return value
 
 
-def header_problem(payload):
+def header_problem(payload: np.ndarray) -> Exception:
     """The error for a header :func:`_chunked.read_header` rejected: the same
     checks, one step at a time, each naming what is wrong."""
     size = payload.shape[0]
@@ -155,7 +159,7 @@ def header_problem(payload):
     return RuntimeError("chunked header rejected by read_header but not by the step-by-step checks")
 
 
-def parse_header(payload):
+def parse_header(payload: np.ndarray) -> ChunkLayout:
     status, header = _chunked.read_header(payload)
     if status != Status.OK:
         raise header_problem(payload)
@@ -179,7 +183,7 @@ def parse_header(payload):
     return ChunkLayout(info, compressed_offsets, decompressed_offsets)
 
 
-def chunked_info(data):
+def chunked_info(data: BytesLike) -> ChunkedInfo:
     """Parse and validate the header of a chunked payload.
 
     Parameters
@@ -207,7 +211,7 @@ def chunked_info(data):
     return parse_header(read_bytes(data)).info
 
 
-def check_expansion(layout, payload):
+def check_expansion(layout: ChunkLayout, payload: np.ndarray) -> None:
     """Refuse sizes that the compressed bytes cannot produce, before allocating."""
     info = layout.info
     slack = _LZ4_SLACK if info.codec == "lz4" else 0

@@ -7,8 +7,16 @@ import itertools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from .._threads import available_cpus
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeAlias
+
+    #: Called once per worker thread; returns that worker's ``process(first, stop)``.
+    StartWorker: TypeAlias = Callable[[], Callable[[int, int], None]]
 
 # Below this many decompressed bytes a thread hand-off costs more than it saves.
 PARALLEL_MIN_BYTES = 1 << 18
@@ -41,7 +49,7 @@ def _executor(workers):
         return _pool
 
 
-def thread_split(threads, chunk_count, total_bytes):
+def thread_split(threads: int | None, chunk_count: int, total_bytes: int) -> tuple[int, int]:
     """``(chunk workers, kernel threads)``: threads go to chunks first; with fewer
     chunks than threads, the hi/lo kernel of each chunk gets the rest."""
     if threads is None:
@@ -52,7 +60,7 @@ def thread_split(threads, chunk_count, total_bytes):
     return workers, max(1, threads // workers)
 
 
-def run_chunks(start_worker, chunk_count, workers):
+def run_chunks(start_worker: StartWorker, chunk_count: int, workers: int) -> None:
     """Process all chunks on ``workers`` threads.
 
     Each worker calls ``start_worker()`` once for its ``process(first, stop)``

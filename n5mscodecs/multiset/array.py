@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +19,25 @@ from .._threads import default_threads
 from ..errors import ConfigurationError, InputTypeError, LabelMultisetFormatError
 from . import _downsample as _downsample_kernel
 from . import _kernels
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from types import EllipsisType
+    from typing import Literal, TypeAlias
+
+    from numpy.typing import ArrayLike
+
+    #: One voxel's multiset as :meth:`LabelMultiset.coerce` accepts it.
+    ElementLike: TypeAlias = (
+        "LabelMultiset | Mapping[int, int] | Iterable[tuple[int, int]] | int | np.integer | None"
+    )
+    #: Label multisets as :meth:`LabelMultisetArray.coerce` accepts them: a
+    #: LabelMultisetArray, integer labels or an object array of elements.
+    MultisetsLike: TypeAlias = "LabelMultisetArray | ArrayLike"
+    #: One item of a basic index (ints, slices, Ellipsis, None).
+    BasicIndex: TypeAlias = "int | np.integer | slice | EllipsisType | None"
+    ArgmaxRule: TypeAlias = Literal["spec", "java"]
+    KeepRule: TypeAlias = Literal["highest", "lowest"]
 
 BACKGROUND = 0
 MAX_ID = 0xFFFFFFFFFFFFFFFC
@@ -56,7 +76,7 @@ class LabelMultiset:
 
     __slots__ = ("_ids", "_counts", "_key")
 
-    def __init__(self, ids=(), counts=None):
+    def __init__(self, ids: ArrayLike = (), counts: ArrayLike | None = None) -> None:
         ids = np.asarray(ids, dtype=np.uint64).reshape(-1)
         counts = np.ones(ids.shape, np.uint32) if counts is None else _as_counts(counts)
         if counts.shape != ids.shape:
@@ -79,18 +99,18 @@ class LabelMultiset:
         return self
 
     @classmethod
-    def from_mapping(cls, mapping):
+    def from_mapping(cls, mapping: Mapping[int, int]) -> LabelMultiset:
         """From ``{id: count}``."""
         return cls(list(mapping.keys()), list(mapping.values()))
 
     @classmethod
-    def from_pairs(cls, pairs):
+    def from_pairs(cls, pairs: Iterable[tuple[int, int]]) -> LabelMultiset:
         """From an iterable of ``(id, count)`` pairs."""
         pairs = list(pairs)
         return cls([p[0] for p in pairs], [p[1] for p in pairs])
 
     @classmethod
-    def coerce(cls, value):
+    def coerce(cls, value: ElementLike) -> LabelMultiset:
         """Accept a LabelMultiset, a mapping, ``(id, count)`` pairs, one integer label,
         or None (the empty multiset, as numcodecs' vlen codecs write None as empty)."""
         if isinstance(value, np.ndarray) and value.ndim == 0:
@@ -115,30 +135,30 @@ class LabelMultiset:
             ) from exc
 
     @property
-    def ids(self):
+    def ids(self) -> np.ndarray:
         return self._ids
 
     @property
-    def counts(self):
+    def counts(self) -> np.ndarray:
         return self._counts
 
     @property
-    def num_entries(self):
+    def num_entries(self) -> int:
         return int(self._ids.size)
 
     @property
-    def argmax(self):
+    def argmax(self) -> int:
         """Highest count, ties to the smaller id; INVALID when empty (data type spec)."""
         return self.argmax_rule("spec")
 
-    def argmax_rule(self, rule="spec"):
+    def argmax_rule(self, rule: ArgmaxRule = "spec") -> int:
         """Argmax under ``rule`` ("spec" or "java"; see :meth:`LabelMultisetArray.argmax`)."""
         offsets = np.array([0, self._ids.size], np.int64)
         return int(
             _kernels.argmax_of_lists(offsets, self._ids, self._counts, _check_rule(rule), 1)[0]
         )
 
-    def as_dict(self):
+    def as_dict(self) -> dict[int, int]:
         """``{id: total count}`` with duplicate ids merged, sorted by id."""
         merged = {}
         for label, count in zip(self._ids.tolist(), self._counts.tolist()):
@@ -150,18 +170,18 @@ class LabelMultiset:
             self._key = tuple(self.as_dict().items())
         return self._key
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, LabelMultiset):
             return NotImplemented
         return self._canonical_key() == other._canonical_key()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(self._canonical_key())
 
     def __reduce__(self):
         return (LabelMultiset, (np.array(self._ids), np.array(self._counts)))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         pairs = ", ".join(f"{i}: {c}" for i, c in zip(self._ids.tolist(), self._counts.tolist()))
         return f"LabelMultiset({{{pairs}}})"
 
@@ -199,7 +219,14 @@ class LabelMultisetArray:
     __slots__ = ("index", "list_offsets", "ids", "counts")
     __hash__ = None
 
-    def __init__(self, index, list_offsets, ids, counts, *, validate=True):
+    index: np.ndarray
+    list_offsets: np.ndarray
+    ids: np.ndarray
+    counts: np.ndarray
+
+    def __init__(
+        self, index: ArrayLike, list_offsets: ArrayLike, ids: ArrayLike, counts: ArrayLike, *, validate: bool = True
+    ) -> None:
         index = np.asarray(index)
         list_offsets = np.asarray(list_offsets)
         ids = np.asarray(ids)
@@ -218,7 +245,7 @@ class LabelMultisetArray:
         return cls(index, list_offsets, ids, counts, validate=False)
 
     @classmethod
-    def from_labels(cls, labels):
+    def from_labels(cls, labels: ArrayLike) -> LabelMultisetArray:
         """Singletons ``{label: 1}`` from an integer label array (one list per distinct label).
 
         Lists are numbered in first-encounter order over C order.
@@ -237,7 +264,7 @@ class LabelMultisetArray:
         )
 
     @classmethod
-    def full(cls, shape, label=INVALID, count=1):
+    def full(cls, shape: Iterable[int], label: int = INVALID, count: int = 1) -> LabelMultisetArray:
         """Every voxel the singleton ``{label: count}`` (the zarr fill value convention)."""
         shape = tuple(int(s) for s in shape)
         return cls._from_parts(
@@ -248,7 +275,9 @@ class LabelMultisetArray:
         )
 
     @classmethod
-    def from_elements(cls, elements, shape=None):
+    def from_elements(
+        cls, elements: np.ndarray | Iterable[ElementLike], shape: Sequence[int] | None = None
+    ) -> LabelMultisetArray:
         """From per-voxel elements: LabelMultiset, ``{id: count}``, ``(id, count)`` pairs or int.
 
         ``elements`` is an object ndarray (its shape is used) or a flat
@@ -290,7 +319,7 @@ class LabelMultisetArray:
     from_object_array = from_elements
 
     @classmethod
-    def coerce(cls, data):
+    def coerce(cls, data: MultisetsLike) -> LabelMultisetArray:
         """Accept a LabelMultisetArray, an integer label ndarray or an object ndarray of elements."""
         if isinstance(data, LabelMultisetArray):
             return data
@@ -306,40 +335,40 @@ class LabelMultisetArray:
     # -- basic properties ---------------------------------------------------
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         return self.index.shape
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return self.index.ndim
 
     @property
-    def size(self):
+    def size(self) -> int:
         return self.index.size
 
     @property
-    def n_lists(self):
+    def n_lists(self) -> int:
         return self.list_offsets.size - 1
 
-    def list_lengths(self):
+    def list_lengths(self) -> np.ndarray:
         """Number of entries of every list."""
         return np.diff(self.list_offsets)
 
-    def entries_per_voxel(self):
+    def entries_per_voxel(self) -> np.ndarray:
         """Number of stored entries of each voxel's list (an ndarray of ``shape``)."""
         return per_voxel(self.list_lengths(), self.index)
 
-    def element(self, list_number):
+    def element(self, list_number: int) -> LabelMultiset:
         """The list ``list_number`` as a :class:`LabelMultiset`."""
         lo, hi = self.list_offsets[list_number], self.list_offsets[list_number + 1]
         return LabelMultiset(self.ids[lo:hi], self.counts[lo:hi])
 
-    def __len__(self):
+    def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d LabelMultisetArray")
         return self.shape[0]
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"LabelMultisetArray(shape={self.shape}, n_lists={self.n_lists}, "
             f"n_entries={self.ids.size})"
@@ -347,13 +376,13 @@ class LabelMultisetArray:
 
     # -- computations -------------------------------------------------------
 
-    def argmax_of_lists(self, rule="spec", threads=None):
+    def argmax_of_lists(self, rule: ArgmaxRule = "spec", threads: int | None = None) -> np.ndarray:
         """Argmax of every list (uint64, ``n_lists`` values)."""
         return _kernels.argmax_of_lists(
             self.list_offsets, self.ids, self.counts, _check_rule(rule), default_threads(threads)
         )
 
-    def argmax(self, rule="spec", threads=None):
+    def argmax(self, rule: ArgmaxRule = "spec", threads: int | None = None) -> np.ndarray:
         """Per-voxel argmax as a uint64 ndarray of ``shape``, computed once per list.
 
         ``rule="spec"`` (data type spec): highest count wins, ties go to the
@@ -366,7 +395,7 @@ class LabelMultisetArray:
         """
         return per_voxel(self.argmax_of_lists(rule, threads), self.index)
 
-    def canonical(self, threads=None):
+    def canonical(self, threads: int | None = None) -> LabelMultisetArray:
         """Copy with every list sorted by unsigned id and duplicate ids merged."""
         threads = default_threads(threads)
         ids = self.ids.copy()
@@ -381,7 +410,7 @@ class LabelMultisetArray:
         _kernels.compact_lists(self.list_offsets, new_offsets, ids, counts, new_ids, new_counts, threads)
         return type(self)._from_parts(self.index.copy(), new_offsets, new_ids, new_counts)
 
-    def compact(self):
+    def compact(self) -> LabelMultisetArray:
         """Copy holding only the lists some voxel uses, identical lists merged, in first-use order (C order)."""
         representative = representative_lists(self.list_offsets, self.ids, self.counts)
         flat = np.ascontiguousarray(self.index.reshape(-1))
@@ -396,19 +425,19 @@ class LabelMultisetArray:
             index.reshape(self.shape), new_offsets, self.ids[take], self.counts[take]
         )
 
-    def used_lists(self):
+    def used_lists(self) -> np.ndarray:
         """Sorted numbers of the lists some voxel refers to."""
         if self.size == 0:
             return np.zeros(0, np.int64)
         return np.flatnonzero(np.bincount(self.index.reshape(-1), minlength=self.n_lists))
 
-    def unique_labels(self):
+    def unique_labels(self) -> np.ndarray:
         """Sorted distinct ids (with a positive count or not) of the lists voxels use."""
         used = self.used_lists()
         take = _entry_positions(self.list_offsets, used, None)
         return np.unique(self.ids[take])
 
-    def has_positive_counts(self):
+    def has_positive_counts(self) -> bool:
         """True if some voxel's list holds an entry with count > 0.
 
         Java's serializer does not write a block for which this is False.
@@ -416,7 +445,14 @@ class LabelMultisetArray:
         take = _entry_positions(self.list_offsets, self.used_lists(), None)
         return bool(np.any(self.counts[take] > 0))
 
-    def downsample(self, factors, max_num_entries=-1, *, keep="highest", threads=None):
+    def downsample(
+        self,
+        factors: int | Sequence[int],
+        max_num_entries: int = -1,
+        *,
+        keep: KeepRule = "highest",
+        threads: int | None = None,
+    ) -> LabelMultisetArray:
         """Multiset union of every window of ``factors`` voxels (counts summed per id).
 
         The output has shape ``ceil(shape / factors)``: windows at the upper
@@ -485,7 +521,7 @@ class LabelMultisetArray:
 
     # -- views ---------------------------------------------------------------
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: BasicIndex | tuple[BasicIndex, ...]) -> LabelMultiset | LabelMultisetArray:
         """Basic indexing: slices give a cheap view sharing the lists; all-integer gives an element."""
         if not isinstance(key, tuple):
             key = (key,)
@@ -497,20 +533,20 @@ class LabelMultisetArray:
             return self.element(int(sub))
         return type(self)._from_parts(sub, self.list_offsets, self.ids, self.counts)
 
-    def transpose(self, *axes):
+    def transpose(self, *axes: int) -> LabelMultisetArray:
         """Axes permuted as :meth:`numpy.ndarray.transpose` (a view)."""
         return type(self)._from_parts(self.index.transpose(*axes), self.list_offsets, self.ids, self.counts)
 
     @property
-    def T(self):
+    def T(self) -> LabelMultisetArray:
         return self.transpose()
 
-    def reshape(self, *shape, order="C"):
+    def reshape(self, *shape: int | Sequence[int], order: Literal["C", "F", "A"] = "C") -> LabelMultisetArray:
         return type(self)._from_parts(
             self.index.reshape(*shape, order=order), self.list_offsets, self.ids, self.counts
         )
 
-    def padded(self, shape, fill):
+    def padded(self, shape: Iterable[int], fill: ElementLike) -> LabelMultisetArray:
         """This array at the origin of a larger ``shape``, the rest filled with ``fill``
         (a :class:`LabelMultiset`): how truncated N5 boundary blocks become full chunks."""
         shape = tuple(int(s) for s in shape)
@@ -528,7 +564,7 @@ class LabelMultisetArray:
             np.concatenate([self.counts, fill.counts]),
         )
 
-    def to_elements(self):
+    def to_elements(self) -> np.ndarray:
         """Object ndarray of :class:`LabelMultiset`, one shared object per distinct list."""
         elements = np.empty(self.n_lists, dtype=object)
         ids, counts = self.ids.view(), self.counts.view()
@@ -549,7 +585,7 @@ class LabelMultisetArray:
 
     to_object_array = to_elements
 
-    def equals(self, other):
+    def equals(self, other: object) -> bool:
         """True if both have the same shape and every voxel the same multiset."""
         if not isinstance(other, LabelMultisetArray) or self.shape != other.shape:
             return False
@@ -562,13 +598,13 @@ class LabelMultisetArray:
             np.array_equal(representative[a.index], representative[b.index.astype(np.int64) + a.n_lists])
         )
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, LabelMultisetArray):
             return NotImplemented
         return self.equals(other)
 
 
-def argmax_elements(elements, rule="spec"):
+def argmax_elements(elements: ArrayLike, rule: ArgmaxRule = "spec") -> np.ndarray:
     """Argmax of an object array of elements (a zarr/dask chunk) as uint64 of the same shape.
 
     >>> argmax_elements(np.array([LabelMultiset([4, 2], [1, 3]), LabelMultiset()], dtype=object))
@@ -588,7 +624,11 @@ def _downsampling_factors(factors, ndim):
     return tuple(int(f) for f in values)
 
 
-def assemble(shape, pieces, fill=INVALID):
+def assemble(
+    shape: Iterable[int],
+    pieces: Iterable[tuple[tuple[slice, ...], LabelMultisetArray | None]],
+    fill: int = INVALID,
+) -> LabelMultisetArray:
     """One LabelMultisetArray of ``shape`` from ``(region, array)`` pieces that tile it.
 
     Each array's lists are appended once and its voxels placed at ``region``
@@ -621,7 +661,7 @@ def assemble(shape, pieces, fill=INVALID):
     return LabelMultisetArray._from_parts(index, offsets, ids, counts)
 
 
-def per_voxel(values, index):
+def per_voxel(values: np.ndarray, index: np.ndarray) -> np.ndarray:
     """``values[index]``, keeping an F-ordered index F-ordered (numpy's fancy indexing
     would walk it strided, which is 2x slower)."""
     if index.flags.f_contiguous and not index.flags.c_contiguous:
@@ -642,7 +682,7 @@ def _entry_positions(list_offsets, lists, new_offsets):
     return starts[list_of_entry] + (np.arange(total) - new_offsets[:-1][list_of_entry])
 
 
-def first_encounter(flat_labels):
+def first_encounter(flat_labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(index, unique)``: distinct uint64 values numbered in first-encounter order."""
     index = np.empty(flat_labels.size, np.int64 if flat_labels.size >= 2**31 else np.int32)
     status, unique = _kernels.first_encounter_labels(flat_labels, index)
@@ -651,7 +691,7 @@ def first_encounter(flat_labels):
     return index, unique
 
 
-def representative_lists(list_offsets, ids, counts):
+def representative_lists(list_offsets: np.ndarray, ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """For each list, the first list with identical stored content."""
     status, representative = _kernels.representative_lists(list_offsets, ids, counts)
     if status != Status.OK:

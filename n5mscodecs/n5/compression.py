@@ -16,6 +16,7 @@ import bz2
 import lzma
 import struct
 import zlib
+from typing import TYPE_CHECKING
 
 import lz4.block
 import numcodecs
@@ -31,6 +32,17 @@ except ImportError:  # pragma: no cover - the stdlib fallback
     _deflate = zlib
 
 from ..errors import CompressionError, ConfigurationError
+
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
+    from numcodecs.abc import Codec
+
+    from .._buffers import BytesLike
+
+    #: A compressor spelled any way :func:`compressor_from_config` reads: a name,
+    #: a zarr v3, numcodecs or N5 configuration, or a :class:`Compressor`.
+    CompressorConfig: TypeAlias = "str | dict[str, Any] | Compressor"
 
 _READ_STEP = 1 << 20
 # Decoder state a header may demand before any output exists: xz/lzma dictionaries
@@ -58,29 +70,29 @@ def _check_size(name, got, expected):
 class Compressor:
     """Base class. ``name`` is the zarr v3 name, ``n5_type`` the N5 ``compression.type``."""
 
-    name = ""
-    n5_type = ""
+    name: str = ""
+    n5_type: str | None = ""
 
-    def encode(self, data):
+    def encode(self, data: BytesLike) -> bytes:
         raise NotImplementedError
 
-    def decode(self, data, expected_size=None):
+    def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
         raise NotImplementedError
 
-    def configuration(self):
+    def configuration(self) -> dict[str, Any]:
         return {}
 
-    def v3_config(self):
+    def v3_config(self) -> dict[str, Any]:
         conf = self.configuration()
         return {"name": self.name, "configuration": conf} if conf else {"name": self.name}
 
-    def n5_config(self):
+    def n5_config(self) -> dict[str, Any]:
         raise NotImplementedError
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and self.v3_config() == other.v3_config()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.configuration().items())
         return f"{type(self).__name__}({args})"
 
@@ -94,18 +106,18 @@ class Gzip(Compressor):
     name = "gzip"
     n5_type = "gzip"
 
-    def __init__(self, level=-1, use_zlib=False):
+    def __init__(self, level: int = -1, use_zlib: bool = False) -> None:
         self.level = int(level)
         if not -1 <= self.level <= 9:
             raise ConfigurationError(f"gzip: level must be in -1..9, got {level}")
         self.use_zlib = bool(use_zlib)
 
-    def encode(self, data):
+    def encode(self, data: BytesLike) -> bytes:
         wbits = 15 if self.use_zlib else 31
         compressor = _deflate.compressobj(self.level, _deflate.DEFLATED, wbits)
         return compressor.compress(data) + compressor.flush()
 
-    def decode(self, data, expected_size=None):
+    def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
         data = _to_bytes(data)
         budget = None if expected_size is None else expected_size + 1
         parts, produced = [], 0
@@ -126,10 +138,10 @@ class Gzip(Compressor):
         _check_size(self.name, len(out), expected_size)
         return out
 
-    def configuration(self):
+    def configuration(self) -> dict[str, Any]:
         return {"level": self.level if self.level >= 0 else 6}
 
-    def n5_config(self):
+    def n5_config(self) -> dict[str, Any]:
         return {"type": "gzip", "level": self.level, "useZlib": self.use_zlib}
 
 
@@ -139,14 +151,14 @@ class Zstd(Compressor):
     name = "zstd"
     n5_type = "zstd"
 
-    def __init__(self, level=3, checksum=False):
+    def __init__(self, level: int = 3, checksum: bool = False) -> None:
         self.level = int(level)
         self.checksum = bool(checksum)
 
-    def encode(self, data):
+    def encode(self, data: BytesLike) -> bytes:
         return zstandard.ZstdCompressor(level=self.level, write_checksum=self.checksum).compress(data)
 
-    def decode(self, data, expected_size=None):
+    def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
         window = 0 if expected_size is None else min(1 << 31, max(_ZSTD_MIN_WINDOW, 1 << expected_size.bit_length()))
         try:
             reader = zstandard.ZstdDecompressor(max_window_size=window).stream_reader(
@@ -167,10 +179,10 @@ class Zstd(Compressor):
         _check_size(self.name, len(out), expected_size)
         return out
 
-    def configuration(self):
+    def configuration(self) -> dict[str, Any]:
         return {"level": self.level, "checksum": self.checksum}
 
-    def n5_config(self):
+    def n5_config(self) -> dict[str, Any]:
         return {"type": "zstd", "level": self.level}
 
 
@@ -181,7 +193,9 @@ class Blosc(Compressor):
     n5_type = "blosc"
     _SHUFFLE_NAMES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
 
-    def __init__(self, cname="lz4", clevel=5, shuffle=1, blocksize=0, typesize=1):
+    def __init__(
+        self, cname: str = "lz4", clevel: int = 5, shuffle: int | str = 1, blocksize: int = 0, typesize: int = 1
+    ) -> None:
         self.cname = str(cname)
         self.clevel = int(clevel)
         if isinstance(shuffle, str):
@@ -193,11 +207,11 @@ class Blosc(Compressor):
         self.blocksize = int(blocksize)
         self.typesize = int(typesize)
 
-    def encode(self, data):
+    def encode(self, data: BytesLike) -> bytes:
         return _blosc.compress(_to_bytes(data), self.cname.encode(), self.clevel, self.shuffle,
                                self.blocksize, self.typesize)
 
-    def decode(self, data, expected_size=None):
+    def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
         data = _to_bytes(data)
         if len(data) < 16:
             raise CompressionError(f"blosc: {len(data)} bytes cannot hold the 16-byte blosc header")
@@ -216,12 +230,12 @@ class Blosc(Compressor):
         _check_size(self.name, len(out), expected_size)
         return out
 
-    def configuration(self):
+    def configuration(self) -> dict[str, Any]:
         return {"cname": self.cname, "clevel": self.clevel,
                 "shuffle": self._SHUFFLE_NAMES.get(self.shuffle, self.shuffle),
                 "typesize": self.typesize, "blocksize": self.blocksize}
 
-    def n5_config(self):
+    def n5_config(self) -> dict[str, Any]:
         return {"type": "blosc", "cname": self.cname, "clevel": self.clevel,
                 "shuffle": self.shuffle, "blocksize": self.blocksize, "nthreads": 1}
 
@@ -234,7 +248,7 @@ class _StreamCompressor(Compressor):
 
     _errors = ()
 
-    def decode(self, data, expected_size=None):
+    def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
         decompressor = self._decompressor()
         try:
             out = decompressor.decompress(_to_bytes(data),
@@ -254,19 +268,19 @@ class Xz(_StreamCompressor):
     n5_type = "xz"
     _errors = (lzma.LZMAError,)
 
-    def __init__(self, preset=6):
+    def __init__(self, preset: int = 6) -> None:
         self.preset = int(preset)
 
     def _decompressor(self):
         return lzma.LZMADecompressor(lzma.FORMAT_AUTO, memlimit=_XZ_MEMLIMIT)
 
-    def encode(self, data):
+    def encode(self, data: BytesLike) -> bytes:
         return lzma.compress(data, format=lzma.FORMAT_XZ, preset=self.preset)
 
-    def configuration(self):
+    def configuration(self) -> dict[str, Any]:
         return {"format": lzma.FORMAT_XZ, "preset": self.preset}
 
-    def n5_config(self):
+    def n5_config(self) -> dict[str, Any]:
         return {"type": "xz", "preset": self.preset}
 
 
@@ -277,7 +291,7 @@ class Bzip2(_StreamCompressor):
     n5_type = "bzip2"
     _errors = (OSError, ValueError)
 
-    def __init__(self, level=9):
+    def __init__(self, level: int = 9) -> None:
         self.level = int(level)
         if not 1 <= self.level <= 9:
             raise ConfigurationError(f"bzip2: blockSize/level must be in 1..9, got {level}")
@@ -285,13 +299,13 @@ class Bzip2(_StreamCompressor):
     def _decompressor(self):
         return bz2.BZ2Decompressor()
 
-    def encode(self, data):
+    def encode(self, data: BytesLike) -> bytes:
         return bz2.compress(data, self.level)
 
-    def configuration(self):
+    def configuration(self) -> dict[str, Any]:
         return {"level": self.level}
 
-    def n5_config(self):
+    def n5_config(self) -> dict[str, Any]:
         return {"type": "bzip2", "blockSize": self.level}
 
 
@@ -310,7 +324,7 @@ class Lz4(Compressor):
     _HEADER = 21
     _SEED = 0x9747B28C
 
-    def __init__(self, block_size=65536):
+    def __init__(self, block_size: int = 65536) -> None:
         # Any value is read (decoding never uses it; z5py writes e.g. 6);
         # only encode needs one that Java's LZ4BlockOutputStream accepts.
         if isinstance(block_size, bool) or not isinstance(block_size, int | np.integer):
@@ -321,7 +335,7 @@ class Lz4(Compressor):
     def _checksum(self, data):
         return _xxhash.xxh32(np.frombuffer(data, np.uint8), self._SEED) & 0xFFFFFFF
 
-    def encode(self, data):
+    def encode(self, data: BytesLike) -> bytes:
         if not 64 <= self.block_size <= 1 << 25:
             raise ConfigurationError(f"lz4: writing needs a blockSize in 64..2**25, got {self.block_size}")
         data = _to_bytes(data)
@@ -337,7 +351,7 @@ class Lz4(Compressor):
         parts.append(self._MAGIC + struct.pack("<Biii", 0x10 | self._level, 0, 0, 0))
         return b"".join(parts)
 
-    def decode(self, data, expected_size=None):
+    def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
         data = _to_bytes(data)
         parts, produced, pos = [], 0, 0
         while True:
@@ -376,10 +390,10 @@ class Lz4(Compressor):
         _check_size("lz4", len(out), expected_size)
         return out
 
-    def configuration(self):
+    def configuration(self) -> dict[str, Any]:
         return {"blockSize": self.block_size}
 
-    def n5_config(self):
+    def n5_config(self) -> dict[str, Any]:
         return {"type": "lz4", "blockSize": self.block_size}
 
 
@@ -388,14 +402,14 @@ class NumcodecsCompressor(Compressor):
 
     n5_type = None
 
-    def __init__(self, codec):
+    def __init__(self, codec: Codec) -> None:
         self.codec = codec
         self.name = codec.codec_id
 
-    def encode(self, data):
+    def encode(self, data: BytesLike) -> bytes:
         return _to_bytes(self.codec.encode(data))
 
-    def decode(self, data, expected_size=None):
+    def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
         try:
             out = _to_bytes(self.codec.decode(data))
         except Exception as exc:  # foreign codecs raise anything; report it as ours
@@ -403,15 +417,15 @@ class NumcodecsCompressor(Compressor):
         _check_size(self.name, len(out), expected_size)
         return out
 
-    def configuration(self):
+    def configuration(self) -> dict[str, Any]:
         conf = self.codec.get_config()
         conf.pop("id", None)
         return conf
 
-    def v3_config(self):
+    def v3_config(self) -> dict[str, Any]:
         return {"id": self.name, **self.configuration()}
 
-    def n5_config(self):
+    def n5_config(self) -> dict[str, Any]:
         raise ConfigurationError(f"{self.name}: has no N5 compression equivalent")
 
 
@@ -442,7 +456,7 @@ _FACTORIES = {
 }
 
 
-def compressor_from_config(config):
+def compressor_from_config(config: CompressorConfig) -> Compressor | None:
     """A :class:`Compressor` (or None for raw) from any of the three spellings."""
     if isinstance(config, Compressor):
         return config

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,6 +16,19 @@ from .compression import compressor_from_config
 from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 from .varlen import CodecChain, n5_varlen_decode, n5_varlen_encode
 
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from typing import Any
+
+    from numpy.typing import ArrayLike, DTypeLike
+
+    from .._buffers import BytesLike
+    from ..multiset import LabelMultiset
+    from ..multiset.array import MultisetsLike
+    from .compression import CompressorConfig
+    from .grid import Selection
+    from .storage import PathLike
+
 N5_VERSION = "4.0.0"  # written as the container root's {"n5": ...}
 _DTYPES = ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
            "float32", "float64")
@@ -22,7 +36,7 @@ read_attributes = storage.read_attributes
 write_attributes = storage.write_attributes
 
 
-def compression_attributes(compression):
+def compression_attributes(compression: CompressorConfig) -> dict[str, Any]:
     """The N5 ``compression`` attribute for a compressor spelled any way ``compressor_from_config`` reads."""
     compressor = compressor_from_config(compression)
     return {"type": "raw"} if compressor is None else compressor.n5_config()
@@ -31,7 +45,7 @@ def compression_attributes(compression):
 class _Dataset:
     """Grid geometry and block paths shared by both dataset kinds."""
 
-    def __init__(self, path, attributes):
+    def __init__(self, path: PathLike, attributes: dict[str, Any]) -> None:
         self.path = os.fspath(path)
         self.attributes = attributes
         try:
@@ -44,31 +58,31 @@ class _Dataset:
         self.compressor = compressor_from_config(attributes.get("compression", {"type": "raw"}))
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return len(self.shape)
 
     @property
-    def grid_shape(self):
+    def grid_shape(self) -> tuple[int, ...]:
         return grid.grid_shape(self.shape, self.chunks)
 
-    def block_path(self, grid_position):
+    def block_path(self, grid_position: Sequence[int]) -> str:
         return storage.join(self.path, *(int(g) for g in grid_position))
 
-    def block_shape(self, grid_position):
+    def block_shape(self, grid_position: Sequence[int]) -> tuple[int, ...]:
         """Cropped shape of a block: what Java readers expect for boundary blocks."""
         return grid.block_shape(grid_position, self.chunks, self.shape)
 
-    def block_region(self, grid_position):
+    def block_region(self, grid_position: Sequence[int]) -> tuple[slice, ...]:
         """The block's voxels in the dataset, as a tuple of slices."""
         return grid.block_region(grid_position, self.chunks, self.shape)
 
-    def has_block(self, grid_position):
+    def has_block(self, grid_position: Sequence[int]) -> bool:
         return storage.exists(self.block_path(grid_position))
 
-    def read_block_bytes(self, grid_position):
+    def read_block_bytes(self, grid_position: Sequence[int]) -> bytes | None:
         return storage.read_bytes(self.block_path(grid_position))
 
-    def write_block_bytes(self, grid_position, data):
+    def write_block_bytes(self, grid_position: Sequence[int], data: bytes | bytearray | memoryview) -> None:
         storage.write_bytes(self.block_path(grid_position), data)
 
     def _read_region(self, key, read_block, threads):
@@ -90,7 +104,7 @@ class LabelMultisetDataset(_Dataset):
     default (what Paintera shows); Java's ``N5LabelMultisets`` uses 0.
     """
 
-    def __init__(self, path, attributes, *, fill_label=INVALID):
+    def __init__(self, path: PathLike, attributes: dict[str, Any], *, fill_label: int = INVALID) -> None:
         super().__init__(path, attributes)
         self.fill_label = int(fill_label)
         chain = [{"name": "n5_label_multiset"}]
@@ -99,10 +113,10 @@ class LabelMultisetDataset(_Dataset):
         self.codec_chain = CodecChain(chain)
 
     @property
-    def max_id(self):
+    def max_id(self) -> int | None:
         return self.attributes.get("maxId")
 
-    def decode_block(self, data, grid_position):
+    def decode_block(self, data: BytesLike, grid_position: Sequence[int]) -> LabelMultisetArray:
         """Decode block bytes to the block's cropped shape.
 
         The voxel count comes from the grid, not the header: label-utilities-spark
@@ -118,7 +132,7 @@ class LabelMultisetDataset(_Dataset):
                 raise
         return grid.crop(n5_varlen_decode(data, self.codec_chain, threads=1), cropped)
 
-    def read_block(self, grid_position):
+    def read_block(self, grid_position: Sequence[int]) -> LabelMultisetArray | None:
         """The block at ``grid_position`` (cropped shape), or None when it is missing."""
         data = self.read_block_bytes(grid_position)
         if data is None:
@@ -128,17 +142,17 @@ class LabelMultisetDataset(_Dataset):
         except (LabelMultisetFormatError, N5HeaderError) as exc:
             raise type(exc)(f"{self.block_path(grid_position)}: {exc}") from exc
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Selection) -> LabelMultisetArray | LabelMultiset:
         return self.read(key)
 
-    def read(self, key=(), threads=None):
+    def read(self, key: Selection = (), threads: int | None = None) -> LabelMultisetArray | LabelMultiset:
         """Read a basic selection into one :class:`~n5mscodecs.LabelMultisetArray` (only the blocks needed)."""
         pieces, box, view = self._read_region(key, self.read_block, threads)
         result = assemble(box, [(target, None if block is None else block[source])
                                 for target, source, block in pieces], fill=self.fill_label)
         return result[view] if view else result
 
-    def write_block(self, grid_position, data):
+    def write_block(self, grid_position: Sequence[int], data: MultisetsLike) -> bool:
         """Encode and write one block (cropped to the grid); a block without any
         positive count is removed instead, as Java's serializer writes nothing."""
         data = LabelMultisetArray.coerce(data)
@@ -155,7 +169,7 @@ class LabelMultisetDataset(_Dataset):
 class ArrayDataset(_Dataset):
     """A plain numeric N5 dataset (default-mode blocks; varlength blocks read as 1-d arrays)."""
 
-    def __init__(self, path, attributes, *, fill_value=0):
+    def __init__(self, path: PathLike, attributes: dict[str, Any], *, fill_value: int | float = 0) -> None:
         super().__init__(path, attributes)
         dtype = attributes.get("dataType")
         if dtype not in _DTYPES:
@@ -163,7 +177,7 @@ class ArrayDataset(_Dataset):
         self.dtype = np.dtype(dtype)
         self.fill_value = fill_value
 
-    def read_block(self, grid_position):
+    def read_block(self, grid_position: Sequence[int]) -> np.ndarray | None:
         """The block's data: N5-order ndarray of its header shape (1-d for varlength), or None."""
         data = self.read_block_bytes(grid_position)
         if data is None:
@@ -188,10 +202,10 @@ class ArrayDataset(_Dataset):
             return values
         return values.reshape(header.shape, order="F")
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Selection) -> np.ndarray | np.generic:
         return self.read(key)
 
-    def read(self, key=(), threads=None):
+    def read(self, key: Selection = (), threads: int | None = None) -> np.ndarray | np.generic:
         pieces, box, view = self._read_region(key, self.read_block, threads)
         out = np.full(box, self.fill_value, self.dtype)
         for target, source, block in pieces:
@@ -205,7 +219,7 @@ class ArrayDataset(_Dataset):
             out[region] = block[usable]
         return out[view]
 
-    def write_block(self, grid_position, data):
+    def write_block(self, grid_position: Sequence[int], data: ArrayLike) -> None:
         data = np.asarray(data, self.dtype)
         header = N5BlockHeader(MODE_DEFAULT, data.shape)
         payload = data.astype(self.dtype.newbyteorder(">")).tobytes(order="F")
@@ -213,7 +227,9 @@ class ArrayDataset(_Dataset):
             payload = self.compressor.encode(payload)
         self.write_block_bytes(grid_position, header.to_bytes() + payload)
 
-    def write_varlength_block(self, grid_position, values, dims=None):
+    def write_varlength_block(
+        self, grid_position: Sequence[int], values: ArrayLike, dims: Iterable[int] | None = None
+    ) -> None:
         """Write ``values`` (1-d) as a varlength block: header dims ``dims`` (default: the block's
         cropped shape) and numElements = ``len(values)``, as Paintera's side data is stored."""
         values = np.asarray(values, self.dtype).reshape(-1)
@@ -225,7 +241,7 @@ class ArrayDataset(_Dataset):
         self.write_block_bytes(grid_position, header.to_bytes() + bytes(payload))
 
 
-def open(path, *, fill_label=INVALID):  # noqa: A001 - mirrors zarr.open / h5py.File naming
+def open(path: PathLike, *, fill_label: int = INVALID) -> LabelMultisetDataset | ArrayDataset:  # noqa: A001 - mirrors zarr.open / h5py.File naming
     """Open an N5 dataset directory: a :class:`LabelMultisetDataset` when
     ``isLabelMultiset`` is true, else an :class:`ArrayDataset`."""
     path = os.fspath(path)
@@ -258,8 +274,16 @@ def _write_blocks(dataset, data, threads):
         list(pool.map(write_one, np.ndindex(*dataset.grid_shape)))
 
 
-def write(path, data, chunks, *, compression="gzip", attributes=None, overwrite=False,
-          threads=None):
+def write(
+    path: PathLike,
+    data: MultisetsLike,
+    chunks: Iterable[int],
+    *,
+    compression: CompressorConfig = "gzip",
+    attributes: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    threads: int | None = None,
+) -> LabelMultisetDataset:
     """Write a label multiset dataset the way Java does.
 
     ``data`` (N5 axis order) is a LabelMultisetArray, integer labels or an
@@ -290,8 +314,16 @@ def write(path, data, chunks, *, compression="gzip", attributes=None, overwrite=
     return dataset
 
 
-def create_array_dataset(path, shape, chunks, dtype, *, compression="gzip", attributes=None,
-                         overwrite=False):
+def create_array_dataset(
+    path: PathLike,
+    shape: Iterable[int],
+    chunks: Iterable[int],
+    dtype: DTypeLike,
+    *,
+    compression: CompressorConfig = "gzip",
+    attributes: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+) -> ArrayDataset:
     """Create an empty plain numeric N5 dataset; fill it with ``write_block``."""
     dtype = np.dtype(dtype)
     if dtype.name not in _DTYPES:
@@ -304,8 +336,16 @@ def create_array_dataset(path, shape, chunks, dtype, *, compression="gzip", attr
     return ArrayDataset(path, document)
 
 
-def write_array(path, data, chunks, *, compression="gzip", attributes=None, overwrite=False,
-                threads=None):
+def write_array(
+    path: PathLike,
+    data: ArrayLike,
+    chunks: Iterable[int],
+    *,
+    compression: CompressorConfig = "gzip",
+    attributes: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    threads: int | None = None,
+) -> ArrayDataset:
     """Write a plain numeric N5 dataset (default-mode, truncated boundary blocks)."""
     data = np.asarray(data)
     chunks = tuple(int(c) for c in chunks)

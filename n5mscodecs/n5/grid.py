@@ -2,31 +2,50 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+if TYPE_CHECKING:
+    from collections.abc import Container, Sequence
+    from types import EllipsisType
+    from typing import TypeAlias, TypeVar
 
-def grid_shape(shape, chunks):
+    from ..multiset import LabelMultisetArray
+
+    #: One item of a basic selection of an N5 dataset.
+    Index: TypeAlias = "int | np.integer | slice | EllipsisType"
+    #: A basic selection: an index or a tuple of them (ints, slices, Ellipsis).
+    Selection: TypeAlias = "Index | tuple[Index, ...]"
+    _Block = TypeVar("_Block", np.ndarray, LabelMultisetArray)
+
+
+def grid_shape(shape: Sequence[int], chunks: Sequence[int]) -> tuple[int, ...]:
     return tuple(-(-s // b) for s, b in zip(shape, chunks))
 
 
-def block_shape(grid_position, chunks, shape):
+def block_shape(grid_position: Sequence[int], chunks: Sequence[int], shape: Sequence[int]) -> tuple[int, ...]:
     """Cropped shape of a block: what Java writes and reads for boundary blocks."""
     return tuple(min(b, s - g * b) for g, b, s in zip(grid_position, chunks, shape))
 
 
-def block_region(grid_position, chunks, shape):
+def block_region(
+    grid_position: Sequence[int], chunks: Sequence[int], shape: Sequence[int]
+) -> tuple[slice, ...]:
     """The block's voxels in the dataset, as a tuple of slices."""
     return tuple(slice(g * b, min((g + 1) * b, s)) for g, b, s in zip(grid_position, chunks, shape))
 
 
-def crop(block, shape):
+def crop(block: _Block, shape: Sequence[int]) -> _Block:
     """``block`` (an ndarray or LabelMultisetArray) cut to ``shape`` at its origin; itself if it fits."""
     if tuple(block.shape) == tuple(shape):
         return block
     return block[tuple(slice(0, n) for n in shape)]
 
 
-def normalize_selection(key, shape):
+def normalize_selection(
+    key: Selection, shape: Sequence[int]
+) -> tuple[list[int], list[int], list[int], list[int]]:
     """``(starts, stops, steps, dropped axes)`` of a basic selection (ints, slices, Ellipsis)."""
     if not isinstance(key, tuple):
         key = (key,)
@@ -59,12 +78,14 @@ def normalize_selection(key, shape):
     return starts, stops, steps, drop
 
 
-def final_view(steps, drop):
+def final_view(steps: Sequence[int], drop: Container[int]) -> tuple[int | slice, ...]:
     """The strides and dropped axes of a selection, applied to its bounding box."""
     return tuple(0 if axis in drop else slice(None, None, step) for axis, step in enumerate(steps))
 
 
-def covering_blocks(starts, stops, chunks, shape):
+def covering_blocks(
+    starts: Sequence[int], stops: Sequence[int], chunks: Sequence[int], shape: Sequence[int]
+) -> list[tuple[tuple[int, ...], tuple[slice, ...], tuple[slice, ...]]]:
     """For the bounding box ``starts:stops``: ``(grid position, target, source)`` of every block
     it touches, ``target`` the slices in the box and ``source`` those in the (cropped) block."""
     if any(stop <= start for start, stop in zip(starts, stops)):

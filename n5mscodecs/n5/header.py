@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import N5HeaderError
+
+if TYPE_CHECKING:
+    from .._buffers import BytesLike
 
 MODE_DEFAULT = 0
 MODE_VARLENGTH = 1
@@ -28,16 +32,16 @@ class N5BlockHeader:
     """
 
     mode: int
-    shape: tuple
+    shape: tuple[int, ...]
     num_elements: int | None = None
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         """Header size in bytes."""
         return 4 + 4 * len(self.shape) + (4 if self.mode == MODE_VARLENGTH else 0)
 
     @classmethod
-    def from_bytes(cls, data):
+    def from_bytes(cls, data: BytesLike) -> N5BlockHeader:
         """Parse the header at the start of ``data`` (bytes-like)."""
         buf = memoryview(data).cast("B") if not isinstance(data, np.ndarray) else memoryview(
             np.ascontiguousarray(data).reshape(-1).view(np.uint8))
@@ -61,7 +65,7 @@ class N5BlockHeader:
             (num_elements,) = struct.unpack_from(">I", buf, 4 + 4 * ndim)
         return cls(mode, tuple(int(s) for s in shape), num_elements)
 
-    def to_bytes(self):
+    def to_bytes(self) -> bytes:
         ndim = len(self.shape)
         if not 0 < ndim < 2**16:
             raise N5HeaderError(f"N5 header: ndim {ndim} not in 1..65535")

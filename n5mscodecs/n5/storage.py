@@ -13,15 +13,22 @@ import json
 import os
 import shutil
 import tempfile
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
 
 ATTRIBUTES = "attributes.json"
 
+#: A file system path: a string or an :class:`os.PathLike` of one.
+PathLike: TypeAlias = str | os.PathLike[str]
 
-def join(path, *names):
+
+def join(path: PathLike, *names: str | int) -> str:
     return os.path.join(os.fspath(path), *(str(n) for n in names))
 
 
-def read_bytes(path):
+def read_bytes(path: PathLike) -> bytes | None:
     """The bytes at ``path``, or None when there is nothing."""
     try:
         with builtins.open(path, "rb") as f:
@@ -30,7 +37,7 @@ def read_bytes(path):
         return None
 
 
-def write_bytes(path, data):
+def write_bytes(path: PathLike, data: bytes | bytearray | memoryview) -> None:
     """Write ``data`` at ``path`` atomically (creating parent directories)."""
     directory = os.path.dirname(os.fspath(path))
     os.makedirs(directory, exist_ok=True)
@@ -44,35 +51,35 @@ def write_bytes(path, data):
         raise
 
 
-def read_json(path):
+def read_json(path: PathLike) -> Any:
     """The parsed JSON document at ``path``, or None when there is none."""
     data = read_bytes(path)
     return None if data is None else json.loads(data)
 
 
-def write_json(path, document):
+def write_json(path: PathLike, document: Any) -> None:
     write_bytes(path, json.dumps(document, indent=2).encode())
 
 
-def read_attributes(path):
+def read_attributes(path: PathLike) -> dict[str, Any]:
     """The parsed ``attributes.json`` of the group or dataset ``path`` ({} when there is none)."""
     return read_json(join(path, ATTRIBUTES)) or {}
 
 
-def write_attributes(path, document):
+def write_attributes(path: PathLike, document: dict[str, Any]) -> None:
     """Write the ``attributes.json`` of ``path`` (atomically)."""
     write_json(join(path, ATTRIBUTES), document)
 
 
-def exists(path):
+def exists(path: PathLike) -> bool:
     return os.path.exists(path)
 
 
-def is_nonempty_directory(path):
+def is_nonempty_directory(path: PathLike) -> bool:
     return os.path.isdir(path) and bool(os.listdir(path))
 
 
-def list_names(path):
+def list_names(path: PathLike) -> list[str]:
     """The names directly below ``path`` (sorted; empty when it does not exist)."""
     try:
         return sorted(os.listdir(path))
@@ -80,7 +87,7 @@ def list_names(path):
         return []
 
 
-def remove(path):
+def remove(path: PathLike) -> None:
     """Remove the object at ``path`` if there is one."""
     try:
         os.unlink(path)
@@ -88,10 +95,10 @@ def remove(path):
         pass
 
 
-def remove_tree(path):
+def remove_tree(path: PathLike) -> None:
     """Remove ``path`` and everything below it."""
     shutil.rmtree(path)
 
 
-def make_directory(path):
+def make_directory(path: PathLike) -> None:
     os.makedirs(path, exist_ok=True)

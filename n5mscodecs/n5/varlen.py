@@ -9,6 +9,8 @@ bytes *before* compression.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from numcodecs.abc import Codec
 
 from .._buffers import read_bytes
@@ -16,6 +18,20 @@ from ..errors import ConfigurationError, N5HeaderError
 from ..payload.layout import N5_LAYOUT, ZARR_LAYOUT, check_out, decode_payload, encode_payload, fill_out, multiset_input
 from .compression import compressor_from_config
 from .header import MODE_VARLENGTH, N5BlockHeader
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any, TypeAlias
+
+    import numpy as np
+
+    from .._buffers import BytesLike
+    from ..multiset import LabelMultisetArray
+    from ..multiset.array import MultisetsLike
+    from .compression import Compressor, CompressorConfig
+
+    #: An inner codec chain: a parsed :class:`CodecChain` or its codec configurations.
+    CodecsLike: TypeAlias = "CodecChain | Iterable[CompressorConfig]"
 
 DEFAULT_CODECS = ({"name": "n5_label_multiset"},)
 _ARRAY_CODECS = {"n5_label_multiset": N5_LAYOUT, "label_multiset": ZARR_LAYOUT}
@@ -32,7 +48,7 @@ def _codec_name(config):
 class CodecChain:
     """A parsed inner chain: the payload layout and the compressors in encode order."""
 
-    def __init__(self, codecs=DEFAULT_CODECS):
+    def __init__(self, codecs: Iterable[CompressorConfig] = DEFAULT_CODECS) -> None:
         codecs = list(codecs)
         if not codecs:
             raise ConfigurationError("n5_varlen: codecs must start with an array-to-bytes codec")
@@ -46,7 +62,7 @@ class CodecChain:
             if extra.get("configuration"):
                 raise ConfigurationError(f"{first}: takes no configuration, got {extra['configuration']!r}")
         self.layout = _ARRAY_CODECS[first]
-        self.compressors = []
+        self.compressors: list[Compressor] = []
         for config in codecs[1:]:
             if _codec_name(config) in _ARRAY_CODECS:
                 raise ConfigurationError("n5_varlen: only the first inner codec may be array-to-bytes")
@@ -54,15 +70,15 @@ class CodecChain:
             if compressor is not None:
                 self.compressors.append(compressor)
 
-    def v3_configs(self):
+    def v3_configs(self) -> list[dict[str, Any]]:
         return [{"name": self.layout.name}] + [c.v3_config() for c in self.compressors]
 
-    def compress(self, payload):
+    def compress(self, payload: BytesLike) -> BytesLike:
         for compressor in self.compressors:
             payload = compressor.encode(payload)
         return payload
 
-    def decompress(self, data, payload_size):
+    def decompress(self, data: BytesLike, payload_size: int | None) -> BytesLike:
         for position, compressor in reversed(list(enumerate(self.compressors))):
             # only the innermost output has a known size (numElements)
             data = compressor.decode(data, payload_size if position == 0 else None)
@@ -73,7 +89,7 @@ def _chain(codecs):
     return codecs if isinstance(codecs, CodecChain) else CodecChain(codecs)
 
 
-def n5_varlen_encode(data, codecs=DEFAULT_CODECS, *, threads=None):
+def n5_varlen_encode(data: MultisetsLike, codecs: CodecsLike = DEFAULT_CODECS, *, threads: int | None = None) -> bytes:
     """Encode one block: header with the array's shape (N5 axis order), then the compressed payload.
 
     >>> import numpy as np
@@ -88,12 +104,18 @@ def n5_varlen_encode(data, codecs=DEFAULT_CODECS, *, threads=None):
     return header.to_bytes() + chain.compress(payload)
 
 
-def n5_block_header(data):
+def n5_block_header(data: BytesLike) -> N5BlockHeader:
     """The :class:`N5BlockHeader` at the start of ``data``."""
     return N5BlockHeader.from_bytes(read_bytes(data, "block"))
 
 
-def n5_varlen_decode(data, codecs=DEFAULT_CODECS, *, shape=None, threads=None):
+def n5_varlen_decode(
+    data: BytesLike,
+    codecs: CodecsLike = DEFAULT_CODECS,
+    *,
+    shape: Sequence[int] | None = None,
+    threads: int | None = None,
+) -> LabelMultisetArray:
     """Decode one varlength block to a :class:`~n5mscodecs.LabelMultisetArray`.
 
     The voxel count comes from the header dims unless ``shape`` is given
@@ -143,20 +165,22 @@ class N5Varlen(Codec):
 
     codec_id = "n5_varlen"
 
-    def __init__(self, codecs=DEFAULT_CODECS):
+    def __init__(self, codecs: Iterable[CompressorConfig] = DEFAULT_CODECS) -> None:
         self._chain = CodecChain(codecs)  # parsed configuration only: immutable, thread-safe
 
     @property
-    def codecs(self):
+    def codecs(self) -> list[dict[str, Any]]:
         return self._chain.v3_configs()
 
-    def get_config(self):
+    def get_config(self) -> dict[str, Any]:
         return {"id": self.codec_id, "codecs": self.codecs}
 
-    def encode(self, buf):
+    def encode(self, buf: MultisetsLike) -> bytes:
         return n5_varlen_encode(buf, self._chain)
 
-    def decode(self, buf, out=None, shape=None):
+    def decode(
+        self, buf: BytesLike, out: np.ndarray | None = None, shape: Sequence[int] | None = None
+    ) -> LabelMultisetArray | np.ndarray:
         """Decode a block; ``out`` (an object or uint64 ndarray) is filled with elements or labels."""
         if out is not None:
             check_out(out, self.codec_id)
@@ -165,5 +189,5 @@ class N5Varlen(Codec):
         result = n5_varlen_decode(buf, self._chain, shape=shape)
         return result if out is None else fill_out(out, result)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"N5Varlen(codecs={self.codecs!r})"

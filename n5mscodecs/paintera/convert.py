@@ -6,6 +6,7 @@ import os
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +20,24 @@ from .lookup import LABEL_BLOCK_LOOKUP, block_labels, write_label_to_block_mappi
 from .pyramid import PyramidJob, normalized_factors, write_pyramid_block
 from .sources import open_label_source
 
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Protocol
+
+    import distributed
+
+    from ..multiset.array import KeepRule
+    from ..n5.compression import CompressorConfig
+    from ..n5.storage import PathLike
+    from .sources import LabelSource
+
+    class ProgressBar(Protocol):
+        """What ``progress(description, total)`` returns (e.g. a ``tqdm.tqdm``)."""
+
+        def update(self, n: int = 1) -> object: ...
+
+        def close(self) -> object: ...
+
 CONVERSION_KEY = "n5mscodecs:conversion"
 
 
@@ -27,7 +46,7 @@ class ConversionSummary:
     """What :func:`convert` did."""
 
     target: str
-    level_shapes: list
+    level_shapes: list[tuple[int, ...]]
     blocks_written: int
     blocks_total: int
     max_id: int
@@ -35,7 +54,7 @@ class ConversionSummary:
     seconds: float
 
     @property
-    def voxels(self):
+    def voxels(self) -> int:
         return int(np.prod(self.level_shapes[0], dtype=np.int64))
 
 
@@ -112,9 +131,25 @@ def _start(target, parameters, overwrite, resume):
     return False
 
 
-def convert(source, target, *, dataset=None, block_size=64, factors=None, compression="gzip",
-            max_num_entries=-1, keep="highest", resolution=None, offset=None, lookup_block_size=10000,
-            threads=None, scheduler=None, overwrite=False, resume=False, progress=None):
+def convert(
+    source: LabelSource | np.ndarray | PathLike,
+    target: PathLike,
+    *,
+    dataset: str | None = None,
+    block_size: int | Sequence[int] = 64,
+    factors: Sequence[int | Sequence[int]] | None = None,
+    compression: CompressorConfig = "gzip",
+    max_num_entries: int = -1,
+    keep: KeepRule = "highest",
+    resolution: Sequence[float] | None = None,
+    offset: Sequence[float] | None = None,
+    lookup_block_size: int = 10000,
+    threads: int | None = None,
+    scheduler: str | distributed.Client | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+    progress: Callable[[str, int], ProgressBar] | None = None,
+) -> ConversionSummary:
     """Convert integer labels into a Paintera label source (a label multiset pyramid).
 
     Parameters

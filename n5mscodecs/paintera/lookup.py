@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import struct
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,6 +14,12 @@ from .. import n5
 from .._threads import default_threads
 from ..multiset import MAX_ID
 from ..n5 import storage
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..n5 import ArrayDataset
+    from ..n5.storage import PathLike
 
 LABEL_BLOCK_LOOKUP = {"type": "n5-filesystem-relative", "scaleDatasetPattern": "label-to-block-mapping/s%d"}
 LOOKUP_DIMENSION = 2**63 - 1   # the label-to-block-mapping datasets span every uint63 id
@@ -24,7 +31,7 @@ def _mapping_dataset(target, level, lookup_block_size, compression):
                             "blockSize": [lookup_block_size], "dimensions": [LOOKUP_DIMENSION]})
 
 
-def block_labels(unique_labels):
+def block_labels(unique_labels: ArrayDataset) -> tuple[np.ndarray, np.ndarray]:
     """(labels, grid positions) of every unique-labels block on disk, as flat arrays."""
     labels, grids = [], []
     for grid in np.ndindex(*unique_labels.grid_shape):
@@ -37,7 +44,7 @@ def block_labels(unique_labels):
     return np.concatenate(labels), np.concatenate(grids)
 
 
-def label_to_block_mapping_blocks(unique_labels, lookup_block_size):
+def label_to_block_mapping_blocks(unique_labels: ArrayDataset, lookup_block_size: int) -> dict[int, bytes]:
     """``{file number: bytes}``: the uncompressed mapping files for one level.
 
     File ``n`` lists the ids ``n * lookup_block_size ...`` found in some
@@ -63,7 +70,9 @@ def label_to_block_mapping_blocks(unique_labels, lookup_block_size):
     return {number: b"".join(parts) for number, parts in files.items()}
 
 
-def write_label_to_block_mapping(target, level, lookup_block_size, compression, threads=None):
+def write_label_to_block_mapping(
+    target: PathLike, level: int, lookup_block_size: int, compression: dict[str, Any], threads: int | None = None
+) -> int:
     """Write ``label-to-block-mapping/s{level}`` from ``unique-labels/s{level}``; returns the file count."""
     unique_labels = n5.open(os.path.join(target, "unique-labels", f"s{level}"))
     mapping = _mapping_dataset(target, level, lookup_block_size, compression)
@@ -81,7 +90,9 @@ def write_label_to_block_mapping(target, level, lookup_block_size, compression, 
     return len(files)
 
 
-def read_label_to_block_mapping(target, level):
+def read_label_to_block_mapping(
+    target: PathLike, level: int
+) -> dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]]:
     """``{id: [(min, max), ...]}`` of a Paintera label source's ``label-to-block-mapping/s{level}``
     (intervals inclusive, N5 order), as Paintera's ``LabelBlockLookupFromN5`` reads it."""
     target = os.fspath(target)

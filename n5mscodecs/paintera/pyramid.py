@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -12,6 +13,12 @@ from .. import n5
 from ..errors import ConfigurationError
 from ..multiset import LabelMultisetArray, assemble
 from .sources import LabelSource
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from ..multiset.array import KeepRule
 
 
 @dataclass(frozen=True)
@@ -24,33 +31,33 @@ class PyramidJob:
 
     target: str
     source: LabelSource
-    block_size: tuple
-    factors: tuple            # per level: factors relative to the level below (level 0: ones)
-    compression: dict
+    block_size: tuple[int, ...]
+    factors: tuple[tuple[int, ...], ...]  # per level: factors relative to the level below (level 0: ones)
+    compression: dict[str, Any]
     max_num_entries: int
-    keep: str
+    keep: KeepRule
 
     @property
-    def n_levels(self):
+    def n_levels(self) -> int:
         return len(self.factors)
 
-    def level_shape(self, level):
+    def level_shape(self, level: int) -> tuple[int, ...]:
         shape = self.source.shape
         for factors in self.factors[1:level + 1]:
             shape = tuple(-(-n // f) for n, f in zip(shape, factors))
         return shape
 
-    def cumulative_factors(self, level):
+    def cumulative_factors(self, level: int) -> tuple[int, ...]:
         return tuple(int(np.prod([f[d] for f in self.factors[:level + 1]])) for d in range(len(self.block_size)))
 
-    def grid_shape(self, level):
+    def grid_shape(self, level: int) -> tuple[int, ...]:
         return tuple(-(-n // b) for n, b in zip(self.level_shape(level), self.block_size))
 
-    def data(self, level):
+    def data(self, level: int) -> n5.LabelMultisetDataset:
         return n5.LabelMultisetDataset(os.path.join(self.target, "data", f"s{level}"),
                                        self._attributes(level, label_multiset=True))
 
-    def unique_labels(self, level):
+    def unique_labels(self, level: int) -> n5.ArrayDataset:
         return n5.ArrayDataset(os.path.join(self.target, "unique-labels", f"s{level}"),
                                self._attributes(level, label_multiset=False))
 
@@ -65,7 +72,9 @@ class PyramidJob:
         return document
 
 
-def normalized_factors(factors, shape, block_size):
+def normalized_factors(
+    factors: Sequence[int | Sequence[int]] | None, shape: Sequence[int], block_size: Sequence[int]
+) -> tuple[tuple[int, ...], ...]:
     ndim = len(shape)
     if factors is None:  # halve until the whole volume fits one block
         factors, level_shape = [], shape
@@ -111,7 +120,7 @@ def _source_block(job, grid):
     return block, 1
 
 
-def write_pyramid_block(job, level, grid):
+def write_pyramid_block(job: PyramidJob, level: int, grid: Sequence[int]) -> int:
     """Write block ``grid`` of level ``level`` (level 1 also writes its level-0 blocks).
 
     A level-1 block downsamples its level-0 blocks in memory as they are made;

@@ -6,11 +6,17 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import n5
 from ..errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..n5.storage import PathLike
 
 
 @functools.lru_cache(maxsize=8)
@@ -44,11 +50,11 @@ class LabelSource:
 
     kind: str
     path: str | None
-    shape: tuple
+    shape: tuple[int, ...]
     dtype: str
     array: np.ndarray | None = field(default=None, repr=False)
 
-    def read(self, region):
+    def read(self, region: tuple[slice, ...]) -> np.ndarray:
         """The labels of ``region`` (a tuple of slices, N5 order) as an ndarray."""
         if self.kind == "array":
             return self.array[region]
@@ -57,7 +63,7 @@ class LabelSource:
             return stored[region]
         return np.asarray(stored[region[::-1]]).T
 
-    def description(self):
+    def description(self) -> dict[str, Any]:
         """What identifies the source when resuming a conversion."""
         return {"kind": self.kind, "path": self.path, "shape": list(self.shape), "dtype": self.dtype}
 
@@ -71,7 +77,7 @@ def _checked_source(kind, path, shape, dtype, array=None):
     return LabelSource(kind, path, tuple(int(s) for s in shape), dtype.name, array)
 
 
-def open_label_source(source, dataset=None):
+def open_label_source(source: LabelSource | np.ndarray | PathLike, dataset: str | None = None) -> LabelSource:
     """A :class:`LabelSource` from an ndarray (N5 order), an N5 dataset or group + ``dataset``,
     a zarr array, a ``.npy`` file or a TIFF file."""
     if isinstance(source, LabelSource):

@@ -4,10 +4,21 @@ Layout: one uint32 LE list offset per voxel in C order over the array's own
 shape, then the same little-endian list data as the N5 layout.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .layout import ZARR_LAYOUT, PayloadCodec, decode_payload, encode_payload
 
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
-def label_multiset_encode(data, *, threads=None):
+    from .._buffers import BytesLike
+    from ..multiset import LabelMultisetArray
+    from ..multiset.array import MultisetsLike
+
+
+def label_multiset_encode(data: MultisetsLike, *, threads: int | None = None) -> bytearray:
     """Encode labels or multisets to the zarr-native payload.
 
     >>> import numpy as np
@@ -17,7 +28,9 @@ def label_multiset_encode(data, *, threads=None):
     return encode_payload(data, ZARR_LAYOUT, threads=threads)
 
 
-def label_multiset_decode(data, shape, *, threads=None):
+def label_multiset_decode(
+    data: BytesLike, shape: Iterable[int], *, threads: int | None = None
+) -> LabelMultisetArray:
     """Decode a zarr-native payload of ``shape`` voxels to a LabelMultisetArray.
 
     >>> label_multiset_decode(label_multiset_encode(np.array([[1, 2]], np.uint64)), (1, 2)).argmax()

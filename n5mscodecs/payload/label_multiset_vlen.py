@@ -12,7 +12,10 @@ multiset, and ``out`` is filled in its memory order. A
 :class:`~n5mscodecs.LabelMultisetArray` has no memory order: it is encoded in C order.
 """
 
+from __future__ import annotations
+
 import struct
+from typing import TYPE_CHECKING
 
 from numcodecs.abc import Codec
 
@@ -20,6 +23,12 @@ from .._buffers import memory_order, read_bytes
 from ..errors import ConfigurationError, LabelMultisetFormatError
 from ..multiset import LabelMultisetArray
 from .layout import ZARR_LAYOUT, check_out, decode_payload, encode_payload, fill_out, multiset_input
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .._buffers import BytesLike
+    from ..multiset.array import MultisetsLike
 
 
 class LabelMultisetVLen(Codec):
@@ -34,7 +43,7 @@ class LabelMultisetVLen(Codec):
 
     codec_id = "label_multiset_vlen"
 
-    def encode(self, buf):
+    def encode(self, buf: MultisetsLike) -> bytes:
         data = multiset_input(buf)
         if isinstance(data, LabelMultisetArray):
             flat = data.reshape(-1)
@@ -42,7 +51,7 @@ class LabelMultisetVLen(Codec):
             flat = LabelMultisetArray.coerce(data.reshape(-1, order=memory_order(data)))
         return struct.pack("<I", flat.size) + bytes(encode_payload(flat, ZARR_LAYOUT))
 
-    def decode(self, buf, out=None):
+    def decode(self, buf: BytesLike, out: np.ndarray | None = None) -> np.ndarray:
         data = read_bytes(buf, "buf")
         if data.size < 4:
             raise LabelMultisetFormatError(f"label_multiset_vlen: voxel count needs 4 bytes, got {data.size}")

@@ -21,6 +21,7 @@ decodes to shape ``(dx, dy, dz)`` and voxel ``[i, j, k]`` is payload voxel
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numcodecs.abc import Codec
@@ -32,6 +33,15 @@ from ..errors import ConfigurationError, InputTypeError, LabelMultisetFormatErro
 from ..multiset import LabelMultisetArray
 from ..multiset.array import representative_lists
 from . import _kernels
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from numpy.typing import DTypeLike
+
+    from .._buffers import BytesLike
+    from ..multiset.array import MultisetsLike
 
 _MAX_N5_OFFSET = 2**31 - 1
 _MAX_ZARR_OFFSET = 2**32 - 1
@@ -50,7 +60,7 @@ N5_LAYOUT = Layout("n5_label_multiset", True, True, "F", _MAX_N5_OFFSET)
 ZARR_LAYOUT = Layout("label_multiset", False, False, "C", _MAX_ZARR_OFFSET)
 
 
-def multiset_input(data, what="data"):
+def multiset_input(data: MultisetsLike, what: str = "data") -> LabelMultisetArray | np.ndarray:
     """``data`` as a LabelMultisetArray or an ndarray of integer labels or elements.
 
     Scalars, strings and other dtypes raise :class:`InputTypeError` (numcodecs'
@@ -68,7 +78,7 @@ def multiset_input(data, what="data"):
     return array
 
 
-def check_out(out, what):
+def check_out(out: object, what: str) -> np.ndarray:
     """Validate a decode ``out``: an object ndarray receives elements, a uint64 (or
     int64) one receives the argmax labels. Returns ``out``."""
     if not isinstance(out, np.ndarray):
@@ -82,7 +92,7 @@ def check_out(out, what):
     return out
 
 
-def fill_out(out, multisets):
+def fill_out(out: np.ndarray, multisets: LabelMultisetArray) -> np.ndarray:
     """Write ``multisets`` into a checked ``out`` of the same shape; return ``out``."""
     if out.dtype == object:
         out[...] = multisets.to_elements()
@@ -106,7 +116,9 @@ def _voxel_count(shape):
     return n
 
 
-def decode_payload(data, shape, layout, *, threads=None):
+def decode_payload(
+    data: BytesLike, shape: Iterable[int], layout: Layout, *, threads: int | None = None
+) -> LabelMultisetArray:
     """Decode a payload of ``shape`` voxels into a :class:`LabelMultisetArray`.
 
     Lists are kept exactly as stored (order, duplicate ids, zero counts).
@@ -170,7 +182,7 @@ def decode_payload(data, shape, layout, *, threads=None):
     return LabelMultisetArray(index, list_offsets, ids, counts, validate=False)
 
 
-def payload_order(array, layout, dtype, threads=1):
+def payload_order(array: np.ndarray, layout: Layout, dtype: DTypeLike, threads: int = 1) -> np.ndarray:
     """The voxels of ``array`` as a contiguous 1-d ``dtype`` array in the layout's voxel order."""
     array = np.asarray(array)
     if array.dtype != dtype:
@@ -190,7 +202,7 @@ def _index_payload_order(index, layout, threads):
     return payload_order(index, layout, dtype, threads)
 
 
-def encode_payload(data, layout, *, threads=None):
+def encode_payload(data: MultisetsLike, layout: Layout, *, threads: int | None = None) -> bytearray:
     """Encode to payload bytes, byte-identical to Java's ``serializeLabelMultisetTypes``.
 
     Identical lists are stored once; lists are laid out in first-encounter
@@ -259,19 +271,21 @@ class PayloadCodec(Codec):
 
     layout: Layout
 
-    def __init__(self, shape=None):
-        self.shape = None if shape is None else tuple(int(s) for s in shape)
+    def __init__(self, shape: Iterable[int] | None = None) -> None:
+        self.shape: tuple[int, ...] | None = None if shape is None else tuple(int(s) for s in shape)
 
-    def get_config(self):
-        config = {"id": self.codec_id}
+    def get_config(self) -> dict[str, Any]:
+        config: dict[str, Any] = {"id": self.codec_id}
         if self.shape is not None:
             config["shape"] = list(self.shape)
         return config
 
-    def encode(self, buf):
+    def encode(self, buf: MultisetsLike) -> bytearray:
         return encode_payload(buf, self.layout)
 
-    def decode(self, buf, out=None, shape=None):
+    def decode(
+        self, buf: BytesLike, out: np.ndarray | None = None, shape: Iterable[int] | None = None
+    ) -> LabelMultisetArray | np.ndarray:
         if out is not None:
             check_out(out, self.codec_id)
             if shape is None:
@@ -286,5 +300,5 @@ class PayloadCodec(Codec):
         result = decode_payload(buf, shape, self.layout)
         return result if out is None else fill_out(out, result)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{type(self).__name__}()" if self.shape is None else f"{type(self).__name__}(shape={self.shape})"

@@ -6,10 +6,21 @@ fastest), then little-endian list data. Byte-identical to Java's
 ``LabelUtils.serializeLabelMultisetTypes``.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .layout import N5_LAYOUT, PayloadCodec, decode_payload, encode_payload
 
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
-def n5_label_multiset_encode(data, *, threads=None):
+    from .._buffers import BytesLike
+    from ..multiset import LabelMultisetArray
+    from ..multiset.array import MultisetsLike
+
+
+def n5_label_multiset_encode(data: MultisetsLike, *, threads: int | None = None) -> bytearray:
     """Encode labels or multisets to an N5 legacy payload.
 
     >>> import numpy as np
@@ -20,7 +31,9 @@ def n5_label_multiset_encode(data, *, threads=None):
     return encode_payload(data, N5_LAYOUT, threads=threads)
 
 
-def n5_label_multiset_decode(data, shape, *, threads=None):
+def n5_label_multiset_decode(
+    data: BytesLike, shape: Iterable[int], *, threads: int | None = None
+) -> LabelMultisetArray:
     """Decode an N5 legacy payload of ``shape`` voxels (N5 axis order) to a LabelMultisetArray.
 
     >>> payload = n5_label_multiset_encode(np.array([[7], [9]], np.uint64))

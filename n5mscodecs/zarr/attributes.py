@@ -5,17 +5,24 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError
 from ..multiset import INVALID
 from ..n5 import N5_VERSION, CodecChain
 from ..n5.storage import ATTRIBUTES
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from ..n5.storage import PathLike
+
 ZARR_JSON = "zarr.json"
 _STRUCTURAL = ("dimensions", "blockSize", "dataType", "compression")
 
 
-def label_multiset_metadata(attributes, fill_label=INVALID):
+def label_multiset_metadata(attributes: Mapping[str, Any], fill_label: int = INVALID) -> dict[str, Any]:
     """The zarr v3 ``zarr.json`` document for an N5 label multiset dataset's attributes."""
     inner = CodecChain([{"name": "n5_label_multiset"}, attributes.get("compression", {"type": "raw"})]).v3_configs()
     return {
@@ -50,7 +57,7 @@ def _default_mode_metadata(attributes, path):
     return N5ArrayMetadata.from_group(group).to_zarr().to_dict()
 
 
-def zarr_document(attributes, path="", fill_label=INVALID):
+def zarr_document(attributes: Mapping[str, Any], path: str = "", fill_label: int = INVALID) -> dict[str, Any]:
     """The zarr v3 metadata document equivalent to an N5 ``attributes.json``."""
     if "dimensions" not in attributes:
         return {"zarr_format": 3, "node_type": "group", "attributes": _zarr_attributes(attributes)}
@@ -59,7 +66,9 @@ def zarr_document(attributes, path="", fill_label=INVALID):
     return _default_mode_metadata(attributes, path)
 
 
-def write_zarr_json(container, *, fill_label=INVALID, overwrite=False):
+def write_zarr_json(
+    container: PathLike, *, fill_label: int = INVALID, overwrite: bool = False
+) -> tuple[list[str], list[str]]:
     """Write a ``zarr.json`` next to every ``attributes.json`` of an N5 container on disk.
 
     The container then opens with plain ``zarr.open_group``/``zarr.open_array``
@@ -91,7 +100,7 @@ def write_zarr_json(container, *, fill_label=INVALID, overwrite=False):
     return written, skipped
 
 
-def attributes_from_zarr(document, prefix):
+def attributes_from_zarr(document: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     """attributes.json for a zarr.json written through the store."""
     attributes = dict(document.get("attributes") or {})
     original = attributes.pop("_n5", None) or {}

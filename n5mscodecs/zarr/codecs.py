@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from zarr.abc.codec import ArrayBytesCodec, BytesBytesCodec
@@ -25,13 +25,20 @@ from ..n5.varlen import CodecChain, n5_block_header, n5_varlen_decode, n5_varlen
 from ..payload import label_multiset_decode, label_multiset_encode, n5_label_multiset_decode, n5_label_multiset_encode
 from .dtype import LabelMultisetDType
 
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
-def chunk_to_multisets(chunk_array):
+    from zarr.core.array_spec import ArraySpec
+    from zarr.core.buffer import NDBuffer
+
+
+def chunk_to_multisets(chunk_array: NDBuffer) -> LabelMultisetArray:
     """A zarr chunk (object array of elements, or integer labels) as a LabelMultisetArray."""
     return LabelMultisetArray.from_elements(chunk_array.as_numpy_array())
 
 
-def multisets_to_chunk(multisets, chunk_spec):
+def multisets_to_chunk(multisets: LabelMultisetArray, chunk_spec: ArraySpec) -> NDBuffer:
     """Pad a (possibly truncated) block with the fill value and hand zarr an element array."""
     multisets = multisets.padded(chunk_spec.shape, chunk_spec.fill_value)
     return chunk_spec.prototype.nd_buffer.from_numpy_array(multisets.to_elements())
@@ -129,7 +136,7 @@ class N5VarlenZarrCodec(_MultisetCodec):
     codec_name: ClassVar[str] = "n5_varlen"
     codecs: tuple = ()
 
-    def __init__(self, *, codecs):
+    def __init__(self, *, codecs: Iterable[str | dict[str, Any]]) -> None:
         chain = CodecChain(codecs)  # validates: errors at open time, not deep in decode
         object.__setattr__(self, "codecs", tuple(chain.v3_configs()))
         object.__setattr__(self, "_chain", chain)
@@ -180,7 +187,9 @@ class CziChunkedZarrCodec(_WorkerThreadCodec, BytesBytesCodec):
     max_chunk_size: int = 65536
     hilo: bool = False
 
-    def __init__(self, *, codec="zstd", level=None, max_chunk_size=65536, hilo=False):
+    def __init__(
+        self, *, codec: str = "zstd", level: int | None = None, max_chunk_size: int = 65536, hilo: bool = False
+    ) -> None:
         numcodecs_codec = CziChunked(codec=codec, level=level, max_chunk_size=max_chunk_size, hilo=hilo)
         for key, value in numcodecs_codec.get_config().items():
             if key != "id":

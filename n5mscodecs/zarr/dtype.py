@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -17,11 +17,16 @@ from zarr.core.dtype.wrapper import ZDType
 from ..errors import ConfigurationError
 from ..multiset import INVALID, LabelMultiset
 
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..multiset.array import ElementLike
+
 _HEX = re.compile(r"^0[xX][0-9a-fA-F]{1,16}$")
 V2_OBJECT_CODEC_ID = "label_multiset_vlen"
 
 
-def parse_fill_value(value):
+def parse_fill_value(value: Any) -> LabelMultiset:
     """A ``fill_value`` hex string (e.g. "0xFFFFFFFFFFFFFFFE") -> the singleton {id: 1}."""
     if isinstance(value, LabelMultiset):
         return value
@@ -32,7 +37,7 @@ def parse_fill_value(value):
     )
 
 
-def parse_fill_value_v2(value):
+def parse_fill_value_v2(value: Any) -> LabelMultiset:
     """A v2-format ``fill_value``: what zarr 2 writes for object arrays too.
 
     zarr 2 writes ``0`` by default and fills missing chunks with that integer,
@@ -45,7 +50,7 @@ def parse_fill_value_v2(value):
     return parse_fill_value(value)
 
 
-def fill_value_id(element):
+def fill_value_id(element: ElementLike) -> int:
     """The id of a singleton {id: 1} element."""
     element = LabelMultiset.coerce(element)
     if element.num_entries != 1 or int(element.counts[0]) != 1:
@@ -55,7 +60,7 @@ def fill_value_id(element):
     return int(element.ids[0])
 
 
-def fill_value_json(element):
+def fill_value_json(element: ElementLike) -> str:
     """The hex string of a singleton {id: 1} element."""
     return f"0x{fill_value_id(element):016X}"
 

@@ -20,6 +20,7 @@ Wraps any zarr store holding an N5 container (``attributes.json`` files):
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from zarr.core.buffer import default_buffer_prototype
 from zarr.storage import WrapperStore
@@ -30,6 +31,11 @@ from ..n5.grid import crop
 from ..n5.header import N5BlockHeader
 from ..n5.varlen import n5_varlen_decode, n5_varlen_encode
 from .attributes import ATTRIBUTES, ZARR_JSON, attributes_from_zarr, zarr_document
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from zarr.abc.store import Store
 
 
 class N5Store(WrapperStore):
@@ -44,12 +50,12 @@ class N5Store(WrapperStore):
         default; 0 is what Java's ``N5LabelMultisets`` uses.
     """
 
-    def __init__(self, store, *, fill_label=INVALID):
+    def __init__(self, store: Store, *, fill_label: int = INVALID) -> None:
         super().__init__(store)
         self.fill_label = int(fill_label)
         # attributes.json per prefix, read once: every chunk get/set asks which
         # dataset it belongs to. Writes through this store refresh their entry.
-        self._attributes_cache = {}
+        self._attributes_cache: dict[str, dict[str, Any] | None] = {}
 
     def _with_store(self, store):
         return type(self)(store, fill_label=self.fill_label)
@@ -58,7 +64,7 @@ class N5Store(WrapperStore):
     def _supports_sync_io(self):
         return False  # every read must pass through the translation below
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"N5Store({self._store!r})"
 
     # -- helpers ---------------------------------------------------------------

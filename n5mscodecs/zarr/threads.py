@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import zarr
 from zarr.core import sync as _zarr_sync
 
 from .._threads import default_threads
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 
 @contextmanager
-def zarr_threads(n_threads: int | None = None):
+def zarr_threads(n_threads: int | None = None) -> Iterator[None]:
     """Run zarr's codecs on exactly ``n_threads`` worker threads inside the block.
 
     ``None`` means one per core.

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from support import n5_data
+
 from n5mscodecs import INVALID, LabelMultisetArray, n5
 from n5mscodecs.errors import ConfigurationError
 

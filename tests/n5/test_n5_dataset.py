@@ -3,8 +3,8 @@ import struct
 
 import numpy as np
 import pytest
-
 from support import n5_data
+
 from n5mscodecs import INVALID, LabelMultisetArray, n5, n5_block_header, n5_varlen_decode, n5_varlen_encode
 from n5mscodecs.errors import ConfigurationError
 

@@ -11,8 +11,8 @@ import numcodecs
 import numpy as np
 import pytest
 import zstandard
-
 from support import hand_list, hand_n5_payload, hand_varlen_block, n5_data
+
 from n5mscodecs import (
     CompressionError,
     LabelMultisetArray,

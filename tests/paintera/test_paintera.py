@@ -3,8 +3,8 @@ import os
 
 import numpy as np
 import pytest
-
 from support import n5_data
+
 from n5mscodecs import INVALID, LabelMultisetArray, n5
 from n5mscodecs.cli import voronoi_labels
 from n5mscodecs.errors import ConfigurationError

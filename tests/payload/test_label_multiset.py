@@ -3,8 +3,8 @@ import struct
 import numcodecs
 import numpy as np
 import pytest
-
 from support import hand_list, hand_zarr_payload
+
 from n5mscodecs import (
     LabelMultisetArray,
     LabelMultisetCodec,

@@ -3,9 +3,9 @@ import struct
 import numcodecs
 import numpy as np
 import pytest
+from support import hand_list, hand_n5_payload, n5_data
 
 import n5mscodecs
-from support import hand_list, hand_n5_payload, n5_data
 from n5mscodecs import (
     LabelMultisetArray,
     LabelMultisetFormatError,

@@ -7,7 +7,6 @@ import textwrap
 import numcodecs
 import numpy as np
 import pytest
-
 from support import n5_data
 
 zarr = pytest.importorskip("zarr")
