@@ -57,13 +57,15 @@ def main():
     parser.add_argument("--labels", type=int, default=10000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--workdir", default=None,
+                        help="where the pyramids are written (default: a temporary directory; /dev/shm takes the disk out)")
     args = parser.parse_args()
     shape = (args.size,) * 3
     labels = voronoi_labels(shape, args.labels, seed=0)
     voxels = labels.size
     print(f"{shape} Voronoi segmentation, {np.unique(labels).size} labels, 64^3 blocks, 4 levels, "
           f"{args.threads} threads, median of {args.repeat}")
-    workdir = tempfile.mkdtemp(prefix="bench-paintera-")
+    workdir = tempfile.mkdtemp(prefix="bench-paintera-", dir=args.workdir)
     for name, compression in [("gzip -1 (Paintera's default)", "gzip"),
                               ("gzip 1", {"type": "gzip", "level": 1}),
                               ("zstd 3", "zstd"), ("raw", "raw")]:
