@@ -58,7 +58,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--workdir", default=None,
-                        help="where the pyramids are written (default: a temporary directory; /dev/shm takes the disk out)")
+                        help="where the pyramids go (default: a temporary directory; /dev/shm takes the disk out)")
     args = parser.parse_args()
     shape = (args.size,) * 3
     labels = voronoi_labels(shape, args.labels, seed=0)
