@@ -21,7 +21,7 @@ import numpy as np
 from timing import median_time
 
 from n5mscodecs import LabelMultisetArray, n5_label_multiset_encode
-from n5mscodecs.cli import voronoi_labels
+from n5mscodecs.demo import voronoi_labels
 from n5mscodecs.paintera import convert
 
 

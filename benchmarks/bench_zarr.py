@@ -24,7 +24,7 @@ from zarr.codecs import GzipCodec
 
 import n5mscodecs.zarr as nz
 from n5mscodecs import label_multiset_decode
-from n5mscodecs.cli import voronoi_labels
+from n5mscodecs.demo import voronoi_labels
 
 
 def main(argv=None):

@@ -37,7 +37,7 @@ def python_blocks(page):
 
 def prepare(scratch, data):
     from n5mscodecs.cli import main as n5ms
-    from n5mscodecs.cli import voronoi_labels
+    from n5mscodecs.demo import voronoi_labels
 
     demo = scratch / "shared"
     demo.mkdir()

@@ -1,4 +1,5 @@
-"""The ``n5ms`` command line (also ``python -m n5mscodecs``)."""
+"""The ``n5ms`` command line (also ``python -m n5mscodecs``): argument parsing and reporting;
+the work is done by the library (``paintera``, ``n5``, ``demo``, ``preview``, ``zarr``)."""
 
 from __future__ import annotations
 
@@ -11,34 +12,10 @@ import time
 import numpy as np
 
 from . import __version__, n5, paintera
+from .demo import verify_pyramid, voronoi_labels
 from .errors import N5msCodecsError
-
-
-def voronoi_labels(shape=(192, 192, 192), n_labels=300, seed=0):
-    """A synthetic segmentation: 3-D Voronoi cells of random seeds (uint64 labels 1..n).
-
-    Cells are computed on a 4x coarser grid and upsampled, which keeps the
-    demo fast without scipy; cell boundaries are therefore 4-voxel steps.
-    """
-    rng = np.random.default_rng(seed)
-    coarse = tuple(-(-s // 4) for s in shape)
-    seeds = (rng.random((n_labels, 3)) * np.array(coarse)).astype(np.float32)
-    grid = np.stack(np.meshgrid(*[np.arange(c, dtype=np.float32) + 0.5 for c in coarse], indexing="ij"),
-                    -1).reshape(-1, 3)
-    labels = np.empty(len(grid), np.uint64)
-    seed_norms = (seeds ** 2).sum(1)
-    for start in range(0, len(grid), 1 << 15):
-        part = grid[start:start + (1 << 15)]
-        # |p - s|^2 = |p|^2 - 2 p.s + |s|^2; |p|^2 does not change the argmin
-        labels[start:start + len(part)] = (seed_norms - 2 * part @ seeds.T).argmin(1) + 1
-    labels = labels.reshape(coarse)
-    full = np.broadcast_to(labels[:, None, :, None, :, None], (coarse[0], 4, coarse[1], 4, coarse[2], 4))
-    return np.ascontiguousarray(full.reshape(4 * coarse[0], 4 * coarse[1], 4 * coarse[2])[
-        : shape[0], : shape[1], : shape[2]])
-
-
-def _size_on_disk(path):
-    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
+from .n5 import storage
+from .preview import slice_picture
 
 
 class _TextProgress:
@@ -73,36 +50,8 @@ def _print_summary(summary):
     print(f"  wrote {summary.target}: {len(summary.level_shapes)} levels "
           + " ".join(f"s{k}={list(shape)}" for k, shape in enumerate(summary.level_shapes)))
     print(f"    {summary.blocks_written}/{summary.blocks_total} blocks written, {summary.n_labels} labels, "
-          f"maxId {summary.max_id}, {_size_on_disk(summary.target) / 2**20:.2f} MiB on disk")
+          f"maxId {summary.max_id}, {storage.total_size(summary.target) / 2**20:.2f} MiB on disk")
     print(f"    {seconds:.2f} s, {summary.voxels / seconds / 1e6:.1f} Mvoxel/s")
-
-
-def verify_pyramid(target, labels):
-    """Problems found reading a pyramid back: s0 against ``labels`` (N5 order), each level
-    against the downsampling of the level below, the mapping against unique-labels."""
-    problems = []
-    below = n5.open(os.path.join(target, "data", "s0"))[:]
-    if not np.array_equal(below.argmax(), labels):
-        problems.append("s0 argmax differs from the labels")
-    level = 1
-    while os.path.isdir(os.path.join(target, "data", f"s{level}")):
-        dataset = n5.open(os.path.join(target, "data", f"s{level}"))
-        previous = n5.read_attributes(os.path.join(target, "data", f"s{level - 1}"))
-        factors = [int(a / b) for a, b in zip(dataset.attributes["downsamplingFactors"],
-                                              previous.get("downsamplingFactors", [1] * labels.ndim))]
-        current = dataset[:]
-        if current != below.downsample(factors, dataset.attributes["maxNumEntries"]):
-            problems.append(f"s{level} is not the downsampling of s{level - 1}")
-        mapping = paintera.read_label_to_block_mapping(target, level)
-        unique = n5.open(os.path.join(target, "unique-labels", f"s{level}"))
-        for label, intervals in list(mapping.items())[:20]:
-            for lo, _ in intervals:
-                grid = tuple(a // b for a, b in zip(lo, unique.chunks))
-                if label not in unique.read_block(grid):
-                    problems.append(f"s{level}: label {label} mapped to block {grid} that lacks it")
-        below = current
-        level += 1
-    return problems
 
 
 def cmd_demo(args):
@@ -165,7 +114,7 @@ def cmd_argmax(args):
                                    dtype="uint64", overwrite=args.overwrite, fill_value=0)
 
         def write(grid, labels):
-            target[_region(source, grid)[::-1]] = labels.T
+            target[source.block_region(grid)[::-1]] = labels.T
     else:
         target = n5.create_array_dataset(args.target, source.shape, source.chunks, "uint64",
                                          compression=source.attributes.get("compression", "gzip"),
@@ -182,23 +131,11 @@ def cmd_argmax(args):
     return 0
 
 
-def _region(dataset, grid):
-    return tuple(slice(g * c, g * c + n) for g, c, n in zip(grid, dataset.chunks, dataset.block_shape(grid)))
-
-
 def _import_or_exit(module, extra, what):
     try:
         return __import__(module)
     except ImportError:
         raise SystemExit(f"n5ms: {what} needs {module}: pip install 'n5mscodecs[{extra}]'") from None
-
-
-def label_colours(labels):
-    """Distinct RGB colours per label (a hash of the id; 0 is black)."""
-    mixed = labels.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-    rgb = np.stack([(mixed >> np.uint64(s)) & np.uint64(0xFF) for s in (56, 40, 24)], -1).astype(np.uint8)
-    rgb[labels == 0] = 0
-    return rgb
 
 
 def cmd_preview(args):
@@ -215,16 +152,10 @@ def cmd_preview(args):
     if not 0 <= index < dataset.shape[axis]:
         print(f"n5ms: --index {index} outside 0..{dataset.shape[axis] - 1} of axis {args.axis}", file=sys.stderr)
         return 2
-    key = tuple(index if a == axis else slice(None) for a in range(dataset.ndim))
-    plane = dataset[key]
-    labels = plane.argmax().T  # rows: the slower of the two remaining N5 axes
-    entries = plane.entries_per_voxel().T.astype(np.float64)
-    grey = (255 * entries / max(entries.max(), 1)).astype(np.uint8)
-    picture = np.concatenate([label_colours(labels), np.full((labels.shape[0], 4, 3), 255, np.uint8),
-                              np.repeat(grey[..., None], 3, -1)], axis=1)
+    picture, n_labels, most_entries = slice_picture(dataset, axis, index)
     image_module.Image.fromarray(picture).save(args.out)
-    print(f"n5ms preview: {args.out}: {path} {args.axis}={index}, {np.unique(labels).size} labels, "
-          f"entries per voxel 1..{int(entries.max())} (left: argmax, right: entries, white = most)")
+    print(f"n5ms preview: {args.out}: {path} {args.axis}={index}, {n_labels} labels, "
+          f"entries per voxel 1..{most_entries} (left: argmax, right: entries, white = most)")
     return 0
 
 
@@ -236,29 +167,15 @@ def cmd_info(args):
     attributes = n5.read_attributes(path)
     if "dimensions" not in attributes:
         print(f"{path}: N5 group {attributes.get('n5', '')}".rstrip())
-        for directory, subdirs, _ in os.walk(path):
-            subdirs.sort()
-            if "dimensions" in n5.read_attributes(directory):
-                subdirs[:] = []
-                print(f"  {os.path.relpath(directory, path)}: " + _describe(n5.open(directory)))
+        for directory in n5.dataset_paths(path):
+            print(f"  {os.path.relpath(directory, path)}: " + _describe(n5.open(directory)))
         return 0
     print(f"{path}: " + _describe(n5.open(path)))
     return 0
 
 
-def _present_blocks(dataset):
-    """Grid positions of the blocks on disk (walks the files: grids can be astronomically large)."""
-    found = []
-    for directory, _, files in os.walk(dataset.path):
-        parts = os.path.relpath(directory, dataset.path).split(os.sep)
-        parts = [] if parts == ["."] else parts
-        if len(parts) == dataset.ndim - 1 and all(p.isdigit() for p in parts):
-            found.extend(tuple(int(p) for p in parts + [f]) for f in files if f.isdigit())
-    return sorted(found)
-
-
 def _describe(dataset):
-    present_blocks = _present_blocks(dataset)
+    present_blocks = dataset.present_blocks()
     present = len(present_blocks)
     n_blocks = int(np.prod(dataset.grid_shape, dtype=object))
     compression = dataset.attributes.get("compression", {}).get("type", "raw")

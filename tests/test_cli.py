@@ -6,7 +6,9 @@ import pytest
 from support import n5_data
 
 from n5mscodecs import n5
-from n5mscodecs.cli import label_colours, main, voronoi_labels
+from n5mscodecs.cli import main
+from n5mscodecs.demo import voronoi_labels
+from n5mscodecs.preview import label_colours
 
 
 def test_convert_npy_with_progress_and_summary(tmp_path, capsys):

@@ -17,7 +17,7 @@ from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 from .varlen import CodecChain, n5_varlen_decode, n5_varlen_encode
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
     from typing import Any
 
     from numpy.typing import ArrayLike, DTypeLike
@@ -78,6 +78,17 @@ class _Dataset:
 
     def has_block(self, grid_position: Sequence[int]) -> bool:
         return storage.exists(self.block_path(grid_position))
+
+    def present_blocks(self) -> list[tuple[int, ...]]:
+        """Grid positions of the blocks that exist, sorted (found by listing: a grid can be
+        astronomically large)."""
+        found = []
+        for directory, _, files in storage.walk(self.path):
+            parts = os.path.relpath(directory, self.path).split(os.sep)
+            parts = [] if parts == ["."] else parts
+            if len(parts) == self.ndim - 1 and all(p.isdigit() for p in parts):
+                found.extend(tuple(int(p) for p in [*parts, f]) for f in files if f.isdigit())
+        return sorted(found)
 
     def read_block_bytes(self, grid_position: Sequence[int]) -> bytes | None:
         return storage.read_bytes(self.block_path(grid_position))
@@ -239,6 +250,14 @@ class ArrayDataset(_Dataset):
         dims = self.block_shape(grid_position) if dims is None else tuple(dims)
         header = N5BlockHeader(MODE_VARLENGTH, dims, values.size)
         self.write_block_bytes(grid_position, header.to_bytes() + bytes(payload))
+
+
+def dataset_paths(group: PathLike) -> Iterator[str]:
+    """The datasets (directories whose attributes have ``dimensions``) below ``group``, in order."""
+    for directory, subdirectories, _ in storage.walk(group):
+        if "dimensions" in read_attributes(directory):
+            subdirectories[:] = []  # block directories
+            yield directory
 
 
 def open(path: PathLike, *, fill_label: int = INVALID) -> LabelMultisetDataset | ArrayDataset:  # noqa: A001 - mirrors zarr.open / h5py.File naming

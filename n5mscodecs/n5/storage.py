@@ -16,6 +16,7 @@ import tempfile
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any, TypeAlias
 
 ATTRIBUTES = "attributes.json"
@@ -102,3 +103,17 @@ def remove_tree(path: PathLike) -> None:
 
 def make_directory(path: PathLike) -> None:
     os.makedirs(path, exist_ok=True)
+
+
+def walk(path: PathLike) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``(directory, subdirectories, files)`` below ``path``, top-down and sorted, as
+    :func:`os.walk`; pruning ``subdirectories`` in place skips them."""
+    for directory, subdirectories, files in os.walk(path):
+        subdirectories.sort()
+        yield directory, subdirectories, sorted(files)
+
+
+def total_size(path: PathLike) -> int:
+    """Bytes stored below ``path``."""
+    return sum(os.path.getsize(os.path.join(directory, name)) for directory, _, files in walk(path)
+               for name in files)

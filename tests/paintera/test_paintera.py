@@ -6,7 +6,7 @@ import pytest
 from support import n5_data
 
 from n5mscodecs import INVALID, LabelMultisetArray, n5
-from n5mscodecs.cli import voronoi_labels
+from n5mscodecs.demo import voronoi_labels
 from n5mscodecs.errors import ConfigurationError
 from n5mscodecs.paintera import (
     LabelSource,
