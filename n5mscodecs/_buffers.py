@@ -62,3 +62,9 @@ def writable_bytes(out: BytesLike, what: str = "out") -> np.ndarray:
 def memory_order(array: np.ndarray) -> Literal["C", "F"]:
     """numpy's ``order`` that walks ``array`` in its memory order ("F" only for F-contiguous)."""
     return "F" if array.flags.f_contiguous and not array.flags.c_contiguous else "C"
+
+
+def as_bytes(data: BytesLike, what: str = "data") -> bytes:
+    """``data`` as ``bytes`` (itself when it is already; a copy of its memory otherwise), for
+    libraries that want ``bytes``."""
+    return data if isinstance(data, bytes) else read_bytes(data, what).tobytes()

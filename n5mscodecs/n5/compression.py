@@ -31,6 +31,7 @@ try:  # zlib-ng writes the same gzip/zlib formats about 5x faster at the same le
 except ImportError:  # pragma: no cover - the stdlib fallback
     _deflate = zlib
 
+from .._buffers import as_bytes
 from ..errors import CompressionError, ConfigurationError
 
 if TYPE_CHECKING:
@@ -54,10 +55,6 @@ _ZSTD_MIN_WINDOW = 1 << 23
 # bytes of output; no blosc codec (zstd RLE blocks included) exceeds 2**16.
 _LZ4_MAX_RATIO = 255
 _BLOSC_MAX_RATIO = 1 << 16
-
-
-def _to_bytes(data):
-    return data if isinstance(data, bytes) else bytes(memoryview(data).cast("B"))
 
 
 def _check_size(name, got, expected):
@@ -118,7 +115,7 @@ class Gzip(Compressor):
         return compressor.compress(data) + compressor.flush()
 
     def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
-        data = _to_bytes(data)
+        data = as_bytes(data)
         budget = None if expected_size is None else expected_size + 1
         parts, produced = [], 0
         try:
@@ -162,7 +159,7 @@ class Zstd(Compressor):
         window = 0 if expected_size is None else min(1 << 31, max(_ZSTD_MIN_WINDOW, 1 << expected_size.bit_length()))
         try:
             reader = zstandard.ZstdDecompressor(max_window_size=window).stream_reader(
-                _to_bytes(data), read_across_frames=True
+                as_bytes(data), read_across_frames=True
             )
             parts, produced = [], 0
             limit = expected_size + 1 if expected_size is not None else None
@@ -208,11 +205,11 @@ class Blosc(Compressor):
         self.typesize = int(typesize)
 
     def encode(self, data: BytesLike) -> bytes:
-        return _blosc.compress(_to_bytes(data), self.cname.encode(), self.clevel, self.shuffle,
+        return _blosc.compress(as_bytes(data), self.cname.encode(), self.clevel, self.shuffle,
                                self.blocksize, self.typesize)
 
     def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
-        data = _to_bytes(data)
+        data = as_bytes(data)
         if len(data) < 16:
             raise CompressionError(f"blosc: {len(data)} bytes cannot hold the 16-byte blosc header")
         # blosc header: version, versionlz, flags, typesize, nbytes, blocksize, cbytes (LE)
@@ -251,7 +248,7 @@ class _StreamCompressor(Compressor):
     def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
         decompressor = self._decompressor()
         try:
-            out = decompressor.decompress(_to_bytes(data),
+            out = decompressor.decompress(as_bytes(data),
                                           -1 if expected_size is None else expected_size + 1)
         except self._errors as exc:
             raise CompressionError(f"{self.name}: corrupt compressed data ({exc})") from exc
@@ -338,7 +335,7 @@ class Lz4(Compressor):
     def encode(self, data: BytesLike) -> bytes:
         if not 64 <= self.block_size <= 1 << 25:
             raise ConfigurationError(f"lz4: writing needs a blockSize in 64..2**25, got {self.block_size}")
-        data = _to_bytes(data)
+        data = as_bytes(data)
         parts = []
         for start in range(0, len(data), self.block_size):
             chunk = data[start:start + self.block_size]
@@ -352,7 +349,7 @@ class Lz4(Compressor):
         return b"".join(parts)
 
     def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
-        data = _to_bytes(data)
+        data = as_bytes(data)
         parts, produced, pos = [], 0, 0
         while True:
             if len(data) - pos < self._HEADER:
@@ -407,11 +404,11 @@ class NumcodecsCompressor(Compressor):
         self.name = codec.codec_id
 
     def encode(self, data: BytesLike) -> bytes:
-        return _to_bytes(self.codec.encode(data))
+        return as_bytes(self.codec.encode(data))
 
     def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
         try:
-            out = _to_bytes(self.codec.decode(data))
+            out = as_bytes(self.codec.decode(data))
         except Exception as exc:  # foreign codecs raise anything; report it as ours
             raise CompressionError(f"{self.name}: cannot decode ({exc})") from exc
         _check_size(self.name, len(out), expected_size)

@@ -6,8 +6,7 @@ import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
+from .._buffers import read_bytes
 from ..errors import N5HeaderError
 
 if TYPE_CHECKING:
@@ -43,9 +42,8 @@ class N5BlockHeader:
     @classmethod
     def from_bytes(cls, data: BytesLike) -> N5BlockHeader:
         """Parse the header at the start of ``data`` (bytes-like)."""
-        buf = memoryview(data).cast("B") if not isinstance(data, np.ndarray) else memoryview(
-            np.ascontiguousarray(data).reshape(-1).view(np.uint8))
-        size = len(buf)
+        buf = read_bytes(data, "block")
+        size = buf.shape[0]
         if size < 4:
             raise N5HeaderError(f"N5 header: mode and ndim need 4 bytes, block has {size}")
         mode, ndim = struct.unpack_from(">HH", buf, 0)
