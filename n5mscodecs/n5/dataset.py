@@ -27,13 +27,22 @@ if TYPE_CHECKING:
     from ..multiset.array import MultisetsLike
     from .compression import CompressorConfig
     from .grid import Selection
-    from .storage import PathLike
+    from .storage import PathLike, StorageOptions
 
 N5_VERSION = "4.0.0"  # written as the container root's {"n5": ...}
 _DTYPES = ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
            "float32", "float64")
-read_attributes = storage.read_attributes
-write_attributes = storage.write_attributes
+
+
+def read_attributes(path: PathLike, *, storage_options: StorageOptions = None) -> dict[str, Any]:
+    """The parsed ``attributes.json`` of the group or dataset at ``path`` (a local path or a URL;
+    {} when there is none)."""
+    return storage.read_attributes(path, storage_options)
+
+
+def write_attributes(path: PathLike, document: Mapping[str, Any], *, storage_options: StorageOptions = None) -> None:
+    """Write the ``attributes.json`` of the group or dataset at ``path`` (atomically)."""
+    storage.write_attributes(path, document, storage_options)
 
 
 def compression_attributes(compression: CompressorConfig) -> dict[str, Any]:
@@ -45,16 +54,19 @@ def compression_attributes(compression: CompressorConfig) -> dict[str, Any]:
 class _Dataset:
     """Grid geometry and block paths shared by both dataset kinds."""
 
-    def __init__(self, path: PathLike, attributes: dict[str, Any]) -> None:
+    def __init__(self, path: PathLike, attributes: dict[str, Any], *,
+                 storage_options: StorageOptions = None) -> None:
         self.path = os.fspath(path)
+        self.storage_options = storage_options  # passed to fsspec for URLs; never printed
+        self.name = storage.display(self.path)  # for messages
         self.attributes = attributes
         try:
             self.shape = tuple(int(d) for d in attributes["dimensions"])
             self.chunks = tuple(int(b) for b in attributes["blockSize"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigurationError(f"{self.path}: attributes.json lacks dimensions/blockSize") from exc
+            raise ConfigurationError(f"{self.name}: attributes.json lacks dimensions/blockSize") from exc
         if len(self.shape) != len(self.chunks) or any(b <= 0 for b in self.chunks):
-            raise ConfigurationError(f"{self.path}: blockSize {self.chunks} does not fit dimensions {self.shape}")
+            raise ConfigurationError(f"{self.name}: blockSize {self.chunks} does not fit dimensions {self.shape}")
         self.compressor = compressor_from_config(attributes.get("compression", {"type": "raw"}))
 
     @property
@@ -68,6 +80,10 @@ class _Dataset:
     def block_path(self, grid_position: Sequence[int]) -> str:
         return storage.join(self.path, *(int(g) for g in grid_position))
 
+    def block_name(self, grid_position: Sequence[int]) -> str:
+        """The block's location, for messages."""
+        return storage.display(self.block_path(grid_position))
+
     def block_shape(self, grid_position: Sequence[int]) -> tuple[int, ...]:
         """Cropped shape of a block: what Java readers expect for boundary blocks."""
         return grid.block_shape(grid_position, self.chunks, self.shape)
@@ -77,31 +93,32 @@ class _Dataset:
         return grid.block_region(grid_position, self.chunks, self.shape)
 
     def has_block(self, grid_position: Sequence[int]) -> bool:
-        return storage.exists(self.block_path(grid_position))
+        return storage.exists(self.block_path(grid_position), self.storage_options)
 
     def present_blocks(self) -> list[tuple[int, ...]]:
         """Grid positions of the blocks that exist, sorted (found by listing: a grid can be
         astronomically large)."""
         found = []
-        for directory, _, files in storage.walk(self.path):
-            parts = os.path.relpath(directory, self.path).split(os.sep)
+        for directory, _, files in storage.walk(self.path, self.storage_options):
+            parts = storage.relative(directory, self.path).split("/")
             parts = [] if parts == ["."] else parts
             if len(parts) == self.ndim - 1 and all(p.isdigit() for p in parts):
                 found.extend(tuple(int(p) for p in [*parts, f]) for f in files if f.isdigit())
         return sorted(found)
 
     def read_block_bytes(self, grid_position: Sequence[int]) -> bytes | None:
-        return storage.read_bytes(self.block_path(grid_position))
+        return storage.read_bytes(self.block_path(grid_position), self.storage_options)
 
     def write_block_bytes(self, grid_position: Sequence[int], data: bytes | bytearray | memoryview) -> None:
-        storage.write_bytes(self.block_path(grid_position), data)
+        storage.write_bytes(self.block_path(grid_position), data, self.storage_options)
 
     def _read_region(self, key, read_block, threads):
         """``(pieces, bounding box, final view)``: ``pieces`` are ``(target, source, block)``
         of every block covering ``key``, read in parallel (block None when missing)."""
         starts, stops, steps, drop = grid.normalize_selection(key, self.shape)
         covering = grid.covering_blocks(starts, stops, self.chunks, self.shape)
-        with ThreadPoolExecutor(max_workers=default_threads(threads)) as pool:
+        workers = min(default_threads(storage.request_threads(self.path, threads)), max(1, len(covering)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             blocks = list(pool.map(read_block, [position for position, _, _ in covering]))
         pieces = [(target, source, block) for (_, target, source), block in zip(covering, blocks)]
         box = tuple(max(b - a, 0) for a, b in zip(starts, stops))
@@ -115,8 +132,9 @@ class LabelMultisetDataset(_Dataset):
     default (what Paintera shows); Java's ``N5LabelMultisets`` uses 0.
     """
 
-    def __init__(self, path: PathLike, attributes: dict[str, Any], *, fill_label: int = INVALID) -> None:
-        super().__init__(path, attributes)
+    def __init__(self, path: PathLike, attributes: dict[str, Any], *, fill_label: int = INVALID,
+                 storage_options: StorageOptions = None) -> None:
+        super().__init__(path, attributes, storage_options=storage_options)
         self.fill_label = int(fill_label)
         chain = [{"name": "n5_label_multiset"}]
         if self.compressor is not None:
@@ -151,7 +169,7 @@ class LabelMultisetDataset(_Dataset):
         try:
             return self.decode_block(data, grid_position)
         except (LabelMultisetFormatError, N5HeaderError) as exc:
-            raise type(exc)(f"{self.block_path(grid_position)}: {exc}") from exc
+            raise type(exc)(f"{self.block_name(grid_position)}: {exc}") from exc
 
     def __getitem__(self, key: Selection) -> LabelMultisetArray | LabelMultiset:
         return self.read(key)
@@ -171,7 +189,7 @@ class LabelMultisetDataset(_Dataset):
         if data.shape != expected:
             raise ConfigurationError(f"block {tuple(grid_position)}: shape {data.shape}, expected {expected}")
         if not data.has_positive_counts():
-            storage.remove(self.block_path(grid_position))
+            storage.remove(self.block_path(grid_position), self.storage_options)
             return False
         self.write_block_bytes(grid_position, n5_varlen_encode(data, self.codec_chain, threads=1))
         return True
@@ -180,11 +198,12 @@ class LabelMultisetDataset(_Dataset):
 class ArrayDataset(_Dataset):
     """A plain numeric N5 dataset (default-mode blocks; varlength blocks read as 1-d arrays)."""
 
-    def __init__(self, path: PathLike, attributes: dict[str, Any], *, fill_value: int | float = 0) -> None:
-        super().__init__(path, attributes)
+    def __init__(self, path: PathLike, attributes: dict[str, Any], *, fill_value: int | float = 0,
+                 storage_options: StorageOptions = None) -> None:
+        super().__init__(path, attributes, storage_options=storage_options)
         dtype = attributes.get("dataType")
         if dtype not in _DTYPES:
-            raise ConfigurationError(f"{self.path}: unsupported dataType {dtype!r}")
+            raise ConfigurationError(f"{self.name}: unsupported dataType {dtype!r}")
         self.dtype = np.dtype(dtype)
         self.fill_value = fill_value
 
@@ -199,12 +218,12 @@ class ArrayDataset(_Dataset):
         elif header.mode == MODE_VARLENGTH:
             n = header.num_elements
         else:
-            raise N5HeaderError(f"{self.block_path(grid_position)}: object mode blocks are not supported")
+            raise N5HeaderError(f"{self.block_name(grid_position)}: object mode blocks are not supported")
         nbytes = n * self.dtype.itemsize
         body = memoryview(data)[header.nbytes:]
         if self.compressor is None:
             if len(body) < nbytes:
-                raise N5HeaderError(f"{self.block_path(grid_position)}: payload has {len(body)} bytes, needs {nbytes}")
+                raise N5HeaderError(f"{self.block_name(grid_position)}: payload has {len(body)} bytes, needs {nbytes}")
             body = body[:nbytes]
         else:
             body = self.compressor.decode(body, nbytes)
@@ -223,7 +242,7 @@ class ArrayDataset(_Dataset):
             if block is None:
                 continue
             if block.ndim != self.ndim:
-                raise N5HeaderError(f"{self.path}: block ndim {block.ndim}, dataset has {self.ndim}")
+                raise N5HeaderError(f"{self.name}: block ndim {block.ndim}, dataset has {self.ndim}")
             # blocks may be truncated (Java) or padded (zarr-python, tensorstore)
             usable = tuple(slice(s.start, min(s.stop, n)) for s, n in zip(source, block.shape))
             region = tuple(slice(t.start, t.start + (u.stop - u.start)) for t, u in zip(target, usable))
@@ -252,35 +271,40 @@ class ArrayDataset(_Dataset):
         self.write_block_bytes(grid_position, header.to_bytes() + bytes(payload))
 
 
-def dataset_paths(group: PathLike) -> Iterator[str]:
+def dataset_paths(group: PathLike, *, storage_options: StorageOptions = None) -> Iterator[str]:
     """The datasets (directories whose attributes have ``dimensions``) below ``group``, in order."""
-    for directory, subdirectories, _ in storage.walk(group):
-        if "dimensions" in read_attributes(directory):
+    for directory, subdirectories, _ in storage.walk(group, storage_options):
+        if "dimensions" in read_attributes(directory, storage_options=storage_options):
             subdirectories[:] = []  # block directories
             yield directory
 
 
-def open(path: PathLike, *, fill_label: int = INVALID) -> LabelMultisetDataset | ArrayDataset:  # noqa: A001 - mirrors zarr.open / h5py.File naming
-    """Open an N5 dataset directory: a :class:`LabelMultisetDataset` when
-    ``isLabelMultiset`` is true, else an :class:`ArrayDataset`."""
+def open(path: PathLike, *, fill_label: int = INVALID,  # noqa: A001 - mirrors zarr.open / h5py.File naming
+         storage_options: StorageOptions = None) -> LabelMultisetDataset | ArrayDataset:
+    """Open an N5 dataset: a :class:`LabelMultisetDataset` when ``isLabelMultiset`` is true,
+    else an :class:`ArrayDataset`.
+
+    ``path`` is a local path or a URL (``s3://``, ``gs://``, ``http(s)://``, ``file://``; the
+    ``remote`` extra), with fsspec's ``storage_options`` for URLs."""
     path = os.fspath(path)
-    attributes = read_attributes(path)
+    attributes = read_attributes(path, storage_options=storage_options)
     if "dimensions" not in attributes:
-        raise ConfigurationError(f"{path}: not an N5 dataset (no dimensions in attributes.json)")
+        raise ConfigurationError(f"{storage.display(path)}: not an N5 dataset (no dimensions in attributes.json)")
     if attributes.get("isLabelMultiset"):
-        return LabelMultisetDataset(path, attributes, fill_label=fill_label)
-    return ArrayDataset(path, attributes)
+        return LabelMultisetDataset(path, attributes, fill_label=fill_label, storage_options=storage_options)
+    return ArrayDataset(path, attributes, storage_options=storage_options)
 
 
-def _prepare(path, overwrite):
+def _prepare(path, overwrite, options):
     path = os.fspath(path)
-    if storage.exists(storage.join(path, storage.ATTRIBUTES)) or storage.is_nonempty_directory(path):
+    if storage.exists(storage.join(path, storage.ATTRIBUTES), options) or storage.is_nonempty_directory(path, options):
         if not overwrite:
-            raise FileExistsError(f"{path} exists (pass overwrite=True to replace it)")
-        if "dimensions" not in read_attributes(path):
-            raise ConfigurationError(f"{path}: refusing to overwrite something that is not an N5 dataset")
-        storage.remove_tree(path)
-    storage.make_directory(path)
+            raise FileExistsError(f"{storage.display(path)} exists (pass overwrite=True to replace it)")
+        if "dimensions" not in read_attributes(path, storage_options=options):
+            raise ConfigurationError(
+                f"{storage.display(path)}: refusing to overwrite something that is not an N5 dataset")
+        storage.remove_tree(path, options)
+    storage.make_directory(path, options)
     return path
 
 
@@ -289,7 +313,7 @@ def _write_blocks(dataset, data, threads):
     def write_one(grid_position):
         dataset.write_block(grid_position, data[dataset.block_region(grid_position)])
 
-    with ThreadPoolExecutor(max_workers=default_threads(threads)) as pool:
+    with ThreadPoolExecutor(max_workers=default_threads(storage.request_threads(dataset.path, threads))) as pool:
         list(pool.map(write_one, np.ndindex(*dataset.grid_shape)))
 
 
@@ -302,6 +326,7 @@ def write(
     attributes: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     threads: int | None = None,
+    storage_options: StorageOptions = None,
 ) -> LabelMultisetDataset:
     """Write a label multiset dataset the way Java does.
 
@@ -309,13 +334,14 @@ def write(
     object array of elements. Boundary blocks are truncated to the grid;
     blocks without any positive count are not written. Attributes:
     dataType uint8, compression, blockSize, dimensions, isLabelMultiset,
-    maxId (largest regular id), plus ``attributes``.
+    maxId (largest regular id), plus ``attributes``. ``path`` may be a URL
+    (see :func:`open`); blocks are then written with many requests in flight.
     """
     data = LabelMultisetArray.coerce(data)
     chunks = tuple(int(c) for c in chunks)
     if len(chunks) != data.ndim:
         raise ConfigurationError(f"chunks: {len(chunks)} values for {data.ndim} dimensions")
-    path = _prepare(path, overwrite)
+    path = _prepare(path, overwrite, storage_options)
     labels = data.unique_labels()
     regular = labels[labels <= MAX_ID]
     document = {
@@ -327,8 +353,8 @@ def write(
         "maxId": int(regular.max()) if regular.size else 0,
         **(attributes or {}),
     }
-    write_attributes(path, document)
-    dataset = LabelMultisetDataset(path, document)
+    write_attributes(path, document, storage_options=storage_options)
+    dataset = LabelMultisetDataset(path, document, storage_options=storage_options)
     _write_blocks(dataset, data, threads)
     return dataset
 
@@ -342,17 +368,18 @@ def create_array_dataset(
     compression: CompressorConfig = "gzip",
     attributes: Mapping[str, Any] | None = None,
     overwrite: bool = False,
+    storage_options: StorageOptions = None,
 ) -> ArrayDataset:
     """Create an empty plain numeric N5 dataset; fill it with ``write_block``."""
     dtype = np.dtype(dtype)
     if dtype.name not in _DTYPES:
         raise ConfigurationError(f"dtype: {dtype} has no N5 dataType")
-    path = _prepare(path, overwrite)
+    path = _prepare(path, overwrite, storage_options)
     document = {"dataType": dtype.name, "compression": compression_attributes(compression),
                 "blockSize": [int(c) for c in chunks], "dimensions": [int(n) for n in shape],
                 **(attributes or {})}
-    write_attributes(path, document)
-    return ArrayDataset(path, document)
+    write_attributes(path, document, storage_options=storage_options)
+    return ArrayDataset(path, document, storage_options=storage_options)
 
 
 def write_array(
@@ -364,11 +391,12 @@ def write_array(
     attributes: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     threads: int | None = None,
+    storage_options: StorageOptions = None,
 ) -> ArrayDataset:
     """Write a plain numeric N5 dataset (default-mode, truncated boundary blocks)."""
     data = np.asarray(data)
     chunks = tuple(int(c) for c in chunks)
     dataset = create_array_dataset(path, data.shape, chunks, data.dtype, compression=compression,
-                                   attributes=attributes, overwrite=overwrite)
+                                   attributes=attributes, overwrite=overwrite, storage_options=storage_options)
     _write_blocks(dataset, data, threads)
     return dataset

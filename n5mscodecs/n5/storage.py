@@ -1,9 +1,15 @@
 """The one place N5 datasets and Paintera sources touch storage.
 
-Everything above this module names things by path and calls these functions;
-nothing else opens, writes, lists or removes files. Object storage plugs in
-here. Writes are atomic (a temporary file renamed over the target), so a
-reader never sees a half-written block or ``attributes.json``.
+Everything above this module names things by *location* (a local path, or a URL
+such as ``s3://bucket/data.n5/labels``, ``gs://...``, ``http(s)://...``,
+``file://...``) and calls these functions; nothing else opens, writes, lists or
+removes files. Local paths use the file system directly (atomic writes: a
+temporary file renamed over the target, so a reader never sees half a block).
+URLs go through fsspec (the ``remote`` extra: fsspec, s3fs, gcsfs, aiohttp),
+with fsspec's ``storage_options`` (endpoint, credentials, ``anon``) and the
+standard environment variables (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
+...); an object store replaces an object in one request, which is atomic too.
+``http(s)`` locations are read-only.
 """
 
 from __future__ import annotations
@@ -11,109 +17,228 @@ from __future__ import annotations
 import builtins
 import json
 import os
+import posixpath
+import re
 import shutil
 import tempfile
 from typing import TYPE_CHECKING
 
+from ..errors import ConfigurationError
+
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
     from typing import Any, TypeAlias
 
 ATTRIBUTES = "attributes.json"
+#: Requests in flight by default when reading or writing many blocks of a URL.
+REMOTE_REQUESTS = 16
 
-#: A file system path: a string or an :class:`os.PathLike` of one.
+#: A location: a local path (a string or an :class:`os.PathLike`) or a URL string.
 PathLike: TypeAlias = str | os.PathLike[str]
+StorageOptions: TypeAlias = "Mapping[str, Any] | None"
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@")
 
 
-def join(path: PathLike, *names: str | int) -> str:
-    return os.path.join(os.fspath(path), *(str(n) for n in names))
+def is_url(location: PathLike) -> bool:
+    """Whether ``location`` is a URL handled by fsspec (``file://`` URLs are local paths)."""
+    return isinstance(location, str) and bool(_URL.match(location)) and not location.startswith("file://")
 
 
-def read_bytes(path: PathLike) -> bytes | None:
-    """The bytes at ``path``, or None when there is nothing."""
+def display(location: PathLike) -> str:
+    """``location`` for messages: a URL without any ``user:password@``."""
+    return _USERINFO.sub(r"\1", os.fspath(location))
+
+
+def _local(location: PathLike) -> str:
+    location = os.fspath(location)
+    return location[len("file://"):] if location.startswith("file://") else location
+
+
+def _filesystem(location: str, options: StorageOptions):
     try:
-        with builtins.open(path, "rb") as f:
+        import fsspec
+    except ImportError:
+        raise ConfigurationError(
+            f"{display(location)}: URLs need the 'remote' extra: pip install 'n5mscodecs[remote]'"
+        ) from None
+    try:
+        return fsspec.core.url_to_fs(location, **dict(options or {}))
+    except ImportError as exc:  # the protocol's package (s3fs, gcsfs, aiohttp) is missing
+        raise ConfigurationError(
+            f"{display(location)}: {exc}; pip install 'n5mscodecs[remote]' brings s3fs, gcsfs and aiohttp"
+        ) from None
+    except ValueError as exc:  # an unknown protocol
+        raise ConfigurationError(f"{display(location)}: {exc}") from None
+
+
+def _writable(location: str, options: StorageOptions):
+    fs, path = _filesystem(location, options)
+    if location.startswith(("http://", "https://")):
+        raise ConfigurationError(f"{display(location)}: http(s) locations are read-only")
+    return fs, path
+
+
+def join(location: PathLike, *names: str | int) -> str:
+    """``location`` / ``names`` (URLs keep their scheme and use "/")."""
+    if is_url(location):
+        return posixpath.join(location, *(str(n) for n in names))
+    return os.path.join(os.fspath(location), *(str(n) for n in names))
+
+
+def relative(location: str, base: str) -> str:
+    """``location`` relative to ``base``, with "/" between the parts."""
+    if is_url(base) or is_url(location):
+        return posixpath.relpath(location.rstrip("/"), base.rstrip("/"))
+    return os.path.relpath(location, base).replace(os.sep, "/")
+
+
+def read_bytes(location: PathLike, options: StorageOptions = None) -> bytes | None:
+    """The bytes at ``location``, or None when there is nothing."""
+    if is_url(location):
+        fs, path = _filesystem(location, options)
+        try:
+            return fs.cat_file(path)
+        except FileNotFoundError:
+            return None
+    try:
+        with builtins.open(_local(location), "rb") as f:
             return f.read()
     except FileNotFoundError:
         return None
 
 
-def write_bytes(path: PathLike, data: bytes | bytearray | memoryview) -> None:
-    """Write ``data`` at ``path`` atomically (creating parent directories)."""
-    directory = os.path.dirname(os.fspath(path))
+def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None) -> None:
+    """Write ``data`` at ``location`` atomically (creating parent directories)."""
+    if is_url(location):
+        fs, path = _writable(location, options)
+        fs.pipe_file(path, bytes(data))
+        return
+    target = _local(location)
+    directory = os.path.dirname(target)
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         os.unlink(tmp)
         raise
 
 
-def read_json(path: PathLike) -> Any:
-    """The parsed JSON document at ``path``, or None when there is none."""
-    data = read_bytes(path)
+def read_json(location: PathLike, options: StorageOptions = None) -> Any:
+    """The parsed JSON document at ``location``, or None when there is none."""
+    data = read_bytes(location, options)
     return None if data is None else json.loads(data)
 
 
-def write_json(path: PathLike, document: Any) -> None:
-    write_bytes(path, json.dumps(document, indent=2).encode())
+def write_json(location: PathLike, document: Any, options: StorageOptions = None) -> None:
+    write_bytes(location, json.dumps(document, indent=2).encode(), options)
 
 
-def read_attributes(path: PathLike) -> dict[str, Any]:
-    """The parsed ``attributes.json`` of the group or dataset ``path`` ({} when there is none)."""
-    return read_json(join(path, ATTRIBUTES)) or {}
+def read_attributes(location: PathLike, options: StorageOptions = None) -> dict[str, Any]:
+    """The parsed ``attributes.json`` of the group or dataset ``location`` ({} when there is none)."""
+    return read_json(join(location, ATTRIBUTES), options) or {}
 
 
-def write_attributes(path: PathLike, document: dict[str, Any]) -> None:
-    """Write the ``attributes.json`` of ``path`` (atomically)."""
-    write_json(join(path, ATTRIBUTES), document)
+def write_attributes(location: PathLike, document: Mapping[str, Any], options: StorageOptions = None) -> None:
+    """Write the ``attributes.json`` of ``location`` (atomically)."""
+    write_json(join(location, ATTRIBUTES), document, options)
 
 
-def exists(path: PathLike) -> bool:
-    return os.path.exists(path)
+def exists(location: PathLike, options: StorageOptions = None) -> bool:
+    if is_url(location):
+        fs, path = _filesystem(location, options)
+        return fs.exists(path)
+    return os.path.exists(_local(location))
 
 
-def is_nonempty_directory(path: PathLike) -> bool:
-    return os.path.isdir(path) and bool(os.listdir(path))
+def is_directory(location: PathLike, options: StorageOptions = None) -> bool:
+    """Whether ``location`` holds other objects (a directory, or a prefix of an object store)."""
+    if is_url(location):
+        fs, path = _filesystem(location, options)
+        return fs.isdir(path)
+    return os.path.isdir(_local(location))
 
 
-def list_names(path: PathLike) -> list[str]:
-    """The names directly below ``path`` (sorted; empty when it does not exist)."""
+def is_nonempty_directory(location: PathLike, options: StorageOptions = None) -> bool:
+    return bool(list_names(location, options)) if is_directory(location, options) else False
+
+
+def list_names(location: PathLike, options: StorageOptions = None) -> list[str]:
+    """The names directly below ``location`` (sorted; empty when there is nothing)."""
+    if is_url(location):
+        fs, path = _filesystem(location, options)
+        try:
+            return sorted(posixpath.basename(p.rstrip("/")) for p in fs.ls(path, detail=False))
+        except FileNotFoundError:
+            return []
     try:
-        return sorted(os.listdir(path))
+        return sorted(os.listdir(_local(location)))
     except FileNotFoundError:
         return []
 
 
-def remove(path: PathLike) -> None:
-    """Remove the object at ``path`` if there is one."""
+def remove(location: PathLike, options: StorageOptions = None) -> None:
+    """Remove the object at ``location`` if there is one."""
+    if is_url(location):
+        fs, path = _writable(location, options)
+        try:
+            fs.rm_file(path)
+        except FileNotFoundError:
+            pass
+        return
     try:
-        os.unlink(path)
+        os.unlink(_local(location))
     except FileNotFoundError:
         pass
 
 
-def remove_tree(path: PathLike) -> None:
-    """Remove ``path`` and everything below it."""
-    shutil.rmtree(path)
+def remove_tree(location: PathLike, options: StorageOptions = None) -> None:
+    """Remove ``location`` and everything below it."""
+    if is_url(location):
+        fs, path = _writable(location, options)
+        if fs.exists(path):
+            fs.rm(path, recursive=True)
+        return
+    shutil.rmtree(_local(location))
 
 
-def make_directory(path: PathLike) -> None:
-    os.makedirs(path, exist_ok=True)
+def make_directory(location: PathLike, options: StorageOptions = None) -> None:
+    """Create ``location`` as a directory (object stores have none: nothing to do there)."""
+    if not is_url(location):
+        os.makedirs(_local(location), exist_ok=True)
 
 
-def walk(path: PathLike) -> Iterator[tuple[str, list[str], list[str]]]:
-    """``(directory, subdirectories, files)`` below ``path``, top-down and sorted, as
-    :func:`os.walk`; pruning ``subdirectories`` in place skips them."""
-    for directory, subdirectories, files in os.walk(path):
+def walk(location: PathLike, options: StorageOptions = None) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``(directory, subdirectories, files)`` below ``location``, top-down and sorted, as
+    :func:`os.walk` (directories as locations); pruning ``subdirectories`` in place skips them."""
+    if is_url(location):
+        fs, path = _filesystem(location, options)
+        prefix = location[: len(location) - len(path)] if location.endswith(path) else location.split("://")[0] + "://"
+        for directory, subdirectories, files in fs.walk(path):
+            subdirectories.sort()
+            yield prefix + directory, subdirectories, sorted(files)
+        return
+    for directory, subdirectories, files in os.walk(_local(location)):
         subdirectories.sort()
         yield directory, subdirectories, sorted(files)
 
 
-def total_size(path: PathLike) -> int:
-    """Bytes stored below ``path``."""
-    return sum(os.path.getsize(os.path.join(directory, name)) for directory, _, files in walk(path)
+def total_size(location: PathLike, options: StorageOptions = None) -> int:
+    """Bytes stored below ``location``."""
+    if is_url(location):
+        fs, path = _filesystem(location, options)
+        return int(fs.du(path))
+    return sum(os.path.getsize(os.path.join(directory, name)) for directory, _, files in walk(location)
                for name in files)
+
+
+def request_threads(location: PathLike, threads: int | None) -> int | None:
+    """Threads for reading or writing many blocks: ``threads`` if given; for a URL at least
+    :data:`REMOTE_REQUESTS` requests in flight (latency, not cores, is what limits them)."""
+    if threads is None and is_url(location):
+        return REMOTE_REQUESTS
+    return threads

@@ -22,7 +22,7 @@ from .sources import open_label_source
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Protocol
+    from typing import Any, Protocol
 
     import distributed
 
@@ -66,10 +66,11 @@ class _NoProgress:
         pass
 
 
-def _executor(scheduler, threads):
-    """(executor, worker threads, client to close or None): local threads, or a dask.distributed cluster."""
+def _executor(scheduler, threads, target):
+    """(executor, worker threads, client to close or None): local threads (more for a URL target,
+    whose blocks wait on requests), or a dask.distributed cluster."""
     if scheduler is None:
-        n = default_threads(threads)
+        n = default_threads(storage.request_threads(target, threads))
         return ThreadPoolExecutor(max_workers=n), n, None
     try:
         import distributed
@@ -101,33 +102,36 @@ def _run_blocks(executor, job, level, progress, window):
     return written
 
 
-def _group_attributes(path):
-    return n5.read_attributes(path) if os.path.isdir(path) else {}
+def _group_attributes(path, options):
+    return n5.read_attributes(path, storage_options=options) if storage.is_directory(path, options) else {}
 
 
-def _start(target, parameters, overwrite, resume):
+def _start(target, parameters, overwrite, resume, options):
     """Create or reopen ``target``; returns True when a finished conversion is there already."""
-    attributes = _group_attributes(target)
+    attributes = _group_attributes(target, options)
     state = attributes.get(CONVERSION_KEY)
-    exists = storage.exists(target) and (not os.path.isdir(target) or storage.is_nonempty_directory(target))
+    name = storage.display(target)
+    exists = storage.exists(target, options) and (
+        not storage.is_directory(target, options) or storage.is_nonempty_directory(target, options))
     if exists and overwrite:
         if not attributes:
-            raise ConfigurationError(f"{target}: refusing to overwrite something that is not an N5 container")
-        storage.remove_tree(target)
+            raise ConfigurationError(f"{name}: refusing to overwrite something that is not an N5 container")
+        storage.remove_tree(target, options)
     elif exists and resume:
         if state is None:
-            raise ConfigurationError(f"{target}: resume: not written by n5ms convert")
+            raise ConfigurationError(f"{name}: resume: not written by n5ms convert")
         if state["parameters"] != parameters:
             changed = sorted(k for k in parameters if state["parameters"].get(k) != parameters[k])
             raise ConfigurationError(
-                f"{target}: resume: parameters differ from the interrupted run ({', '.join(changed)})"
+                f"{name}: resume: parameters differ from the interrupted run ({', '.join(changed)})"
             )
         return state["complete"]
     elif exists:
         hint = (" (an interrupted conversion: pass resume=True to finish it)" if state and not state["complete"]
                 else "")
-        raise FileExistsError(f"{target} exists{hint}; pass overwrite=True to replace it")
-    n5.write_attributes(target, {"n5": n5.N5_VERSION, CONVERSION_KEY: {"complete": False, "parameters": parameters}})
+        raise FileExistsError(f"{name} exists{hint}; pass overwrite=True to replace it")
+    n5.write_attributes(target, {"n5": n5.N5_VERSION, CONVERSION_KEY: {"complete": False, "parameters": parameters}},
+                        storage_options=options)
     return False
 
 
@@ -149,6 +153,7 @@ def convert(
     overwrite: bool = False,
     resume: bool = False,
     progress: Callable[[str, int], ProgressBar] | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> ConversionSummary:
     """Convert integer labels into a Paintera label source (a label multiset pyramid).
 
@@ -193,7 +198,7 @@ def convert(
     ConversionSummary
     """
     started = time.perf_counter()
-    source = open_label_source(source, dataset)
+    source = open_label_source(source, dataset, storage_options=storage_options)
     target = os.fspath(target)
     ndim = len(source.shape)
     block_size = (int(block_size),) * ndim if isinstance(block_size, (int, np.integer)) else tuple(block_size)
@@ -209,18 +214,19 @@ def convert(
     if len(resolution) != ndim or len(offset) != ndim:
         raise ConfigurationError(f"resolution/offset: {ndim} values each required")
     job = PyramidJob(target, source, block_size, normalized_factors(factors, source.shape, block_size),
-                     n5.compression_attributes(compression), int(max_num_entries), keep)
+                     n5.compression_attributes(compression), int(max_num_entries), keep,
+                     storage_options)
     parameters = {"source": source.description(), "blockSize": list(block_size),
                   "factors": [list(f) for f in job.factors], "compression": job.compression,
                   "maxNumEntries": job.max_num_entries, "keep": keep, "resolution": list(resolution),
                   "offset": list(offset), "lookupBlockSize": int(lookup_block_size)}
     levels = range(job.n_levels)
     blocks_total = sum(int(np.prod(job.grid_shape(level))) for level in levels)
-    if _start(target, parameters, overwrite, resume):
+    if _start(target, parameters, overwrite, resume, storage_options):
         return _summary(job, 0, blocks_total, started)
 
     _write_layout(job, resolution, offset, lookup_block_size)
-    executor, workers, client = _executor(scheduler, threads)
+    executor, workers, client = _executor(scheduler, threads, target)
     window = 4 * workers
     written = 0
     try:
@@ -233,36 +239,38 @@ def convert(
             client.close()
     bar = progress("label-to-block-mapping", job.n_levels) if progress else _NoProgress()
     for level in levels:
-        write_label_to_block_mapping(target, level, int(lookup_block_size), job.compression, threads)
+        write_label_to_block_mapping(target, level, int(lookup_block_size), job.compression, threads,
+                                     storage_options=storage_options)
         bar.update(1)
     bar.close()
-    labels = n5.open(os.path.join(target, "unique-labels", "s0"))
+    labels = n5.open(storage.join(target, "unique-labels", "s0"), storage_options=storage_options)
     all_labels = np.unique(block_labels(labels)[0])
     regular = all_labels[all_labels <= MAX_ID]
     max_id = int(regular.max()) if regular.size else 0
     attributes = {"n5": n5.N5_VERSION, "painteraData": {"type": "label"}, "maxId": max_id,
                   "labelBlockLookup": LABEL_BLOCK_LOOKUP,
                   CONVERSION_KEY: {"complete": True, "parameters": parameters}}
-    n5.write_attributes(target, attributes)
+    n5.write_attributes(target, attributes, storage_options=storage_options)
     return _summary(job, written, blocks_total, started)
 
 
 def _write_layout(job, resolution, offset, lookup_block_size):
-    target = job.target
-    n5.write_attributes(os.path.join(target, "data"),
-                        {"multiScale": True, "offset": list(offset), "resolution": list(resolution),
-                           "isLabelMultiset": True})
-    n5.write_attributes(os.path.join(target, "unique-labels"), {"multiScale": True})
-    n5.write_attributes(os.path.join(target, "label-to-block-mapping"),
-                        {"isMultiscale": True, "labelBlockLookup": LABEL_BLOCK_LOOKUP})
+    target, options = job.target, job.storage_options
+    layout = {
+        "data": {"multiScale": True, "offset": list(offset), "resolution": list(resolution), "isLabelMultiset": True},
+        "unique-labels": {"multiScale": True},
+        "label-to-block-mapping": {"isMultiscale": True, "labelBlockLookup": LABEL_BLOCK_LOOKUP},
+    }
+    for group, document in layout.items():
+        n5.write_attributes(storage.join(target, group), document, storage_options=options)
     for level in range(job.n_levels):
         for dataset in (job.data(level), job.unique_labels(level)):
-            n5.write_attributes(dataset.path, dataset.attributes)
+            n5.write_attributes(dataset.path, dataset.attributes, storage_options=options)
 
 
 def _summary(job, written, blocks_total, started):
-    attributes = _group_attributes(job.target)
-    labels = n5.open(os.path.join(job.target, "unique-labels", "s0"))
+    attributes = _group_attributes(job.target, job.storage_options)
+    labels = n5.open(storage.join(job.target, "unique-labels", "s0"), storage_options=job.storage_options)
     n_labels = int(np.unique(block_labels(labels)[0]).size)
     return ConversionSummary(job.target, [job.level_shape(level) for level in range(job.n_levels)],
                              written, blocks_total, int(attributes.get("maxId", 0)), n_labels,

@@ -25,10 +25,11 @@ LABEL_BLOCK_LOOKUP = {"type": "n5-filesystem-relative", "scaleDatasetPattern": "
 LOOKUP_DIMENSION = 2**63 - 1   # the label-to-block-mapping datasets span every uint63 id
 
 
-def _mapping_dataset(target, level, lookup_block_size, compression):
-    return n5.ArrayDataset(os.path.join(target, "label-to-block-mapping", f"s{level}"),
+def _mapping_dataset(target, level, lookup_block_size, compression, options):
+    return n5.ArrayDataset(storage.join(target, "label-to-block-mapping", f"s{level}"),
                            {"dataType": "int8", "compression": compression,
-                            "blockSize": [lookup_block_size], "dimensions": [LOOKUP_DIMENSION]})
+                            "blockSize": [lookup_block_size], "dimensions": [LOOKUP_DIMENSION]},
+                           storage_options=options)
 
 
 def block_labels(unique_labels: ArrayDataset) -> tuple[np.ndarray, np.ndarray]:
@@ -71,36 +72,40 @@ def label_to_block_mapping_blocks(unique_labels: ArrayDataset, lookup_block_size
 
 
 def write_label_to_block_mapping(
-    target: PathLike, level: int, lookup_block_size: int, compression: dict[str, Any], threads: int | None = None
+    target: PathLike, level: int, lookup_block_size: int, compression: dict[str, Any], threads: int | None = None,
+    *, storage_options: dict[str, Any] | None = None,
 ) -> int:
     """Write ``label-to-block-mapping/s{level}`` from ``unique-labels/s{level}``; returns the file count."""
-    unique_labels = n5.open(os.path.join(target, "unique-labels", f"s{level}"))
-    mapping = _mapping_dataset(target, level, lookup_block_size, compression)
-    if storage.exists(mapping.path):
-        storage.remove_tree(mapping.path)
-    n5.write_attributes(mapping.path, mapping.attributes)
+    target = os.fspath(target)
+    unique_labels = n5.open(storage.join(target, "unique-labels", f"s{level}"), storage_options=storage_options)
+    mapping = _mapping_dataset(target, level, lookup_block_size, compression, storage_options)
+    if storage.exists(mapping.path, storage_options):
+        storage.remove_tree(mapping.path, storage_options)
+    n5.write_attributes(mapping.path, mapping.attributes, storage_options=storage_options)
     files = label_to_block_mapping_blocks(unique_labels, lookup_block_size)
 
     def write_one(item):
         number, body = item
         mapping.write_varlength_block((number,), np.frombuffer(body, np.int8), dims=(lookup_block_size,))
 
-    with ThreadPoolExecutor(max_workers=default_threads(threads)) as pool:
+    with ThreadPoolExecutor(max_workers=default_threads(storage.request_threads(target, threads))) as pool:
         list(pool.map(write_one, files.items()))
     return len(files)
 
 
 def read_label_to_block_mapping(
-    target: PathLike, level: int
+    target: PathLike, level: int, *, storage_options: dict[str, Any] | None = None
 ) -> dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]]:
     """``{id: [(min, max), ...]}`` of a Paintera label source's ``label-to-block-mapping/s{level}``
     (intervals inclusive, N5 order), as Paintera's ``LabelBlockLookupFromN5`` reads it."""
     target = os.fspath(target)
-    path = os.path.join(target, "label-to-block-mapping", f"s{level}")
-    ndim = len(n5.read_attributes(os.path.join(target, "data", f"s{level}")).get("dimensions", [0, 0, 0]))
-    mapping = n5.open(path)
+    options = storage_options
+    path = storage.join(target, "label-to-block-mapping", f"s{level}")
+    data = n5.read_attributes(storage.join(target, "data", f"s{level}"), storage_options=options)
+    ndim = len(data.get("dimensions", [0, 0, 0]))
+    mapping = n5.open(path, storage_options=options)
     result = {}
-    for name in storage.list_names(path):
+    for name in storage.list_names(path, options):
         if not name.isdigit():
             continue
         body = mapping.read_block((int(name),)).tobytes()

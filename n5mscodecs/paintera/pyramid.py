@@ -3,8 +3,7 @@ that workers run (each writes one block of one level, and the unique-labels bloc
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -12,6 +11,7 @@ import numpy as np
 from .. import n5
 from ..errors import ConfigurationError
 from ..multiset import LabelMultisetArray, assemble
+from ..n5 import storage
 from .sources import LabelSource
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ class PyramidJob:
     compression: dict[str, Any]
     max_num_entries: int
     keep: KeepRule
+    storage_options: dict[str, Any] | None = field(default=None, repr=False)  # for a URL target; never printed
 
     @property
     def n_levels(self) -> int:
@@ -54,12 +55,13 @@ class PyramidJob:
         return tuple(-(-n // b) for n, b in zip(self.level_shape(level), self.block_size))
 
     def data(self, level: int) -> n5.LabelMultisetDataset:
-        return n5.LabelMultisetDataset(os.path.join(self.target, "data", f"s{level}"),
-                                       self._attributes(level, label_multiset=True))
+        return n5.LabelMultisetDataset(storage.join(self.target, "data", f"s{level}"),
+                                       self._attributes(level, label_multiset=True),
+                                       storage_options=self.storage_options)
 
     def unique_labels(self, level: int) -> n5.ArrayDataset:
-        return n5.ArrayDataset(os.path.join(self.target, "unique-labels", f"s{level}"),
-                               self._attributes(level, label_multiset=False))
+        return n5.ArrayDataset(storage.join(self.target, "unique-labels", f"s{level}"),
+                               self._attributes(level, label_multiset=False), storage_options=self.storage_options)
 
     def _attributes(self, level, *, label_multiset):
         document = {"dataType": "uint8" if label_multiset else "uint64", "compression": self.compression,
@@ -146,7 +148,7 @@ def write_pyramid_block(job: PyramidJob, level: int, grid: Sequence[int]) -> int
         else:
             block = below.read_block(child)
             if block is None:
-                raise ConfigurationError(f"{below.block_path(child)}: block missing below level {level}")
+                raise ConfigurationError(f"{below.block_name(child)}: block missing below level {level}")
         origin = tuple((c - g * f) * b // f for c, g, f, b in zip(child, grid, factors, job.block_size))
         part = block.downsample(factors, job.max_num_entries, keep=job.keep, threads=1)
         parts.append((tuple(slice(o, o + n) for o, n in zip(origin, part.shape)), part))

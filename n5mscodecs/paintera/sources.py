@@ -4,6 +4,7 @@ from an ndarray, an N5 dataset, a zarr array, a ``.npy`` or a TIFF file (N5 axis
 from __future__ import annotations
 
 import functools
+import json
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -12,6 +13,7 @@ import numpy as np
 
 from .. import n5
 from ..errors import ConfigurationError
+from ..n5 import storage
 
 if TYPE_CHECKING:
     from typing import Any
@@ -20,10 +22,12 @@ if TYPE_CHECKING:
 
 
 @functools.lru_cache(maxsize=8)
-def _opened(kind, path):
-    """The array behind a file source, opened once per process (workers open lazily)."""
+def _opened(kind, path, options_json="null"):
+    """The array behind a file source, opened once per process (workers open lazily);
+    ``options_json``: the storage options of a URL, as JSON (a hashable cache key)."""
+    options = json.loads(options_json)
     if kind == "n5":
-        return n5.open(path)
+        return n5.open(path, storage_options=options)
     if kind == "npy":
         return np.load(path, mmap_mode="r")
     if kind == "tiff":
@@ -34,7 +38,7 @@ def _opened(kind, path):
             return tifffile.imread(path)
     if kind == "zarr":
         import zarr
-        return zarr.open_array(path, mode="r")
+        return zarr.open_array(path, mode="r", storage_options=options) if options else zarr.open_array(path, mode="r")
     raise ConfigurationError(f"source: unknown kind {kind!r}")
 
 
@@ -53,12 +57,13 @@ class LabelSource:
     shape: tuple[int, ...]
     dtype: str
     array: np.ndarray | None = field(default=None, repr=False)
+    storage_options: dict[str, Any] | None = field(default=None, repr=False)  # for URLs; never printed
 
     def read(self, region: tuple[slice, ...]) -> np.ndarray:
         """The labels of ``region`` (a tuple of slices, N5 order) as an ndarray."""
         if self.kind == "array":
             return self.array[region]
-        stored = _opened(self.kind, self.path)
+        stored = _opened(self.kind, self.path, json.dumps(self.storage_options, sort_keys=True))
         if self.kind == "n5":
             return stored[region]
         return np.asarray(stored[region[::-1]]).T
@@ -68,28 +73,34 @@ class LabelSource:
         return {"kind": self.kind, "path": self.path, "shape": list(self.shape), "dtype": self.dtype}
 
 
-def _checked_source(kind, path, shape, dtype, array=None):
+def _checked_source(kind, path, shape, dtype, array=None, storage_options=None):
     dtype = np.dtype(dtype)
     if dtype.kind not in "iu":
         raise ConfigurationError(f"source: integer labels required, {path or 'array'} has dtype {dtype}")
     if not 1 <= len(shape) <= 3:
         raise ConfigurationError(f"source: 1 to 3 dimensions required, got shape {tuple(shape)}")
-    return LabelSource(kind, path, tuple(int(s) for s in shape), dtype.name, array)
+    return LabelSource(kind, path, tuple(int(s) for s in shape), dtype.name, array, storage_options)
 
 
-def open_label_source(source: LabelSource | np.ndarray | PathLike, dataset: str | None = None) -> LabelSource:
+def open_label_source(source: LabelSource | np.ndarray | PathLike, dataset: str | None = None, *,
+                      storage_options: dict[str, Any] | None = None) -> LabelSource:
     """A :class:`LabelSource` from an ndarray (N5 order), an N5 dataset or group + ``dataset``,
-    a zarr array, a ``.npy`` file or a TIFF file."""
+    a zarr array, a ``.npy`` file or a TIFF file. N5 datasets and zarr arrays may be URLs
+    (with fsspec's ``storage_options``)."""
     if isinstance(source, LabelSource):
         return source
     if isinstance(source, np.ndarray):
         return _checked_source("array", None, source.shape, source.dtype, source)
     path = os.fspath(source)
     if dataset:
-        path = os.path.join(path, dataset)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"source: {path} does not exist")
+        path = storage.join(path, dataset)
+    options = storage_options
+    name = storage.display(path)
+    if not storage.exists(path, options):
+        raise FileNotFoundError(f"source: {name} does not exist")
     lower = path.lower()
+    if lower.endswith((".npy", ".tif", ".tiff")) and storage.is_url(path):
+        raise ConfigurationError(f"source: {name}: .npy and TIFF sources must be local files")
     if lower.endswith(".npy"):
         stored = np.load(path, mmap_mode="r")
         return _checked_source("npy", path, stored.shape[::-1], stored.dtype)
@@ -98,18 +109,19 @@ def open_label_source(source: LabelSource | np.ndarray | PathLike, dataset: str 
         with tifffile.TiffFile(path) as tif:
             series = tif.series[0]
             return _checked_source("tiff", path, series.shape[::-1], series.dtype)
-    if "dimensions" in n5.read_attributes(path):
-        stored = n5.open(path)
+    if "dimensions" in n5.read_attributes(path, storage_options=options):
+        stored = n5.open(path, storage_options=options)
         if isinstance(stored, n5.LabelMultisetDataset):
-            raise ConfigurationError(f"source: {path} is a label multiset dataset, not integer labels")
-        return _checked_source("n5", path, stored.shape, stored.dtype)
-    if os.path.exists(os.path.join(path, ".zarray")) or os.path.exists(os.path.join(path, "zarr.json")):
+            raise ConfigurationError(f"source: {name} is a label multiset dataset, not integer labels")
+        return _checked_source("n5", path, stored.shape, stored.dtype, storage_options=options)
+    if any(storage.exists(storage.join(path, name), options) for name in (".zarray", "zarr.json")):
         try:
             import zarr  # noqa: F401
         except ImportError as exc:
-            raise ConfigurationError(f"source: {path} is a zarr array; install zarr to read it") from exc
-        stored = _opened("zarr", path)
-        return _checked_source("zarr", path, stored.shape[::-1], stored.dtype)
+            raise ConfigurationError(f"source: {name} is a zarr array; install zarr to read it") from exc
+        stored = _opened("zarr", path, json.dumps(options, sort_keys=True))
+        return _checked_source("zarr", path, stored.shape[::-1], stored.dtype, storage_options=options)
+    group = storage.exists(storage.join(path, storage.ATTRIBUTES), options)
     raise ConfigurationError(
-        f"source: {path} is not an N5 dataset, zarr array, .npy or TIFF file"
-        + (" (an N5 group: name the dataset)" if os.path.exists(os.path.join(path, "attributes.json")) else ""))
+        f"source: {name} is not an N5 dataset, zarr array, .npy or TIFF file"
+        + (" (an N5 group: name the dataset)" if group else ""))
