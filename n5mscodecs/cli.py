@@ -4,6 +4,7 @@ the work is done by the library (``paintera``, ``n5``, ``demo``, ``preview``, ``
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -45,12 +46,12 @@ def _progress(enabled):
                                            file=sys.stderr, leave=True)
 
 
-def _print_summary(summary):
+def _print_summary(summary, options=None):
     seconds = summary.seconds
-    print(f"  wrote {summary.target}: {len(summary.level_shapes)} levels "
+    print(f"  wrote {storage.display(summary.target)}: {len(summary.level_shapes)} levels "
           + " ".join(f"s{k}={list(shape)}" for k, shape in enumerate(summary.level_shapes)))
     print(f"    {summary.blocks_written}/{summary.blocks_total} blocks written, {summary.n_labels} labels, "
-          f"maxId {summary.max_id}, {storage.total_size(summary.target) / 2**20:.2f} MiB on disk")
+          f"maxId {summary.max_id}, {storage.total_size(summary.target, options) / 2**20:.2f} MiB stored")
     print(f"    {seconds:.2f} s, {summary.voxels / seconds / 1e6:.1f} Mvoxel/s")
 
 
@@ -83,42 +84,45 @@ def _factors(text):
 
 
 def cmd_convert(args):
-    if os.path.exists(args.target) and not (args.overwrite or args.resume):
-        print(f"n5ms: {args.target} exists (pass --overwrite to replace it or --resume to finish it)",
+    options = args.storage_options
+    if storage.exists(args.target, options) and not (args.overwrite or args.resume):
+        print(f"n5ms: {storage.display(args.target)} exists (pass --overwrite to replace it or --resume to finish it)",
               file=sys.stderr)
         return 2
-    print(f"n5ms convert {args.source} -> {args.target}")
+    print(f"n5ms convert {storage.display(args.source)} -> {storage.display(args.target)}")
     summary = paintera.convert(
         args.source, args.target, dataset=args.dataset, block_size=args.block_size, factors=args.scale,
         compression=args.compression, max_num_entries=args.max_num_entries, keep=args.keep,
         resolution=args.resolution, offset=args.offset, lookup_block_size=args.lookup_block_size,
         threads=args.threads, scheduler=args.scheduler, overwrite=args.overwrite, resume=args.resume,
-        progress=_progress(not args.quiet))
-    _print_summary(summary)
+        progress=_progress(not args.quiet), storage_options=options)
+    _print_summary(summary, options)
     return 0
 
 
 def cmd_argmax(args):
-    source = n5.open(args.source)
+    options = args.storage_options
+    source = n5.open(args.source, storage_options=options)
     if not isinstance(source, n5.LabelMultisetDataset):
-        print(f"n5ms: {args.source}: not a label multiset dataset", file=sys.stderr)
+        print(f"n5ms: {source.name}: not a label multiset dataset", file=sys.stderr)
         return 2
-    if os.path.exists(args.target) and not args.overwrite:
-        print(f"n5ms: {args.target} exists (pass --overwrite to replace it)", file=sys.stderr)
+    if storage.exists(args.target, options) and not args.overwrite:
+        print(f"n5ms: {storage.display(args.target)} exists (pass --overwrite to replace it)", file=sys.stderr)
         return 2
     grids = list(np.ndindex(*source.grid_shape))
     if args.target.rstrip("/").endswith(".zarr"):
         zarr = _import_or_exit("zarr", "zarr", "a zarr target")
         # zarr arrays are C-ordered (z, y, x): the N5 axes reversed
         target = zarr.create_array(args.target, shape=source.shape[::-1], chunks=source.chunks[::-1],
-                                   dtype="uint64", overwrite=args.overwrite, fill_value=0)
+                                   dtype="uint64", overwrite=args.overwrite, fill_value=0,
+                                   **({"storage_options": options} if options else {}))
 
         def write(grid, labels):
             target[source.block_region(grid)[::-1]] = labels.T
     else:
         target = n5.create_array_dataset(args.target, source.shape, source.chunks, "uint64",
                                          compression=source.attributes.get("compression", "gzip"),
-                                         overwrite=args.overwrite)
+                                         overwrite=args.overwrite, storage_options=options)
 
         def write(grid, labels):
             target.write_block(grid, labels)
@@ -127,7 +131,7 @@ def cmd_argmax(args):
         block = source.read_block(grid)
         if block is not None:
             write(grid, block.argmax())
-    print(f"n5ms argmax: wrote {args.target} ({list(source.shape)}, {len(grids)} blocks)")
+    print(f"n5ms argmax: wrote {storage.display(args.target)} ({list(source.shape)}, {len(grids)} blocks)")
     return 0
 
 
@@ -140,12 +144,12 @@ def _import_or_exit(module, extra, what):
 
 def cmd_preview(args):
     image_module = _import_or_exit("PIL.Image", "preview", "preview")
-    path = args.source
-    if "dimensions" not in n5.read_attributes(path):
-        path = os.path.join(path, "data", args.level)
-    dataset = n5.open(path)
+    path, options = args.source, args.storage_options
+    if "dimensions" not in n5.read_attributes(path, storage_options=options):
+        path = storage.join(path, "data", args.level)
+    dataset = n5.open(path, storage_options=options)
     if not isinstance(dataset, n5.LabelMultisetDataset):
-        print(f"n5ms: {path}: not a label multiset dataset", file=sys.stderr)
+        print(f"n5ms: {dataset.name}: not a label multiset dataset", file=sys.stderr)
         return 2
     axis = "xyz".index(args.axis)
     index = dataset.shape[axis] // 2 if args.index is None else args.index
@@ -154,23 +158,24 @@ def cmd_preview(args):
         return 2
     picture, n_labels, most_entries = slice_picture(dataset, axis, index)
     image_module.Image.fromarray(picture).save(args.out)
-    print(f"n5ms preview: {args.out}: {path} {args.axis}={index}, {n_labels} labels, "
+    print(f"n5ms preview: {args.out}: {dataset.name} {args.axis}={index}, {n_labels} labels, "
           f"entries per voxel 1..{most_entries} (left: argmax, right: entries, white = most)")
     return 0
 
 
 def cmd_info(args):
-    path = args.path
-    if not os.path.isdir(path):
-        print(f"n5ms: {path}: no such directory", file=sys.stderr)
+    path, options = args.path, args.storage_options
+    if not storage.is_directory(path, options):
+        print(f"n5ms: {storage.display(path)}: no such directory", file=sys.stderr)
         return 2
-    attributes = n5.read_attributes(path)
+    attributes = n5.read_attributes(path, storage_options=options)
     if "dimensions" not in attributes:
-        print(f"{path}: N5 group {attributes.get('n5', '')}".rstrip())
-        for directory in n5.dataset_paths(path):
-            print(f"  {os.path.relpath(directory, path)}: " + _describe(n5.open(directory)))
+        print(f"{storage.display(path)}: N5 group {attributes.get('n5', '')}".rstrip())
+        for directory in n5.dataset_paths(path, storage_options=options):
+            dataset = n5.open(directory, storage_options=options)
+            print(f"  {storage.relative(directory, path)}: " + _describe(dataset))
         return 0
-    print(f"{path}: " + _describe(n5.open(path)))
+    print(f"{storage.display(path)}: " + _describe(n5.open(path, storage_options=options)))
     return 0
 
 
@@ -191,21 +196,40 @@ def _describe(dataset):
 
 
 def cmd_zarr_json(args):
-    if not os.path.isdir(args.container):
-        print(f"n5ms: {args.container}: no such directory", file=sys.stderr)
+    options = args.storage_options
+    if not storage.is_directory(args.container, options):
+        print(f"n5ms: {storage.display(args.container)}: no such directory", file=sys.stderr)
         return 2
     try:
         from .zarr import write_zarr_json
     except ImportError:
         print("n5ms: zarr-json needs zarr-python 3 (pip install 'n5mscodecs[zarr]')", file=sys.stderr)
         return 2
-    written, skipped = write_zarr_json(args.container, overwrite=args.overwrite)
+    written, skipped = write_zarr_json(args.container, overwrite=args.overwrite, storage_options=options)
     for directory in written:
-        print(f"  wrote {os.path.join(directory, 'zarr.json')}")
+        print(f"  wrote {storage.display(storage.join(directory, 'zarr.json'))}")
     for directory in skipped:
-        print(f"  skipped {directory} (zarr.json exists, or plain dataset without zarr-n5)")
+        print(f"  skipped {storage.display(directory)} (zarr.json exists, or plain dataset without zarr-n5)")
     print(f"{len(written)} zarr.json written, {len(skipped)} skipped; no block was touched")
     return 0
+
+
+def _storage_option(text):
+    """``KEY=VALUE`` with VALUE read as JSON where it parses (true, 3, {"a": 1}), else a string."""
+    key, separator, value = text.partition("=")
+    if not separator or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
+
+
+def _add_storage_options(command):
+    command.add_argument("--storage-option", dest="storage_option", type=_storage_option, action="append",
+                         default=[], metavar="KEY=VALUE",
+                         help="fsspec storage option for URL locations (repeat), e.g. endpoint_url=http://... "
+                              "or anon=true; credentials also come from the usual environment variables")
 
 
 def build_parser():
@@ -222,6 +246,7 @@ def build_parser():
     demo.set_defaults(run=cmd_demo)
     info = commands.add_parser("info", help="summarise an N5 container or dataset")
     info.add_argument("path")
+    _add_storage_options(info)
     info.set_defaults(run=cmd_info)
     convert = commands.add_parser("convert", help="integer labels -> Paintera label source (label multiset pyramid)")
     convert.add_argument("source", help="N5 dataset (or group with --dataset), zarr array, .npy or TIFF")
@@ -242,11 +267,13 @@ def build_parser():
     convert.add_argument("--overwrite", action="store_true")
     convert.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
     convert.add_argument("--quiet", action="store_true", help="no progress bars")
+    _add_storage_options(convert)
     convert.set_defaults(run=cmd_convert)
     argmax = commands.add_parser("argmax", help="label multiset dataset -> uint64 N5 (or .zarr) dataset")
     argmax.add_argument("source")
     argmax.add_argument("target")
     argmax.add_argument("--overwrite", action="store_true")
+    _add_storage_options(argmax)
     argmax.set_defaults(run=cmd_argmax)
     preview = commands.add_parser("preview", help="PNG of one slice: argmax colours beside entries per voxel")
     preview.add_argument("source", help="label multiset dataset or Paintera source group")
@@ -254,16 +281,19 @@ def build_parser():
     preview.add_argument("--axis", choices=("x", "y", "z"), default="z")
     preview.add_argument("--index", type=int, help="slice index (default: the middle)")
     preview.add_argument("--level", default="s0", help="level of a source group (default s0)")
+    _add_storage_options(preview)
     preview.set_defaults(run=cmd_preview)
     zarr_json = commands.add_parser("zarr-json", help="write zarr.json beside each attributes.json (N5 + zarr)")
     zarr_json.add_argument("container")
     zarr_json.add_argument("--overwrite", action="store_true", help="replace existing zarr.json files")
+    _add_storage_options(zarr_json)
     zarr_json.set_defaults(run=cmd_zarr_json)
     return parser
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    args.storage_options = dict(getattr(args, "storage_option", [])) or None
     try:
         return args.run(args)
     except (N5msCodecsError, OSError) as exc:

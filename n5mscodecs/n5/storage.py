@@ -51,7 +51,8 @@ def display(location: PathLike) -> str:
     return _USERINFO.sub(r"\1", os.fspath(location))
 
 
-def _local(location: PathLike) -> str:
+def local_path(location: PathLike) -> str:
+    """A local location as a file system path (``file://`` removed)."""
     location = os.fspath(location)
     return location[len("file://"):] if location.startswith("file://") else location
 
@@ -103,7 +104,7 @@ def read_bytes(location: PathLike, options: StorageOptions = None) -> bytes | No
         except FileNotFoundError:
             return None
     try:
-        with builtins.open(_local(location), "rb") as f:
+        with builtins.open(local_path(location), "rb") as f:
             return f.read()
     except FileNotFoundError:
         return None
@@ -115,7 +116,7 @@ def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None)
         fs, path = _writable(location, options)
         fs.pipe_file(path, bytes(data))
         return
-    target = _local(location)
+    target = local_path(location)
     directory = os.path.dirname(target)
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
@@ -152,7 +153,7 @@ def exists(location: PathLike, options: StorageOptions = None) -> bool:
     if is_url(location):
         fs, path = _filesystem(location, options)
         return fs.exists(path)
-    return os.path.exists(_local(location))
+    return os.path.exists(local_path(location))
 
 
 def is_directory(location: PathLike, options: StorageOptions = None) -> bool:
@@ -160,7 +161,7 @@ def is_directory(location: PathLike, options: StorageOptions = None) -> bool:
     if is_url(location):
         fs, path = _filesystem(location, options)
         return fs.isdir(path)
-    return os.path.isdir(_local(location))
+    return os.path.isdir(local_path(location))
 
 
 def is_nonempty_directory(location: PathLike, options: StorageOptions = None) -> bool:
@@ -176,7 +177,7 @@ def list_names(location: PathLike, options: StorageOptions = None) -> list[str]:
         except FileNotFoundError:
             return []
     try:
-        return sorted(os.listdir(_local(location)))
+        return sorted(os.listdir(local_path(location)))
     except FileNotFoundError:
         return []
 
@@ -191,7 +192,7 @@ def remove(location: PathLike, options: StorageOptions = None) -> None:
             pass
         return
     try:
-        os.unlink(_local(location))
+        os.unlink(local_path(location))
     except FileNotFoundError:
         pass
 
@@ -203,13 +204,13 @@ def remove_tree(location: PathLike, options: StorageOptions = None) -> None:
         if fs.exists(path):
             fs.rm(path, recursive=True)
         return
-    shutil.rmtree(_local(location))
+    shutil.rmtree(local_path(location))
 
 
 def make_directory(location: PathLike, options: StorageOptions = None) -> None:
     """Create ``location`` as a directory (object stores have none: nothing to do there)."""
     if not is_url(location):
-        os.makedirs(_local(location), exist_ok=True)
+        os.makedirs(local_path(location), exist_ok=True)
 
 
 def walk(location: PathLike, options: StorageOptions = None) -> Iterator[tuple[str, list[str], list[str]]]:
@@ -222,7 +223,7 @@ def walk(location: PathLike, options: StorageOptions = None) -> Iterator[tuple[s
             subdirectories.sort()
             yield prefix + directory, subdirectories, sorted(files)
         return
-    for directory, subdirectories, files in os.walk(_local(location)):
+    for directory, subdirectories, files in os.walk(local_path(location)):
         subdirectories.sort()
         yield directory, subdirectories, sorted(files)
 

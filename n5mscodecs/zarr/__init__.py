@@ -19,7 +19,7 @@ from .codecs import (
     chunk_to_multisets,
 )
 from .dtype import LabelMultisetDType
-from .store import N5Store
+from .store import N5Store, open_n5_store
 from .threads import zarr_threads
 
 for _name, _cls in ZARR_CODECS.items():
@@ -29,6 +29,7 @@ if LabelMultisetDType._zarr_v3_name not in _data_type_registry.contents:
 
 __all__ = [
     "N5Store",
+    "open_n5_store",
     "label_multiset_metadata",
     "write_zarr_json",
     "zarr_document",

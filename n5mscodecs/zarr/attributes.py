@@ -3,13 +3,11 @@ serves on the fly and :func:`write_zarr_json` writes beside an N5 container (no 
 
 from __future__ import annotations
 
-import json
-import os
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError
 from ..multiset import INVALID
-from ..n5 import N5_VERSION, CodecChain
+from ..n5 import N5_VERSION, CodecChain, storage
 from ..n5.storage import ATTRIBUTES
 
 if TYPE_CHECKING:
@@ -67,26 +65,26 @@ def zarr_document(attributes: Mapping[str, Any], path: str = "", fill_label: int
 
 
 def write_zarr_json(
-    container: PathLike, *, fill_label: int = INVALID, overwrite: bool = False
+    container: PathLike, *, fill_label: int = INVALID, overwrite: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> tuple[list[str], list[str]]:
-    """Write a ``zarr.json`` next to every ``attributes.json`` of an N5 container on disk.
+    """Write a ``zarr.json`` next to every ``attributes.json`` of an N5 container.
 
     The container then opens with plain ``zarr.open_group``/``zarr.open_array``
     and stays a valid N5 container; no block is touched. Plain numeric
     datasets get zarr-n5's metadata when zarr-n5 is installed and are skipped
-    otherwise. Returns ``(written, skipped)`` lists of directories.
+    otherwise. ``container`` may be a URL (with fsspec's ``storage_options``).
+    Returns ``(written, skipped)`` lists of directories.
     """
     written, skipped = [], []
-    for directory, subdirs, files in os.walk(container):
-        subdirs.sort()
+    for directory, subdirs, files in storage.walk(container, storage_options):
         if ATTRIBUTES not in files:
             continue
-        target = os.path.join(directory, ZARR_JSON)
-        if os.path.exists(target) and not overwrite:
+        target = storage.join(directory, ZARR_JSON)
+        if ZARR_JSON in files and not overwrite:
             skipped.append(directory)
             continue
-        with open(os.path.join(directory, ATTRIBUTES), "rb") as f:
-            attributes = json.load(f)
+        attributes = storage.read_attributes(directory, storage_options)
         try:
             document = zarr_document(attributes, directory, fill_label)
         except ConfigurationError:
@@ -94,8 +92,7 @@ def write_zarr_json(
             continue
         if "dimensions" in attributes:
             subdirs[:] = []  # block directories below a dataset
-        with open(target, "w") as f:
-            json.dump(document, f, indent=2)
+        storage.write_json(target, document, storage_options)
         written.append(directory)
     return written, skipped
 

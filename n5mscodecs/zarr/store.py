@@ -26,16 +26,19 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.storage import WrapperStore
 
 from ..multiset import INVALID
-from ..n5 import LabelMultisetDataset
+from ..n5 import LabelMultisetDataset, storage
 from ..n5.grid import crop
 from ..n5.header import N5BlockHeader
 from ..n5.varlen import n5_varlen_decode, n5_varlen_encode
 from .attributes import ATTRIBUTES, ZARR_JSON, attributes_from_zarr, zarr_document
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
     from zarr.abc.store import Store
+
+    from ..n5.storage import PathLike
 
 
 class N5Store(WrapperStore):
@@ -190,3 +193,20 @@ class N5Store(WrapperStore):
     async def _set_many(self, values):
         for key, value in values:
             await self.set(key, value)
+
+
+def open_n5_store(location: PathLike, *, storage_options: Mapping[str, Any] | None = None, read_only: bool = False,
+                  fill_label: int = INVALID) -> N5Store:
+    """An :class:`N5Store` over an N5 container at a local path (zarr's ``LocalStore``) or a URL
+    (zarr's ``FsspecStore``: the same fsspec file systems and ``storage_options`` as
+    :mod:`n5mscodecs.n5`; ``http(s)`` is read-only)."""
+    if storage.is_url(location):
+        from zarr.storage import FsspecStore
+
+        read_only = read_only or str(location).startswith(("http://", "https://"))
+        store = FsspecStore.from_url(str(location), storage_options=dict(storage_options or {}), read_only=read_only)
+    else:
+        from zarr.storage import LocalStore
+
+        store = LocalStore(storage.local_path(location), read_only=read_only)
+    return N5Store(store, fill_label=fill_label)
