@@ -70,7 +70,8 @@ LABELS = (np.arange(20 * 18 * 9, dtype=np.uint64).reshape(20, 18, 9) // 11) % 40
 def test_label_multisets_on_s3_match_local_files(s3, tmp_path):
     url = "s3://bucket/match.n5/labels"
     n5.write(url, LABELS, chunks=(8, 8, 4), compression={"type": "gzip", "level": 6})
-    local = n5.write(tmp_path / "match.n5" / "labels", LABELS, chunks=(8, 8, 4), compression={"type": "gzip", "level": 6})
+    local = n5.write(tmp_path / "match.n5" / "labels", LABELS, chunks=(8, 8, 4),
+                     compression={"type": "gzip", "level": 6})
     remote = n5.open(url)
     assert isinstance(remote, n5.LabelMultisetDataset) and remote.shape == LABELS.shape
     assert np.array_equal(remote[:].argmax(), LABELS)
