@@ -15,6 +15,7 @@ from .errors import (  # noqa: I001 (order: errors first, codecs below)
     LabelMultisetFormatError,
     N5HeaderError,
     N5msCodecsError,
+    StorageError,
 )
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "CompressionError",
     "ChunkedFormatError",
     "ConfigurationError",
+    "StorageError",
     "InputTypeError",
     "BACKGROUND",
     "MAX_ID",

@@ -33,3 +33,8 @@ class InputTypeError(N5msCodecsError, TypeError):
     """An argument of the wrong type: not a buffer, an object buffer where bytes are
     needed, a read-only ``out``, a scalar or string where an array of labels or
     multisets is needed. Also a :class:`TypeError`, as numcodecs' codecs raise."""
+
+
+class StorageError(N5msCodecsError, OSError):
+    """Storage refused a request or kept failing after retries (also an :class:`OSError`).
+    The message names the location, never credentials."""

@@ -21,9 +21,10 @@ import posixpath
 import re
 import shutil
 import tempfile
+import time
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, StorageError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
 ATTRIBUTES = "attributes.json"
 #: Requests in flight by default when reading or writing many blocks of a URL.
 REMOTE_REQUESTS = 16
+#: Attempts of a URL request that fails in a way that may pass (5xx, dropped connections,
+#: timeouts), with exponential backoff from RETRY_DELAY seconds; then StorageError.
+ATTEMPTS = 5
+RETRY_DELAY = 0.1
 
 #: A location: a local path (a string or an :class:`os.PathLike`) or a URL string.
 PathLike: TypeAlias = str | os.PathLike[str]
@@ -74,6 +79,38 @@ def _filesystem(location: str, options: StorageOptions):
         raise ConfigurationError(f"{display(location)}: {exc}") from None
 
 
+def _transient(error: BaseException) -> bool:
+    """Whether a failed request may pass when repeated (missing objects and refusals do not)."""
+    if isinstance(error, FileNotFoundError | PermissionError | ConfigurationError | NotImplementedError):
+        return False
+    module = type(error).__module__.split(".")[0]
+    return isinstance(error, OSError | TimeoutError) or module in ("aiohttp", "botocore", "aiobotocore", "requests")
+
+
+def _retrying(location: str, operation: str, request):
+    """``request()`` with retries of transient failures; a refusal or the last failure raise
+    :class:`StorageError` naming ``location`` (never credentials); FileNotFoundError passes."""
+    delay = RETRY_DELAY
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return request()
+        except FileNotFoundError:
+            raise
+        except PermissionError:
+            raise StorageError(f"{display(location)}: {operation}: access denied") from None
+        except Exception as error:
+            if not _transient(error):
+                raise
+            if attempt == ATTEMPTS:
+                detail = display(str(error).splitlines()[0]) if str(error) else ""
+                raise StorageError(
+                    f"{display(location)}: {operation} failed {ATTEMPTS} times ({type(error).__name__}"
+                    + (f": {detail}" if detail else "") + ")"
+                ) from None
+            time.sleep(delay)
+            delay *= 2
+
+
 def _writable(location: str, options: StorageOptions):
     fs, path = _filesystem(location, options)
     if location.startswith(("http://", "https://")):
@@ -100,7 +137,7 @@ def read_bytes(location: PathLike, options: StorageOptions = None) -> bytes | No
     if is_url(location):
         fs, path = _filesystem(location, options)
         try:
-            return fs.cat_file(path)
+            return _retrying(location, "read", lambda: fs.cat_file(path))
         except FileNotFoundError:
             return None
     try:
@@ -114,7 +151,8 @@ def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None)
     """Write ``data`` at ``location`` atomically (creating parent directories)."""
     if is_url(location):
         fs, path = _writable(location, options)
-        fs.pipe_file(path, bytes(data))
+        data = bytes(data)
+        _retrying(location, "write", lambda: fs.pipe_file(path, data))
         return
     target = local_path(location)
     directory = os.path.dirname(target)
@@ -152,7 +190,7 @@ def write_attributes(location: PathLike, document: Mapping[str, Any], options: S
 def exists(location: PathLike, options: StorageOptions = None) -> bool:
     if is_url(location):
         fs, path = _filesystem(location, options)
-        return fs.exists(path)
+        return _retrying(location, "look up", lambda: fs.exists(path))
     return os.path.exists(local_path(location))
 
 
@@ -160,7 +198,7 @@ def is_directory(location: PathLike, options: StorageOptions = None) -> bool:
     """Whether ``location`` holds other objects (a directory, or a prefix of an object store)."""
     if is_url(location):
         fs, path = _filesystem(location, options)
-        return fs.isdir(path)
+        return _retrying(location, "look up", lambda: fs.isdir(path))
     return os.path.isdir(local_path(location))
 
 
@@ -173,7 +211,8 @@ def list_names(location: PathLike, options: StorageOptions = None) -> list[str]:
     if is_url(location):
         fs, path = _filesystem(location, options)
         try:
-            return sorted(posixpath.basename(p.rstrip("/")) for p in fs.ls(path, detail=False))
+            names = _retrying(location, "list", lambda: fs.ls(path, detail=False))
+            return sorted(posixpath.basename(p.rstrip("/")) for p in names)
         except FileNotFoundError:
             return []
     try:
@@ -187,7 +226,7 @@ def remove(location: PathLike, options: StorageOptions = None) -> None:
     if is_url(location):
         fs, path = _writable(location, options)
         try:
-            fs.rm_file(path)
+            _retrying(location, "remove", lambda: fs.rm_file(path))
         except FileNotFoundError:
             pass
         return
@@ -201,8 +240,8 @@ def remove_tree(location: PathLike, options: StorageOptions = None) -> None:
     """Remove ``location`` and everything below it."""
     if is_url(location):
         fs, path = _writable(location, options)
-        if fs.exists(path):
-            fs.rm(path, recursive=True)
+        if exists(location, options):
+            _retrying(location, "remove", lambda: fs.rm(path, recursive=True))
         return
     shutil.rmtree(local_path(location))
 

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from n5mscodecs import ConfigurationError, LabelMultisetArray, n5, paintera
+from n5mscodecs import ConfigurationError, LabelMultisetArray, StorageError, n5, paintera
 from n5mscodecs.cli import main as n5ms
 from n5mscodecs.demo import voronoi_labels
 from n5mscodecs.n5 import storage
@@ -228,3 +228,104 @@ def test_block_reads_keep_16_requests_in_flight(slow_store):
     slow_store.most = 0
     n5.open("slowmem://c.n5/labels").read(threads=2)
     assert slow_store.most == 2  # configurable
+
+
+def test_java_written_containers_read_the_same_from_s3(s3):
+    """The real Java-written containers, uploaded to S3, read bit for bit as from disk."""
+    import fsspec
+    from support import n5_data
+
+    fs = fsspec.filesystem("s3")
+    for name, datasets in (("paintera_export_test.n5", ["paintera_labels/data/s0", "paintera_labels/data/s2",
+                                                        "paintera_labels/unique-labels/s1"]),
+                           ("downscaleTest.n5", ["sourceImg"])):
+        local_root = n5_data(name)
+        fs.put(str(local_root), f"bucket/java/{name}", recursive=True)
+        for dataset in datasets:
+            local = n5.open(local_root / dataset)
+            remote = n5.open(f"s3://bucket/java/{name}/{dataset}")
+            assert remote.attributes == local.attributes
+            assert remote.present_blocks() == local.present_blocks()
+            for grid in local.present_blocks():
+                assert remote.read_block_bytes(grid) == local.read_block_bytes(grid)
+            if isinstance(local, n5.LabelMultisetDataset):
+                assert remote[:] == local[:]
+    s2 = "s3://bucket/java/paintera_export_test.n5/paintera_labels"
+    assert paintera.read_label_to_block_mapping(s2, 2) == paintera.read_label_to_block_mapping(
+        n5_data("paintera_export_test.n5") / "paintera_labels", 2)
+
+
+def test_convert_s3_to_s3_on_a_process_cluster(s3, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    import pickle
+
+    labels = voronoi_labels((48, 40, 24), 30, seed=6)
+    n5.write_array("s3://bucket/cluster.n5/source", labels, chunks=(16, 16, 16), compression="raw")
+    source = paintera.open_label_source("s3://bucket/cluster.n5/source")
+    assert SECRET.encode() not in pickle.dumps(source)  # credentials stay in the environment
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  host="127.0.0.1") as cluster:
+        summary = paintera.convert("s3://bucket/cluster.n5/source", "s3://bucket/cluster.n5/labels",
+                                   block_size=16, factors=[2], scheduler=cluster.scheduler_address)
+    local = paintera.convert(labels, tmp_path / "c.n5" / "labels", block_size=16, factors=[2])
+    assert summary.blocks_written == local.blocks_written and summary.max_id == local.max_id
+    for level in range(2):
+        remote = n5.open(f"s3://bucket/cluster.n5/labels/data/s{level}")
+        ours = n5.open(tmp_path / "c.n5" / "labels" / "data" / f"s{level}")
+        assert remote.attributes == ours.attributes
+        for grid in ours.present_blocks():
+            assert remote.read_block_bytes(grid) == ours.read_block_bytes(grid)
+
+
+def test_missing_buckets_keys_and_non_n5_places(s3, capsys):
+    with pytest.raises(ConfigurationError, match="not an N5 dataset"):
+        n5.open("s3://no-such-bucket/x.n5/labels")
+    with pytest.raises(ConfigurationError, match="not an N5 dataset"):
+        n5.open("s3://bucket/")
+    assert n5.read_attributes("s3://bucket/no/such/key") == {}
+    assert n5ms(["info", "s3://no-such-bucket/x.n5"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.startswith("n5ms: s3://no-such-bucket/x.n5")
+
+
+@pytest.fixture()
+def flaky_store():
+    """An fsspec memory file system whose reads fail ``failures`` times per object first
+    (an OSError as a dropped connection or a 503 would give), then succeed."""
+    fsspec = pytest.importorskip("fsspec")
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    class Flaky(MemoryFileSystem):
+        protocol = "flakymem"
+        root_marker = "/"
+        failures = 0
+        seen = {}
+
+        def cat_file(self, path, start=None, end=None, **kwargs):
+            count = Flaky.seen[path] = Flaky.seen.get(path, 0) + 1
+            if count <= Flaky.failures:
+                raise ConnectionResetError("connection reset by peer (injected)")
+            return super().cat_file(path, start, end, **kwargs)
+
+    fsspec.register_implementation("flakymem", Flaky, clobber=True)
+    yield Flaky
+
+
+def test_transient_failures_are_retried_then_named(flaky_store, monkeypatch):
+    monkeypatch.setattr(storage, "RETRY_DELAY", 0.001)
+    n5.write("flakymem://f.n5/labels", LABELS, chunks=(8, 8, 8), compression="raw")
+    flaky_store.failures, flaky_store.seen = 2, {}
+    assert np.array_equal(n5.open("flakymem://f.n5/labels")[:].argmax(), LABELS)
+    assert max(flaky_store.seen.values()) == 3  # two failures, then the answer
+    flaky_store.failures, flaky_store.seen = 100, {}
+    options = {"secret": SECRET}
+    with pytest.raises(StorageError) as raised:
+        n5.open("flakymem://f.n5/labels", storage_options=options)
+    message = str(raised.value)
+    assert "flakymem://f.n5/labels/attributes.json: read failed 5 times (ConnectionResetError" in message
+    assert SECRET not in message and isinstance(raised.value, OSError) and isinstance(raised.value, ValueError)
+    flaky_store.failures = 0
+    dataset = n5.open("flakymem://f.n5/labels", storage_options=options)
+    flaky_store.failures, flaky_store.seen = 100, {}
+    with pytest.raises(StorageError, match=r"flakymem://f.n5/labels/0/1/0: read failed"):
+        dataset.read_block((0, 1, 0))
