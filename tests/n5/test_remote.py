@@ -329,3 +329,17 @@ def test_transient_failures_are_retried_then_named(flaky_store, monkeypatch):
     flaky_store.failures, flaky_store.seen = 100, {}
     with pytest.raises(StorageError, match=r"flakymem://f.n5/labels/0/1/0: read failed"):
         dataset.read_block((0, 1, 0))
+
+
+def test_refusals_are_storage_errors_at_once(flaky_store, monkeypatch):
+    n5.write("flakymem://p.n5/labels", LABELS, chunks=(8, 8, 8), compression="raw")
+    calls = []
+
+    def refuse(self, path, start=None, end=None, **kwargs):
+        calls.append(path)
+        raise PermissionError("403 Forbidden (injected)")
+
+    monkeypatch.setattr(flaky_store, "cat_file", refuse)
+    with pytest.raises(StorageError, match=r"flakymem://p.n5/labels/attributes.json: read: access denied"):
+        n5.open("flakymem://p.n5/labels")
+    assert len(calls) == 1  # not retried
