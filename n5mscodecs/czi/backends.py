@@ -10,7 +10,7 @@
 :func:`current_backend` is the one that :func:`~n5mscodecs.chunked_decode` and
 :func:`~n5mscodecs.chunked_encode` use: ``native`` when the functions were
 found at import, else ``python``. :func:`use_backend` switches it for the
-calling context only (a :class:`contextvars.ContextVar`), so tests, the fuzz
+calling context only (a ``contextvars.ContextVar``), so tests, the fuzz
 target and the benchmark can compare both while other threads keep theirs.
 The codec classes never see this choice.
 """

@@ -254,7 +254,7 @@ def make_directory(location: PathLike, options: StorageOptions = None) -> None:
 
 def walk(location: PathLike, options: StorageOptions = None) -> Iterator[tuple[str, list[str], list[str]]]:
     """``(directory, subdirectories, files)`` below ``location``, top-down and sorted, as
-    :func:`os.walk` (directories as locations); pruning ``subdirectories`` in place skips them."""
+    ``os.walk`` (directories as locations); pruning ``subdirectories`` in place skips them."""
     if is_url(location):
         fs, path = _filesystem(location, options)
         prefix = location[: len(location) - len(path)] if location.endswith(path) else location.split("://")[0] + "://"
