@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._buffers import memory_order
 from .._status import Status
 from .._threads import default_threads
 from ..errors import ConfigurationError, InputTypeError, LabelMultisetFormatError
@@ -576,7 +577,7 @@ class LabelMultisetArray:
             lo, hi = bounds[i], bounds[i + 1]
             elements[i] = make(ids[lo:hi], counts[lo:hi])
         # keep the index's memory order: N5 blocks are F-ordered views
-        order = "F" if self.index.flags.f_contiguous and not self.index.flags.c_contiguous else "C"
+        order = memory_order(self.index)
         flat = self.index.ravel(order=order)
         if flat.dtype not in (np.int32, np.int64):
             flat = flat.astype(np.int64)

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._threads import default_threads
 from ..errors import ConfigurationError, LabelMultisetFormatError, N5HeaderError
 from ..multiset import INVALID, MAX_ID, LabelMultisetArray, assemble
 from . import grid, storage
@@ -117,7 +116,7 @@ class _Dataset:
         of every block covering ``key``, read in parallel (block None when missing)."""
         starts, stops, steps, drop = grid.normalize_selection(key, self.shape)
         covering = grid.covering_blocks(starts, stops, self.chunks, self.shape)
-        workers = min(default_threads(storage.request_threads(self.path, threads)), max(1, len(covering)))
+        workers = min(storage.request_threads(self.path, threads), max(1, len(covering)))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             blocks = list(pool.map(read_block, [position for position, _, _ in covering]))
         pieces = [(target, source, block) for (_, target, source), block in zip(covering, blocks)]
@@ -313,7 +312,7 @@ def _write_blocks(dataset, data, threads):
     def write_one(grid_position):
         dataset.write_block(grid_position, data[dataset.block_region(grid_position)])
 
-    with ThreadPoolExecutor(max_workers=default_threads(storage.request_threads(dataset.path, threads))) as pool:
+    with ThreadPoolExecutor(max_workers=storage.request_threads(dataset.path, threads)) as pool:
         list(pool.map(write_one, np.ndindex(*dataset.grid_shape)))
 
 

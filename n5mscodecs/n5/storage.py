@@ -24,6 +24,7 @@ import tempfile
 import time
 from typing import TYPE_CHECKING
 
+from .._threads import default_threads
 from ..errors import ConfigurationError, StorageError
 
 if TYPE_CHECKING:
@@ -237,13 +238,18 @@ def remove(location: PathLike, options: StorageOptions = None) -> None:
 
 
 def remove_tree(location: PathLike, options: StorageOptions = None) -> None:
-    """Remove ``location`` and everything below it."""
+    """Remove ``location`` and everything below it (nothing to do when it does not exist)."""
     if is_url(location):
         fs, path = _writable(location, options)
-        if exists(location, options):
+        try:
             _retrying(location, "remove", lambda: fs.rm(path, recursive=True))
+        except FileNotFoundError:
+            pass
         return
-    shutil.rmtree(local_path(location))
+    try:
+        shutil.rmtree(local_path(location))
+    except FileNotFoundError:
+        pass
 
 
 def make_directory(location: PathLike, options: StorageOptions = None) -> None:
@@ -276,9 +282,10 @@ def total_size(location: PathLike, options: StorageOptions = None) -> int:
                for name in files)
 
 
-def request_threads(location: PathLike, threads: int | None) -> int | None:
-    """Threads for reading or writing many blocks: ``threads`` if given; for a URL at least
-    :data:`REMOTE_REQUESTS` requests in flight (latency, not cores, is what limits them)."""
+def request_threads(location: PathLike, threads: int | None) -> int:
+    """Threads for reading or writing many blocks: ``threads`` if given; else one per CPU for
+    a local path and :data:`REMOTE_REQUESTS` requests in flight for a URL (latency, not cores,
+    is what limits them)."""
     if threads is None and is_url(location):
         return REMOTE_REQUESTS
-    return threads
+    return default_threads(threads)

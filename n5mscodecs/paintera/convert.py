@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import n5
-from .._threads import default_threads
 from ..errors import ConfigurationError
 from ..multiset import MAX_ID
 from ..multiset.array import KEEP_RULES
@@ -70,7 +69,7 @@ def _executor(scheduler, threads, target):
     """(executor, worker threads, client to close or None): local threads (more for a URL target,
     whose blocks wait on requests), or a dask.distributed cluster."""
     if scheduler is None:
-        n = default_threads(storage.request_threads(target, threads))
+        n = storage.request_threads(target, threads)
         return ThreadPoolExecutor(max_workers=n), n, None
     try:
         import distributed

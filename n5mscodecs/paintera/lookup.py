@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import n5
-from .._threads import default_threads
 from ..multiset import MAX_ID
 from ..n5 import storage
 
@@ -79,8 +78,7 @@ def write_label_to_block_mapping(
     target = os.fspath(target)
     unique_labels = n5.open(storage.join(target, "unique-labels", f"s{level}"), storage_options=storage_options)
     mapping = _mapping_dataset(target, level, lookup_block_size, compression, storage_options)
-    if storage.exists(mapping.path, storage_options):
-        storage.remove_tree(mapping.path, storage_options)
+    storage.remove_tree(mapping.path, storage_options)
     n5.write_attributes(mapping.path, mapping.attributes, storage_options=storage_options)
     files = label_to_block_mapping_blocks(unique_labels, lookup_block_size)
 
@@ -88,7 +86,7 @@ def write_label_to_block_mapping(
         number, body = item
         mapping.write_varlength_block((number,), np.frombuffer(body, np.int8), dims=(lookup_block_size,))
 
-    with ThreadPoolExecutor(max_workers=default_threads(storage.request_threads(target, threads))) as pool:
+    with ThreadPoolExecutor(max_workers=storage.request_threads(target, threads)) as pool:
         list(pool.map(write_one, files.items()))
     return len(files)
 
