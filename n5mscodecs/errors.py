@@ -38,3 +38,8 @@ class InputTypeError(N5msCodecsError, TypeError):
 class StorageError(N5msCodecsError, OSError):
     """Storage refused a request or kept failing after retries (also an :class:`OSError`).
     The message names the location, never credentials."""
+
+
+class MissingExtraError(ConfigurationError, ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it
+    (``pip install 'n5mscodecs[<extra>]'``). Also an :class:`ImportError`."""

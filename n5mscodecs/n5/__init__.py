@@ -28,7 +28,7 @@ from .dataset import (
     write_attributes,
 )
 from .header import N5BlockHeader
-from .varlen import CodecChain, N5Varlen, n5_block_header, n5_varlen_decode, n5_varlen_encode
+from .varlen import CodecChain, N5Varlen, n5_block_header, n5_varlen_decode, n5_varlen_decode_labels, n5_varlen_encode
 
 __all__ = [
     "N5_VERSION",
@@ -47,5 +47,6 @@ __all__ = [
     "N5Varlen",
     "n5_block_header",
     "n5_varlen_decode",
+    "n5_varlen_decode_labels",
     "n5_varlen_encode",
 ]

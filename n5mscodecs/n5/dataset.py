@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import ConfigurationError, LabelMultisetFormatError, N5HeaderError
+from .._extras import require
+from ..errors import CompressionError, ConfigurationError, LabelMultisetFormatError, N5HeaderError
 from ..multiset import INVALID, MAX_ID, LabelMultisetArray, assemble
 from . import grid, storage
 from .compression import compressor_from_config
 from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
-from .varlen import CodecChain, n5_varlen_decode, n5_varlen_encode
+from .varlen import CodecChain, n5_varlen_decode, n5_varlen_decode_labels, n5_varlen_encode
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from .storage import PathLike, StorageOptions
 
 N5_VERSION = "4.0.0"  # written as the container root's {"n5": ...}
+# a corrupt block's error is re-raised naming the block file
+_BLOCK_ERRORS = (LabelMultisetFormatError, N5HeaderError, CompressionError)
 _DTYPES = ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64",
            "float32", "float64")
 
@@ -108,6 +111,16 @@ class _Dataset:
     def read_block_bytes(self, grid_position: Sequence[int]) -> bytes | None:
         return storage.read_bytes(self.block_path(grid_position), self.storage_options)
 
+    def _read_decoded(self, decode, grid_position):
+        """``decode(block bytes, grid_position)``, None for a missing block; errors name the block."""
+        data = self.read_block_bytes(grid_position)
+        if data is None:
+            return None
+        try:
+            return decode(data, grid_position)
+        except _BLOCK_ERRORS as exc:
+            raise type(exc)(f"{self.block_name(grid_position)}: {exc}") from exc
+
     def write_block_bytes(self, grid_position: Sequence[int], data: bytes | bytearray | memoryview) -> None:
         storage.write_bytes(self.block_path(grid_position), data, self.storage_options)
 
@@ -116,12 +129,45 @@ class _Dataset:
         of every block covering ``key``, read in parallel (block None when missing)."""
         starts, stops, steps, drop = grid.normalize_selection(key, self.shape)
         covering = grid.covering_blocks(starts, stops, self.chunks, self.shape)
-        workers = min(storage.request_threads(self.path, threads), max(1, len(covering)))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            blocks = list(pool.map(read_block, [position for position, _, _ in covering]))
+        positions = [position for position, _, _ in covering]
+        workers = min(storage.request_threads(self.path, threads), len(positions))
+        if workers <= 1:  # one block (a dask task): no pool to start
+            blocks = [read_block(position) for position in positions]
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                blocks = list(pool.map(read_block, positions))
         pieces = [(target, source, block) for (_, target, source), block in zip(covering, blocks)]
         box = tuple(max(b - a, 0) for a, b in zip(starts, stops))
         return pieces, box, grid.final_view(steps, drop)
+
+
+    def _dask_source(self):
+        raise NotImplementedError
+
+    def to_dask(self):
+        """The dataset as a lazy ``dask.array.Array`` (N5 axis order, one task per block):
+        uint64 argmax labels for a label multiset dataset, the data type of a plain one.
+        Tasks hold only the dataset's location and attributes, so they pickle to
+        ``dask.distributed`` workers (processes). Needs the ``dask`` extra."""
+        da = require("dask.array", "dask", "lazy arrays (to_dask)")
+        from dask.base import tokenize
+
+        source = self._dask_source()
+        name = f"n5-{type(self).__name__}-" + tokenize(self.path, self.attributes, source.dtype.str,
+                                                       getattr(self, "fill_label", None))
+        return da.from_array(source, chunks=self.chunks, name=name, lock=False, asarray=False, fancy=False,
+                             meta=np.empty((0,) * self.ndim, source.dtype))
+
+
+class _BlockReader:
+    """What ``dask.array.from_array`` slices: a dataset's ``read(key, threads=1)``, with shape and dtype."""
+
+    def __init__(self, read, shape, dtype):
+        self.read, self.shape, self.dtype = read, shape, np.dtype(dtype)
+        self.ndim = len(shape)
+
+    def __getitem__(self, key):
+        return self.read(key, threads=1)
 
 
 class LabelMultisetDataset(_Dataset):
@@ -144,8 +190,8 @@ class LabelMultisetDataset(_Dataset):
     def max_id(self) -> int | None:
         return self.attributes.get("maxId")
 
-    def decode_block(self, data: BytesLike, grid_position: Sequence[int]) -> LabelMultisetArray:
-        """Decode block bytes to the block's cropped shape.
+    def _decode_cropped(self, decode, data, grid_position):
+        """``decode(data, chain, shape=, threads=1)`` of block bytes, in the block's cropped shape.
 
         The voxel count comes from the grid, not the header: label-utilities-spark
         overstates the header dims of boundary blocks. A block that really holds
@@ -153,22 +199,49 @@ class LabelMultisetDataset(_Dataset):
         """
         cropped = self.block_shape(grid_position)
         try:
-            return n5_varlen_decode(data, self.codec_chain, shape=cropped, threads=1)
+            return decode(data, self.codec_chain, shape=cropped, threads=1)
         except LabelMultisetFormatError:
             header = N5BlockHeader.from_bytes(data)
             if header.shape == cropped or any(h < c for h, c in zip(header.shape, cropped)):
                 raise
-        return grid.crop(n5_varlen_decode(data, self.codec_chain, threads=1), cropped)
+        return grid.crop(decode(data, self.codec_chain, threads=1), cropped)
+
+    def decode_block(self, data: BytesLike, grid_position: Sequence[int]) -> LabelMultisetArray:
+        """Decode block bytes to the block's cropped shape (see :meth:`read_block`)."""
+        return self._decode_cropped(n5_varlen_decode, data, grid_position)
+
+    def decode_block_labels(self, data: BytesLike, grid_position: Sequence[int]) -> np.ndarray:
+        """Decode block bytes straight to argmax labels (uint64, the block's cropped shape)."""
+        return self._decode_cropped(n5_varlen_decode_labels, data, grid_position)
 
     def read_block(self, grid_position: Sequence[int]) -> LabelMultisetArray | None:
         """The block at ``grid_position`` (cropped shape), or None when it is missing."""
-        data = self.read_block_bytes(grid_position)
-        if data is None:
-            return None
-        try:
-            return self.decode_block(data, grid_position)
-        except (LabelMultisetFormatError, N5HeaderError) as exc:
-            raise type(exc)(f"{self.block_name(grid_position)}: {exc}") from exc
+        return self._read_decoded(self.decode_block, grid_position)
+
+    def read_block_labels(self, grid_position: Sequence[int]) -> np.ndarray | None:
+        """The argmax labels of the block at ``grid_position`` (cropped shape), or None when it is missing."""
+        return self._read_decoded(self.decode_block_labels, grid_position)
+
+    def read_labels(self, key: Selection = (), threads: int | None = None) -> np.ndarray | np.uint64:
+        """The argmax labels (uint64) of a basic selection, decoded straight from the blocks.
+
+        Equal to ``read(key).argmax()`` bit for bit (highest count, ties to the
+        smaller id compared unsigned); missing blocks read as ``fill_label``.
+
+        >>> import tempfile
+        >>> ds = write(tempfile.mkdtemp() + "/labels", np.array([[1, 2], [3, 3]], np.uint64), chunks=(1, 2))
+        >>> ds.read_labels().tolist(), int(ds.read_labels((1, 0)))
+        ([[1, 2], [3, 3]], 3)
+        """
+        pieces, box, view = self._read_region(key, self.read_block_labels, threads)
+        out = np.full(box, self.fill_label, np.uint64)
+        for target, source, block in pieces:
+            if block is not None:
+                out[target] = block[source]
+        return out[view]
+
+    def _dask_source(self):
+        return _BlockReader(self.read_labels, self.shape, np.uint64)
 
     def __getitem__(self, key: Selection) -> LabelMultisetArray | LabelMultiset:
         return self.read(key)
@@ -208,21 +281,22 @@ class ArrayDataset(_Dataset):
 
     def read_block(self, grid_position: Sequence[int]) -> np.ndarray | None:
         """The block's data: N5-order ndarray of its header shape (1-d for varlength), or None."""
-        data = self.read_block_bytes(grid_position)
-        if data is None:
-            return None
+        return self._read_decoded(self.decode_block, grid_position)
+
+    def decode_block(self, data: BytesLike, grid_position: Sequence[int]) -> np.ndarray:
+        """Decode block bytes (see :meth:`read_block`)."""
         header = N5BlockHeader.from_bytes(data)
         if header.mode == MODE_DEFAULT:
             n = int(np.prod(header.shape, dtype=np.int64))
         elif header.mode == MODE_VARLENGTH:
             n = header.num_elements
         else:
-            raise N5HeaderError(f"{self.block_name(grid_position)}: object mode blocks are not supported")
+            raise N5HeaderError("object mode blocks are not supported")
         nbytes = n * self.dtype.itemsize
         body = memoryview(data)[header.nbytes:]
         if self.compressor is None:
             if len(body) < nbytes:
-                raise N5HeaderError(f"{self.block_name(grid_position)}: payload has {len(body)} bytes, needs {nbytes}")
+                raise N5HeaderError(f"payload has {len(body)} bytes, needs {nbytes}")
             body = body[:nbytes]
         else:
             body = self.compressor.decode(body, nbytes)
@@ -233,6 +307,9 @@ class ArrayDataset(_Dataset):
 
     def __getitem__(self, key: Selection) -> np.ndarray | np.generic:
         return self.read(key)
+
+    def _dask_source(self):
+        return _BlockReader(self.read, self.shape, self.dtype)
 
     def read(self, key: Selection = (), threads: int | None = None) -> np.ndarray | np.generic:
         pieces, box, view = self._read_region(key, self.read_block, threads)

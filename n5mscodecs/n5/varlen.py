@@ -11,19 +11,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 from numcodecs.abc import Codec
 
 from .._buffers import read_bytes
 from ..errors import ConfigurationError, N5HeaderError
-from ..payload.layout import N5_LAYOUT, ZARR_LAYOUT, check_out, decode_payload, encode_payload, fill_out, multiset_input
+from ..payload.layout import (
+    N5_LAYOUT,
+    ZARR_LAYOUT,
+    check_out,
+    decode_payload,
+    decode_payload_labels,
+    encode_payload,
+    fill_out,
+    multiset_input,
+)
 from .compression import compressor_from_config
 from .header import MODE_VARLENGTH, N5BlockHeader
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
     from typing import Any, TypeAlias
-
-    import numpy as np
 
     from .._buffers import BytesLike
     from ..multiset import LabelMultisetArray
@@ -109,6 +117,24 @@ def n5_block_header(data: BytesLike) -> N5BlockHeader:
     return N5BlockHeader.from_bytes(read_bytes(data, "block"))
 
 
+def _varlen_payload(data, chain, shape):
+    """``(payload, shape)`` of a varlength block: the header checked, the body decompressed."""
+    buf = read_bytes(data, "block")
+    header = N5BlockHeader.from_bytes(buf)
+    if header.mode != MODE_VARLENGTH:
+        raise N5HeaderError(f"n5_varlen: mode is 0x{header.mode:04x}, expected 0x0001 (varlength)")
+    if shape is None:
+        shape = header.shape
+    elif len(shape) != len(header.shape):
+        raise N5HeaderError(f"n5_varlen: ndim is {len(header.shape)}, expected {len(shape)}")
+    body = buf[header.nbytes:]
+    if not chain.compressors and body.size != header.num_elements:
+        raise N5HeaderError(
+            f"n5_varlen: numElements is {header.num_elements} but the raw payload has {body.size} bytes"
+        )
+    return chain.decompress(body, header.num_elements), shape
+
+
 def n5_varlen_decode(
     data: BytesLike,
     codecs: CodecsLike = DEFAULT_CODECS,
@@ -127,21 +153,29 @@ def n5_varlen_decode(
     [[3, 4]]
     """
     chain = _chain(codecs)
-    buf = read_bytes(data, "block")
-    header = N5BlockHeader.from_bytes(buf)
-    if header.mode != MODE_VARLENGTH:
-        raise N5HeaderError(f"n5_varlen: mode is 0x{header.mode:04x}, expected 0x0001 (varlength)")
-    if shape is None:
-        shape = header.shape
-    elif len(shape) != len(header.shape):
-        raise N5HeaderError(f"n5_varlen: ndim is {len(header.shape)}, expected {len(shape)}")
-    body = buf[header.nbytes:]
-    if not chain.compressors and body.size != header.num_elements:
-        raise N5HeaderError(
-            f"n5_varlen: numElements is {header.num_elements} but the raw payload has {body.size} bytes"
-        )
-    payload = chain.decompress(body, header.num_elements)
+    payload, shape = _varlen_payload(data, chain, shape)
     return decode_payload(payload, shape, chain.layout, threads=threads)
+
+
+def n5_varlen_decode_labels(
+    data: BytesLike,
+    codecs: CodecsLike = DEFAULT_CODECS,
+    *,
+    shape: Sequence[int] | None = None,
+    threads: int | None = None,
+) -> np.ndarray:
+    """Decode one varlength block straight to its argmax labels (uint64, N5 axis order).
+
+    Equal to ``n5_varlen_decode(...).argmax()`` without building the lists
+    (see :func:`~n5mscodecs.payload.decode_payload_labels`).
+
+    >>> block = n5_varlen_encode(np.array([[3, 4]], np.uint64), [{"name": "n5_label_multiset"}, "gzip"])
+    >>> n5_varlen_decode_labels(block, [{"name": "n5_label_multiset"}, "gzip"]).tolist()
+    [[3, 4]]
+    """
+    chain = _chain(codecs)
+    payload, shape = _varlen_payload(data, chain, shape)
+    return decode_payload_labels(payload, shape, chain.layout, threads=threads)
 
 
 class N5Varlen(Codec):
@@ -186,6 +220,9 @@ class N5Varlen(Codec):
             check_out(out, self.codec_id)
             if shape is None:
                 shape = out.shape
+        if out is not None and out.dtype != object:
+            out.view(np.uint64)[...] = n5_varlen_decode_labels(buf, self._chain, shape=shape)
+            return out
         result = n5_varlen_decode(buf, self._chain, shape=shape)
         return result if out is None else fill_out(out, result)
 

@@ -3,7 +3,7 @@
 
 from .label_multiset import LabelMultisetCodec, label_multiset_decode, label_multiset_encode
 from .label_multiset_vlen import LabelMultisetVLen
-from .layout import N5_LAYOUT, ZARR_LAYOUT, Layout, decode_payload, encode_payload
+from .layout import N5_LAYOUT, ZARR_LAYOUT, Layout, decode_payload, decode_payload_labels, encode_payload
 from .n5_label_multiset import N5LabelMultiset, n5_label_multiset_decode, n5_label_multiset_encode
 
 __all__ = [
@@ -11,6 +11,7 @@ __all__ = [
     "ZARR_LAYOUT",
     "Layout",
     "decode_payload",
+    "decode_payload_labels",
     "encode_payload",
     "N5LabelMultiset",
     "n5_label_multiset_encode",

@@ -113,6 +113,92 @@ def map_voxel_offsets(const uint8_t[::1] table, bint big_endian, int32_t[::1] sl
     return bad
 
 
+DEF LABEL_RUN = 4096  # voxels per task of labels_of_voxels (a run cache per task)
+cdef uint64_t INVALID = 0xFFFFFFFFFFFFFFFEULL
+
+
+def argmax_of_list_words(const uint8_t[::1] list_data, uint64_t[::1] label_of_word, uint8_t[::1] is_list_start):
+    """Walk the list data once (as ``scan_list_data``) and store each list's argmax.
+
+    ``label_of_word[byte_offset // 4]`` receives the argmax of the list starting
+    there (highest count, ties to the smaller unsigned id, empty list INVALID:
+    the rule of ``argmax_of_lists``) and ``is_list_start`` (pre-filled with 0)
+    is set to 1. Returns ``(status, position)`` like ``scan_list_data``.
+    """
+    cdef Py_ssize_t size = list_data.shape[0]
+    cdef Py_ssize_t pos = 0, entry, end
+    cdef uint64_t n, best, label
+    cdef uint32_t best_count, c
+    cdef int status = OK
+    with nogil:
+        while pos < size:
+            if size - pos < 4:
+                status = ERR_TRUNCATED_COUNT
+                break
+            n = load_u32_le(&list_data[pos])
+            if n > <uint64_t>((size - pos - 4) // 12):
+                status = ERR_ENTRIES_PAST_END
+                break
+            best = INVALID
+            best_count = 0
+            end = pos + 4 + 12 * <Py_ssize_t>n
+            entry = pos + 4
+            while entry < end:
+                label = load_u64_le(&list_data[entry])
+                c = load_u32_le(&list_data[entry + 8])
+                if c > best_count or (c == best_count and label < best):
+                    best = label
+                    best_count = c
+                entry += 12
+            label_of_word[pos >> 2] = best
+            is_list_start[pos >> 2] = 1
+            pos = end
+    return status, pos
+
+
+cdef Py_ssize_t labels_of_run(const uint8_t* table, bint big_endian, Py_ssize_t start, Py_ssize_t stop,
+                              const uint64_t* label_of_word, const uint8_t* is_list_start,
+                              uint64_t size, uint64_t* out) noexcept nogil:
+    """Labels of voxels ``start:stop``; neighbours mostly share a list, so the last
+    offset's label is reused without a lookup. Returns the number of bad offsets."""
+    cdef Py_ssize_t v, bad = 0
+    cdef uint64_t offset, last_offset = size  # never a valid offset
+    cdef uint64_t label = 0
+    for v in range(start, stop):
+        if big_endian:
+            offset = <uint64_t><int64_t><int32_t>load_u32_be(&table[4 * v])
+        else:
+            offset = load_u32_le(&table[4 * v])
+        if offset != last_offset:
+            if offset < size and (offset & 3) == 0 and is_list_start[offset >> 2]:
+                label = label_of_word[offset >> 2]
+                last_offset = offset
+            else:
+                bad += 1
+                label = 0
+                last_offset = size
+        out[v] = label
+    return bad
+
+
+def labels_of_voxels(const uint8_t[::1] table, bint big_endian, const uint64_t[::1] label_of_word,
+                     const uint8_t[::1] is_list_start, Py_ssize_t list_data_size, uint64_t[::1] out,
+                     int num_threads):
+    """Each voxel's list argmax (from ``argmax_of_list_words``) in table order.
+
+    Bad offsets (negative, past the list data, not a list start) give 0;
+    returns their number (the caller raises naming the first one).
+    """
+    cdef Py_ssize_t n_voxels = out.shape[0]
+    cdef Py_ssize_t n_runs = (n_voxels + LABEL_RUN - 1) // LABEL_RUN
+    cdef Py_ssize_t r, bad = 0
+    for r in prange(n_runs, nogil=True, schedule="static", num_threads=num_threads,
+                    use_threads_if=n_voxels > PARALLEL_VOXELS):
+        bad += labels_of_run(&table[0], big_endian, r * LABEL_RUN, min((r + 1) * LABEL_RUN, n_voxels),
+                             &label_of_word[0], &is_list_start[0], <uint64_t>list_data_size, &out[0])
+    return bad
+
+
 def encode_singleton_offsets(const uint64_t[::1] labels, uint8_t[::1] table, bint big_endian):
     """Offset table of a singleton payload, written straight into ``table``.
 

@@ -93,7 +93,8 @@ def check_out(out: object, what: str) -> np.ndarray:
 
 
 def fill_out(out: np.ndarray, multisets: LabelMultisetArray) -> np.ndarray:
-    """Write ``multisets`` into a checked ``out`` of the same shape; return ``out``."""
+    """Write ``multisets`` into a checked ``out`` of the same shape; return ``out``.
+    (Decoders fill a uint64 ``out`` with :func:`decode_payload_labels` instead.)"""
     if out.dtype == object:
         out[...] = multisets.to_elements()
     else:
@@ -116,14 +117,8 @@ def _voxel_count(shape):
     return n
 
 
-def decode_payload(
-    data: BytesLike, shape: Iterable[int], layout: Layout, *, threads: int | None = None
-) -> LabelMultisetArray:
-    """Decode a payload of ``shape`` voxels into a :class:`LabelMultisetArray`.
-
-    Lists are kept exactly as stored (order, duplicate ids, zero counts).
-    Raises :class:`LabelMultisetFormatError` naming the field that is wrong.
-    """
+def _split_payload(data, shape, layout):
+    """``(shape, offset table, list data)`` of a payload, the sizes checked."""
     buf = read_bytes(data, "payload")
     size = buf.size
     shape = tuple(int(s) for s in shape)
@@ -147,39 +142,87 @@ def decode_payload(
             f"{name}: listEntryOffsets for {n_voxels} voxels need {list_data_start} bytes, "
             f"payload has {size}"
         )
-    table = buf[table_start:list_data_start]
-    list_data = buf[list_data_start:]
-    list_data_size = list_data.size
+    return shape, buf[table_start:list_data_start], buf[list_data_start:]
 
+
+def _raise_list_data_error(status, position, list_data, layout):
+    what = ("needs 4 bytes for numEntries" if status == Status.ERR_TRUNCATED_COUNT
+            else "numEntries runs past the list data")
+    raise LabelMultisetFormatError(
+        f"{layout.name}: list at listData byte {position} {what} ({list_data.size} bytes)"
+    )
+
+
+def _raise_offset_error(bad, voxel, table, list_data, layout):
+    raw = table[4 * voxel: 4 * voxel + 4].tobytes()
+    offset = int.from_bytes(raw, "big" if layout.big_endian_offsets else "little", signed=layout.big_endian_offsets)
+    raise LabelMultisetFormatError(
+        f"{layout.name}: listEntryOffsets[{voxel}] = {offset} is not the start of a list "
+        f"({bad} bad offsets; listData has {list_data.size} bytes)"
+    )
+
+
+def decode_payload(
+    data: BytesLike, shape: Iterable[int], layout: Layout, *, threads: int | None = None
+) -> LabelMultisetArray:
+    """Decode a payload of ``shape`` voxels into a :class:`LabelMultisetArray`.
+
+    Lists are kept exactly as stored (order, duplicate ids, zero counts).
+    Raises :class:`LabelMultisetFormatError` naming the field that is wrong.
+    """
+    shape, table, list_data = _split_payload(data, shape, layout)
     status, position, n_lists, n_entries = _kernels.scan_list_data(list_data)
     if status:
-        what = ("needs 4 bytes for numEntries" if status == Status.ERR_TRUNCATED_COUNT
-                else "numEntries runs past the list data")
-        raise LabelMultisetFormatError(
-            f"{name}: list at listData byte {position} {what} ({list_data_size} bytes)"
-        )
+        _raise_list_data_error(status, position, list_data, layout)
     list_offsets = np.empty(n_lists + 1, np.int64)
     ids = np.empty(n_entries, np.uint64)
     counts = np.empty(n_entries, np.uint32)
-    slot_of_word = np.full(list_data_size // 4 + 1, -1, np.int32)
+    slot_of_word = np.full(list_data.size // 4 + 1, -1, np.int32)
     _kernels.split_list_data(list_data, list_offsets, ids, counts, slot_of_word)
 
-    flat_index = np.empty(n_voxels, np.int32)
+    flat_index = np.empty(table.size // 4, np.int32)
     bad = _kernels.map_voxel_offsets(
-        table, layout.big_endian_offsets, slot_of_word, list_data_size, flat_index,
-        default_threads(threads),
+        table, layout.big_endian_offsets, slot_of_word, list_data.size, flat_index, default_threads(threads),
     )
     if bad:
-        voxel = int(np.flatnonzero(flat_index < 0)[0])
-        raw = table[4 * voxel: 4 * voxel + 4].tobytes()
-        offset = int.from_bytes(raw, "big" if layout.big_endian_offsets else "little",
-                                signed=layout.big_endian_offsets)
-        raise LabelMultisetFormatError(
-            f"{name}: listEntryOffsets[{voxel}] = {offset} is not the start of a list "
-            f"({bad} bad offsets; listData has {list_data_size} bytes)"
-        )
+        _raise_offset_error(bad, int(np.flatnonzero(flat_index < 0)[0]), table, list_data, layout)
     index = flat_index.reshape(shape, order=layout.order)
     return LabelMultisetArray(index, list_offsets, ids, counts, validate=False)
+
+
+def decode_payload_labels(
+    data: BytesLike, shape: Iterable[int], layout: Layout, *, threads: int | None = None
+) -> np.ndarray:
+    """Decode a payload straight to each voxel's argmax label (uint64 ndarray of ``shape``).
+
+    Equal to ``decode_payload(...).argmax()`` bit for bit (highest count, ties
+    to the smaller unsigned id, an empty list gives INVALID), without building
+    the lists: one pass over the list data computes every list's argmax, one
+    pass over the offset table looks them up. The array is in the layout's
+    voxel order (F-contiguous for N5). Same errors as :func:`decode_payload`.
+    """
+    shape, table, list_data = _split_payload(data, shape, layout)
+    words = list_data.size // 4 + 1
+    label_of_word = np.empty(words, np.uint64)
+    is_list_start = np.zeros(words, np.uint8)
+    status, position = _kernels.argmax_of_list_words(list_data, label_of_word, is_list_start)
+    if status:
+        _raise_list_data_error(status, position, list_data, layout)
+    flat = np.empty(table.size // 4, np.uint64)
+    bad = _kernels.labels_of_voxels(table, layout.big_endian_offsets, label_of_word, is_list_start,
+                                    list_data.size, flat, default_threads(threads))
+    if bad:
+        _raise_offset_error(bad, _first_bad_offset(table, list_data, is_list_start, layout), table, list_data,
+                            layout)
+    return flat.reshape(shape, order=layout.order)
+
+
+def _first_bad_offset(table, list_data, is_list_start, layout):
+    """The first voxel whose offset is not a list start (error path only)."""
+    offsets = np.frombuffer(table, ">i4" if layout.big_endian_offsets else "<u4").astype(np.int64)
+    usable = (offsets >= 0) & (offsets < list_data.size) & (offsets % 4 == 0)
+    usable[usable] = is_list_start[offsets[usable] // 4].astype(bool)
+    return int(np.flatnonzero(~usable)[0])
 
 
 def payload_order(array: np.ndarray, layout: Layout, dtype: DTypeLike, threads: int = 1) -> np.ndarray:
@@ -297,6 +340,9 @@ class PayloadCodec(Codec):
                 f"{self.codec_id}: decode needs the voxel count: pass shape= or out=, "
                 "or use the codec inside n5_varlen"
             )
+        if out is not None and out.dtype != object:
+            out.view(np.uint64)[...] = decode_payload_labels(buf, shape, self.layout)
+            return out
         result = decode_payload(buf, shape, self.layout)
         return result if out is None else fill_out(out, result)
 
