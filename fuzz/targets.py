@@ -27,6 +27,7 @@ from n5mscodecs import (
     n5_varlen_encode,
 )
 from n5mscodecs.czi import backends
+from n5mscodecs.payload import N5_LAYOUT, ZARR_LAYOUT, decode_payload_labels
 
 VARLEN_CHAINS = [
     ["n5_label_multiset"],
@@ -74,22 +75,29 @@ def fuzz_n5_varlen(data):
     assert n5_varlen_decode(n5_varlen_encode(result, chain), chain) == result
 
 
-def _payload_target(decode, encode, data):
+def _payload_target(decode, encode, layout, data):
     shape, payload = split_shape(data)
     try:
         result = decode(payload, shape)
-    except N5msCodecsError:
-        return
+    except N5msCodecsError as exc:
+        # the labels-only decoder rejects exactly the same payloads, with the same message
+        try:
+            decode_payload_labels(payload, shape, layout)
+        except N5msCodecsError as labels_exc:
+            assert str(labels_exc) == str(exc), (labels_exc, exc)
+            return
+        raise AssertionError(f"decode_payload_labels accepted a payload decode rejects: {exc}") from None
     check_multisets(result, shape)
+    assert np.array_equal(decode_payload_labels(payload, shape, layout), result.argmax())
     assert decode(encode(result), shape) == result
 
 
 def fuzz_n5_label_multiset(data):
-    _payload_target(n5_label_multiset_decode, n5_label_multiset_encode, data)
+    _payload_target(n5_label_multiset_decode, n5_label_multiset_encode, N5_LAYOUT, data)
 
 
 def fuzz_label_multiset(data):
-    _payload_target(label_multiset_decode, label_multiset_encode, data)
+    _payload_target(label_multiset_decode, label_multiset_encode, ZARR_LAYOUT, data)
 
 
 def fuzz_label_multiset_vlen(data):

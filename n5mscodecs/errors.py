@@ -29,6 +29,10 @@ class ConfigurationError(N5msCodecsError):
     """A codec or dataset configuration is invalid."""
 
 
+class ReadOnlyError(N5msCodecsError):
+    """A write through a read-only view (the uint64 labels view of label multisets)."""
+
+
 class InputTypeError(N5msCodecsError, TypeError):
     """An argument of the wrong type: not a buffer, an object buffer where bytes are
     needed, a read-only ``out``, a scalar or string where an array of labels or

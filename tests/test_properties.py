@@ -7,6 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from n5mscodecs import LabelMultisetArray, chunked_decode, chunked_encode, n5
+from n5mscodecs.errors import LabelMultisetFormatError
+from n5mscodecs.payload import N5_LAYOUT, ZARR_LAYOUT, decode_payload, decode_payload_labels, encode_payload
 
 ID = st.one_of(st.integers(0, 40), st.integers(0, 2**64 - 1))  # small ids repeat, large ones probe the width
 multiset = st.dictionaries(ID, st.integers(0, 2**32 - 1), max_size=4)
@@ -50,6 +52,34 @@ def test_payload_codecs_round_trip(array, codec_id):
     # canonical form (sorted, merged) survives too, and equality ignores stored order
     canonical = array.canonical()
     assert codec.decode(codec.encode(canonical)).canonical() == canonical
+
+
+@SETTINGS
+@given(array=multiset_arrays(), layout=st.sampled_from([N5_LAYOUT, ZARR_LAYOUT]), threads=st.integers(1, 3))
+def test_labels_decode_equals_argmax_of_the_full_decode(array, layout, threads):
+    payload = encode_payload(array, layout)
+    labels = decode_payload_labels(payload, array.shape, layout, threads=threads)
+    assert labels.dtype == np.uint64
+    assert np.array_equal(labels, decode_payload(payload, array.shape, layout).argmax())
+    assert np.array_equal(labels, array.argmax())
+
+
+@SETTINGS
+@given(array=multiset_arrays(), layout=st.sampled_from([N5_LAYOUT, ZARR_LAYOUT]),
+       flips=st.lists(st.tuples(st.integers(0, 2**16), st.integers(1, 255)), min_size=1, max_size=3))
+def test_labels_decode_rejects_what_the_full_decode_rejects(array, layout, flips):
+    payload = bytearray(encode_payload(array, layout))
+    for position, xor in flips:
+        if payload:
+            payload[position % len(payload)] ^= xor
+    try:
+        expected = decode_payload(payload, array.shape, layout).argmax()
+    except LabelMultisetFormatError as exc:
+        with pytest.raises(LabelMultisetFormatError) as raised:
+            decode_payload_labels(payload, array.shape, layout)
+        assert str(raised.value) == str(exc)
+    else:
+        assert np.array_equal(decode_payload_labels(payload, array.shape, layout), expected)
 
 
 @SETTINGS

@@ -251,10 +251,10 @@ class _StreamCompressor(Compressor):
             out = decompressor.decompress(as_bytes(data),
                                           -1 if expected_size is None else expected_size + 1)
         except self._errors as exc:
-            raise CompressionError(f"{self.name}: corrupt compressed data ({exc})") from exc
-        if len(out) != expected_size and not decompressor.eof:
-            raise CompressionError(f"{self.name}: compressed stream is truncated")
-        _check_size(self.name, len(out), expected_size)
+            raise CompressionError(f"{self.n5_type}: corrupt compressed data ({exc})") from exc
+        if not decompressor.eof:  # data missing, or only the stream's check and footer
+            raise CompressionError(f"{self.n5_type}: compressed stream is truncated")
+        _check_size(self.n5_type, len(out), expected_size)
         return out
 
 

@@ -114,8 +114,10 @@ class _Dataset:
     def _read_decoded(self, decode, grid_position):
         """``decode(block bytes, grid_position)``, None for a missing block; errors name the block."""
         data = self.read_block_bytes(grid_position)
-        if data is None:
-            return None
+        return None if data is None else self.decode_named(decode, data, grid_position)
+
+    def decode_named(self, decode, data, grid_position):
+        """``decode(data, grid_position)``; a corrupt block's error is re-raised naming the block."""
         try:
             return decode(data, grid_position)
         except _BLOCK_ERRORS as exc:

@@ -240,6 +240,18 @@ def payload_order(array: np.ndarray, layout: Layout, dtype: DTypeLike, threads: 
     return np.ascontiguousarray(view).reshape(-1)
 
 
+def c_order(array: np.ndarray, threads: int = 1) -> np.ndarray:
+    """``array`` C-contiguous; an F-contiguous 3-D block (N5 payload order) is transposed
+    tile by tile, several times faster than numpy's copy for power-of-two blocks."""
+    if array.flags.c_contiguous:
+        return array
+    if array.ndim == 3 and array.dtype in (np.uint64, np.int64, np.int32):
+        out = np.empty(array.shape, array.dtype)
+        _kernels.c_order_copy_3d(array, out.reshape(-1), threads)
+        return out
+    return np.ascontiguousarray(array)
+
+
 def _index_payload_order(index, layout, threads):
     dtype = np.int32 if index.dtype.itemsize <= 4 and index.dtype != np.uint32 else np.int64
     return payload_order(index, layout, dtype, threads)

@@ -8,7 +8,7 @@ them through entry points; older zarr never loads data type entry points, so
 from zarr.core.dtype import data_type_registry as _data_type_registry
 from zarr.registry import register_codec as _register_codec
 
-from .attributes import label_multiset_metadata, write_zarr_json, zarr_document
+from .attributes import label_multiset_metadata, labels_metadata, labels_view_metadata, write_zarr_json, zarr_document
 from .codecs import (
     ZARR_CODECS,
     CziChunkedZarrCodec,
@@ -19,7 +19,7 @@ from .codecs import (
     chunk_to_multisets,
 )
 from .dtype import LabelMultisetDType
-from .store import N5Store, open_n5_store
+from .store import N5Store, open_labels, open_n5_store
 from .threads import zarr_threads
 
 for _name, _cls in ZARR_CODECS.items():
@@ -30,6 +30,9 @@ if LabelMultisetDType._zarr_v3_name not in _data_type_registry.contents:
 __all__ = [
     "N5Store",
     "open_n5_store",
+    "open_labels",
+    "labels_metadata",
+    "labels_view_metadata",
     "label_multiset_metadata",
     "write_zarr_json",
     "zarr_document",

@@ -9,6 +9,7 @@ from ..errors import ConfigurationError
 from ..multiset import INVALID
 from ..n5 import N5_VERSION, CodecChain, storage
 from ..n5.storage import ATTRIBUTES
+from .dtype import LabelMultisetDType, parse_fill_value
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -20,20 +21,43 @@ ZARR_JSON = "zarr.json"
 _STRUCTURAL = ("dimensions", "blockSize", "dataType", "compression")
 
 
-def label_multiset_metadata(attributes: Mapping[str, Any], fill_label: int = INVALID) -> dict[str, Any]:
-    """The zarr v3 ``zarr.json`` document for an N5 label multiset dataset's attributes."""
-    inner = CodecChain([{"name": "n5_label_multiset"}, attributes.get("compression", {"type": "raw"})]).v3_configs()
+def _array_metadata(attributes, data_type, fill_value, codecs):
     return {
         "zarr_format": 3,
         "node_type": "array",
         "shape": list(attributes["dimensions"]),
-        "data_type": "label_multiset",
+        "data_type": data_type,
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(attributes["blockSize"])}},
         "chunk_key_encoding": {"name": "v2", "configuration": {"separator": "/"}},
-        "fill_value": f"0x{fill_label:016X}",
-        "codecs": [{"name": "n5_varlen", "configuration": {"codecs": inner}}],
+        "fill_value": fill_value,
+        "codecs": codecs,
         "attributes": _zarr_attributes(attributes),
     }
+
+
+def label_multiset_metadata(attributes: Mapping[str, Any], fill_label: int = INVALID) -> dict[str, Any]:
+    """The zarr v3 ``zarr.json`` document for an N5 label multiset dataset's attributes."""
+    inner = CodecChain([{"name": "n5_label_multiset"}, attributes.get("compression", {"type": "raw"})]).v3_configs()
+    return _array_metadata(attributes, "label_multiset", f"0x{fill_label:016X}",
+                           [{"name": "n5_varlen", "configuration": {"codecs": inner}}])
+
+
+def labels_metadata(attributes: Mapping[str, Any], fill_label: int = INVALID) -> dict[str, Any]:
+    """The ``zarr.json`` of an N5 label multiset dataset's labels view: a plain uint64 array
+    whose chunks :class:`~n5mscodecs.zarr.N5Store` (``multisets="labels"``) decodes to
+    little-endian argmax labels."""
+    codecs = [{"name": "bytes", "configuration": {"endian": "little"}}]
+    return _array_metadata(attributes, "uint64", int(fill_label), codecs)
+
+
+def labels_view_metadata(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The labels view of a ``label_multiset`` array's ``zarr.json``: data type uint64 and
+    the fill value's id; the label multiset codecs then decode chunks to argmax labels
+    (read-only). Other documents are returned unchanged."""
+    if document.get("node_type") != "array" or not LabelMultisetDType._check_json_v3(document.get("data_type")):
+        return dict(document)
+    fill = parse_fill_value(document.get("fill_value", "0xFFFFFFFFFFFFFFFE"))
+    return {**document, "data_type": "uint64", "fill_value": int(fill.argmax)}
 
 
 def _zarr_attributes(attributes):

@@ -3,7 +3,10 @@ and ``czi_chunked`` (bytes -> bytes).
 
 They delegate to the same functions as the numcodecs codecs; this module only
 converts between zarr's chunk buffers (object arrays of elements) and
-:class:`~n5mscodecs.LabelMultisetArray`. Decoding and encoding run in a worker
+:class:`~n5mscodecs.LabelMultisetArray`. In an array of data type ``uint64``
+the label multiset codecs are the read-only *labels view*: chunks decode
+straight to each voxel's argmax label (no element objects) and writes raise
+:class:`~n5mscodecs.errors.ReadOnlyError`. Decoding and encoding run in a worker
 thread (``asyncio.to_thread``) so the GIL-free kernels leave the event loop
 free; zarr 3.4's synchronous pipeline calls ``_decode_sync``/``_encode_sync``.
 """
@@ -19,10 +22,19 @@ from zarr.abc.codec import ArrayBytesCodec, BytesBytesCodec
 from zarr.core.common import parse_named_configuration
 
 from ..czi import CziChunked, chunked_decode, chunked_encode
-from ..errors import ConfigurationError, N5HeaderError
+from ..errors import ConfigurationError, N5HeaderError, ReadOnlyError
 from ..multiset import LabelMultisetArray
-from ..n5.varlen import CodecChain, n5_block_header, n5_varlen_decode, n5_varlen_encode
-from ..payload import label_multiset_decode, label_multiset_encode, n5_label_multiset_decode, n5_label_multiset_encode
+from ..n5.varlen import CodecChain, n5_block_header, n5_varlen_decode, n5_varlen_decode_labels, n5_varlen_encode
+from ..payload import (
+    N5_LAYOUT,
+    ZARR_LAYOUT,
+    decode_payload_labels,
+    label_multiset_decode,
+    label_multiset_encode,
+    n5_label_multiset_decode,
+    n5_label_multiset_encode,
+)
+from ..payload.layout import c_order
 from .dtype import LabelMultisetDType
 
 if TYPE_CHECKING:
@@ -42,6 +54,26 @@ def multisets_to_chunk(multisets: LabelMultisetArray, chunk_spec: ArraySpec) -> 
     """Pad a (possibly truncated) block with the fill value and hand zarr an element array."""
     multisets = multisets.padded(chunk_spec.shape, chunk_spec.fill_value)
     return chunk_spec.prototype.nd_buffer.from_numpy_array(multisets.to_elements())
+
+
+def is_labels_view(dtype) -> bool:
+    """Whether a label multiset codec serves an array of this zarr data type as labels (uint64)."""
+    return not isinstance(dtype, LabelMultisetDType) and dtype.to_native_dtype() == np.uint64
+
+
+def full_chunk(labels: np.ndarray, chunk_shape: tuple[int, ...], fill_value: int) -> np.ndarray:
+    """A (possibly truncated) block of labels as a C-ordered chunk, padded with ``fill_value``."""
+    if labels.shape == tuple(chunk_shape):
+        return c_order(labels)
+    chunk = np.full(chunk_shape, fill_value, np.uint64)
+    chunk[tuple(slice(0, n) for n in labels.shape)] = labels
+    return chunk
+
+
+def labels_to_chunk(labels: np.ndarray, chunk_spec: ArraySpec) -> NDBuffer:
+    """Labels as zarr's chunk buffer (see :func:`full_chunk`)."""
+    chunk = full_chunk(labels, tuple(chunk_spec.shape), int(chunk_spec.fill_value))
+    return chunk_spec.prototype.nd_buffer.from_numpy_array(chunk)
 
 
 class _WorkerThreadCodec:
@@ -75,9 +107,10 @@ class _MultisetCodec(_WorkerThreadCodec, ArrayBytesCodec):
         return self
 
     def validate(self, *, shape, dtype, chunk_grid):
-        if not isinstance(dtype, LabelMultisetDType):
+        if not isinstance(dtype, LabelMultisetDType) and not is_labels_view(dtype):
             raise ConfigurationError(
-                f"{self.codec_name}: needs the label_multiset data type, the array has {dtype}"
+                f"{self.codec_name}: needs the label_multiset data type (or uint64 for the read-only "
+                f"labels view), the array has {dtype}"
             )
 
     def compute_encoded_size(self, input_byte_length, chunk_spec):
@@ -89,11 +122,21 @@ class _MultisetCodec(_WorkerThreadCodec, ArrayBytesCodec):
     def _encode_multisets(self, multisets, chunk_spec):
         raise NotImplementedError
 
+    def _decode_labels(self, data, chunk_spec):
+        raise NotImplementedError
+
     def _decode_sync(self, chunk_bytes, chunk_spec):
         data = chunk_bytes.as_numpy_array()
+        if is_labels_view(chunk_spec.dtype):
+            return labels_to_chunk(self._decode_labels(data, chunk_spec), chunk_spec)
         return multisets_to_chunk(self._decode_multisets(data, chunk_spec), chunk_spec)
 
     def _encode_sync(self, chunk_array, chunk_spec):
+        if is_labels_view(chunk_spec.dtype):
+            raise ReadOnlyError(
+                f"{self.codec_name}: a uint64 array is the read-only labels view of label multisets; "
+                "write through the label_multiset data type (e.g. N5Store(store) without multisets='labels')"
+            )
         encoded = self._encode_multisets(chunk_to_multisets(chunk_array), chunk_spec)
         return chunk_spec.prototype.buffer.from_bytes(bytes(encoded))
 
@@ -107,6 +150,9 @@ class LabelMultisetZarrCodec(_MultisetCodec):
     def _decode_multisets(self, data, chunk_spec):
         return label_multiset_decode(data, chunk_spec.shape, threads=1)
 
+    def _decode_labels(self, data, chunk_spec):
+        return decode_payload_labels(data, chunk_spec.shape, ZARR_LAYOUT, threads=1)
+
     def _encode_multisets(self, multisets, chunk_spec):
         return label_multiset_encode(multisets, threads=1)
 
@@ -119,6 +165,9 @@ class N5LabelMultisetZarrCodec(_MultisetCodec):
 
     def _decode_multisets(self, data, chunk_spec):
         return n5_label_multiset_decode(data, chunk_spec.shape, threads=1)
+
+    def _decode_labels(self, data, chunk_spec):
+        return decode_payload_labels(data, chunk_spec.shape, N5_LAYOUT, threads=1)
 
     def _encode_multisets(self, multisets, chunk_spec):
         return n5_label_multiset_encode(multisets, threads=1)
@@ -154,6 +203,14 @@ class N5VarlenZarrCodec(_MultisetCodec):
         return {"name": self.codec_name, "configuration": {"codecs": list(self.codecs)}}
 
     def _decode_multisets(self, data, chunk_spec):
+        self._check_header(data, chunk_spec)
+        return n5_varlen_decode(data, self._chain, threads=1)
+
+    def _decode_labels(self, data, chunk_spec):
+        self._check_header(data, chunk_spec)
+        return n5_varlen_decode_labels(data, self._chain, threads=1)
+
+    def _check_header(self, data, chunk_spec):
         header = n5_block_header(data)
         if len(header.shape) != len(chunk_spec.shape):
             raise N5HeaderError(
@@ -163,7 +220,6 @@ class N5VarlenZarrCodec(_MultisetCodec):
             raise N5HeaderError(
                 f"n5_varlen: block dims {header.shape} exceed the chunk shape {chunk_spec.shape}"
             )
-        return n5_varlen_decode(data, self._chain, threads=1)
 
     def _encode_multisets(self, multisets, chunk_spec):
         return n5_varlen_encode(multisets, self._chain, threads=1)

@@ -10,6 +10,14 @@ Wraps any zarr store holding an N5 container (``attributes.json`` files):
 - Plain numeric datasets delegate to zarr-n5's ``n5_default`` codec when
   ``zarr_n5`` is installed, else opening them raises a clear error.
 - A real ``zarr.json`` in the container wins (the specs' N5 + zarr pattern).
+- ``multisets="labels"``: the read-only labels view. Every label multiset
+  dataset is a plain ``uint64`` array (same shape and chunk grid, ``fill_value``
+  the fill label, N5 attributes kept) whose chunks this store decodes straight
+  from the block bytes to little-endian argmax labels, off the event loop and
+  without element objects; a corrupt block's error names it. A real
+  ``zarr.json`` of the ``label_multiset`` data type gets the codecs' labels
+  view (:func:`~n5mscodecs.zarr.attributes.labels_view_metadata`). Writes
+  raise :class:`~n5mscodecs.errors.ReadOnlyError`.
 - Boundary blocks: reads of blocks whose header overstates the cropped grid
   (label-utilities-spark) or holds a padded payload are served truncated, the
   way Java writes them; writes of boundary chunks are truncated to the grid so
@@ -19,24 +27,36 @@ Wraps any zarr store holding an N5 container (``attributes.json`` files):
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING
 
+import numpy as np
+from zarr.abc.store import Store as ZarrStore
 from zarr.core.buffer import default_buffer_prototype
 from zarr.storage import WrapperStore
 
+from ..errors import ConfigurationError, ReadOnlyError
 from ..multiset import INVALID
 from ..n5 import LabelMultisetDataset, storage
 from ..n5.grid import crop
 from ..n5.header import N5BlockHeader
 from ..n5.varlen import n5_varlen_decode, n5_varlen_encode
-from .attributes import ATTRIBUTES, ZARR_JSON, attributes_from_zarr, zarr_document
+from .attributes import (
+    ATTRIBUTES,
+    ZARR_JSON,
+    attributes_from_zarr,
+    labels_metadata,
+    labels_view_metadata,
+    zarr_document,
+)
+from .codecs import full_chunk
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from zarr.abc.store import Store
+    from zarr import Array
 
     from ..n5.storage import PathLike
 
@@ -51,24 +71,59 @@ class N5Store(WrapperStore):
     fill_label : int
         Missing blocks read as ``{fill_label: 1}``: INVALID (Paintera) by
         default; 0 is what Java's ``N5LabelMultisets`` uses.
+    multisets : {"elements", "labels"}
+        ``"elements"``: label multiset datasets are arrays of the
+        ``label_multiset`` data type (read-write). ``"labels"``: the read-only
+        uint64 labels view (each voxel's argmax label, decoded without element
+        objects; see the module docs).
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np, zarr
+    >>> from n5mscodecs import n5
+    >>> from n5mscodecs.zarr import N5Store
+    >>> root = tempfile.mkdtemp() + "/c.n5"
+    >>> _ = n5.write(root + "/labels", np.array([[1, 2], [3, 3]], np.uint64), chunks=(2, 1))
+    >>> labels = zarr.open_array(N5Store(zarr.storage.LocalStore(root), multisets="labels"), path="labels", mode="r")
+    >>> str(labels.dtype), labels[:].tolist()
+    ('uint64', [[1, 2], [3, 3]])
     """
 
-    def __init__(self, store: Store, *, fill_label: int = INVALID) -> None:
+    def __init__(self, store: ZarrStore, *, fill_label: int = INVALID, multisets: str = "elements") -> None:
+        if multisets not in ("elements", "labels"):
+            raise ConfigurationError(f"multisets must be 'elements' or 'labels', got {multisets!r}")
         super().__init__(store)
         self.fill_label = int(fill_label)
+        self.multisets = multisets
         # attributes.json per prefix, read once: every chunk get/set asks which
         # dataset it belongs to. Writes through this store refresh their entry.
         self._attributes_cache: dict[str, dict[str, Any] | None] = {}
 
     def _with_store(self, store):
-        return type(self)(store, fill_label=self.fill_label)
+        return type(self)(store, fill_label=self.fill_label, multisets=self.multisets)
+
+    @property
+    def labels(self) -> bool:
+        """Whether this is the read-only labels view."""
+        return self.multisets == "labels"
+
+    @property
+    def read_only(self) -> bool:
+        return self.labels or self._store.read_only
+
+    def _check_writable(self):
+        if self.labels:
+            raise ReadOnlyError("N5Store(multisets='labels') is a read-only labels view; "
+                                "write label multisets through N5Store(store)")
+        self._store._check_writable()
 
     @property
     def _supports_sync_io(self):
         return False  # every read must pass through the translation below
 
     def __repr__(self) -> str:
-        return f"N5Store({self._store!r})"
+        view = ", multisets='labels'" if self.labels else ""
+        return f"N5Store({self._store!r}{view})"
 
     # -- helpers ---------------------------------------------------------------
 
@@ -82,10 +137,12 @@ class N5Store(WrapperStore):
         return False
 
     async def _zarr_json(self, prefix):
+        attributes = await self._read_json(prefix + ATTRIBUTES)
+        if self.labels and attributes is not None and attributes.get("isLabelMultiset"):
+            return labels_metadata(attributes, self.fill_label)  # its blocks are decoded in get()
         real = await self._read_json(prefix + ZARR_JSON)
         if real is not None:
-            return real
-        attributes = await self._read_json(prefix + ATTRIBUTES)
+            return labels_view_metadata(real) if self.labels else real
         if attributes is None:
             if prefix == "" or await self._has_children(prefix.rstrip("/")):
                 return {"zarr_format": 3, "node_type": "group", "attributes": {}}
@@ -124,6 +181,9 @@ class N5Store(WrapperStore):
         if found is None:
             return buffer
         dataset, grid = found
+        if self.labels:
+            chunk = await asyncio.to_thread(self._decode_labels, dataset, grid, buffer.as_numpy_array())
+            return prototype.buffer.from_array_like(chunk.reshape(-1).view(np.uint8))
         cropped = dataset.block_shape(grid)
         if cropped == dataset.chunks:
             return buffer
@@ -134,6 +194,10 @@ class N5Store(WrapperStore):
         block = dataset.decode_block(data, grid)
         return prototype.buffer.from_bytes(n5_varlen_encode(block, dataset.codec_chain, threads=1))
 
+    def _decode_labels(self, dataset, grid, data):
+        labels = dataset.decode_named(dataset.decode_block_labels, data, grid)
+        return full_chunk(labels, dataset.chunks, self.fill_label).astype("<u8", copy=False)
+
     async def get_partial_values(self, prototype, key_ranges):
         return [await self.get(key, prototype, byte_range) for key, byte_range in key_ranges]
 
@@ -143,18 +207,24 @@ class N5Store(WrapperStore):
         return await self._store.exists(key)
 
     async def list_dir(self, prefix):
+        metadata = False  # zarr.json once, for attributes.json and/or a real zarr.json
         async for name in self._store.list_dir(prefix):
-            if name == ATTRIBUTES:
-                yield ZARR_JSON
-            elif name != ZARR_JSON:
+            if name in (ATTRIBUTES, ZARR_JSON):
+                if not metadata:
+                    yield ZARR_JSON
+                metadata = True
+            else:
                 yield name
 
     async def list(self):
+        listed = set()
         async for key in self._store.list():
-            if key.endswith(ATTRIBUTES):
-                yield key[: -len(ATTRIBUTES)] + ZARR_JSON
-            elif not key.endswith(ZARR_JSON):
-                yield key
+            if key.endswith((ATTRIBUTES, ZARR_JSON)):
+                key = key[: -len(ATTRIBUTES if key.endswith(ATTRIBUTES) else ZARR_JSON)] + ZARR_JSON
+                if key in listed:
+                    continue
+                listed.add(key)
+            yield key
 
     async def list_prefix(self, prefix):
         async for key in self.list():
@@ -164,6 +234,7 @@ class N5Store(WrapperStore):
     # -- writes ------------------------------------------------------------------
 
     async def set(self, key, value):
+        self._check_writable()
         if key == ZARR_JSON or key.endswith("/" + ZARR_JSON):
             prefix = key[: -len(ZARR_JSON)]
             attributes = attributes_from_zarr(json.loads(value.to_bytes()), prefix)
@@ -186,7 +257,12 @@ class N5Store(WrapperStore):
             data = n5_varlen_encode(block, dataset.codec_chain, threads=1)
         await self._store.set(key, value.__class__.from_bytes(data))
 
+    async def delete(self, key):
+        self._check_writable()
+        await self._store.delete(key)
+
     async def set_if_not_exists(self, key, value):
+        self._check_writable()
         if not await self.exists(key):
             await self.set(key, value)
 
@@ -195,18 +271,50 @@ class N5Store(WrapperStore):
             await self.set(key, value)
 
 
-def open_n5_store(location: PathLike, *, storage_options: Mapping[str, Any] | None = None, read_only: bool = False,
-                  fill_label: int = INVALID) -> N5Store:
-    """An :class:`N5Store` over an N5 container at a local path (zarr's ``LocalStore``) or a URL
-    (zarr's ``FsspecStore``: the same fsspec file systems and ``storage_options`` as
-    :mod:`n5mscodecs.n5`; ``http(s)`` is read-only)."""
+def _location_store(location, storage_options, read_only):
     if storage.is_url(location):
         from zarr.storage import FsspecStore
 
         read_only = read_only or str(location).startswith(("http://", "https://"))
-        store = FsspecStore.from_url(str(location), storage_options=dict(storage_options or {}), read_only=read_only)
-    else:
-        from zarr.storage import LocalStore
+        return FsspecStore.from_url(str(location), storage_options=dict(storage_options or {}), read_only=read_only)
+    from zarr.storage import LocalStore
 
-        store = LocalStore(storage.local_path(location), read_only=read_only)
-    return N5Store(store, fill_label=fill_label)
+    return LocalStore(storage.local_path(location), read_only=read_only)
+
+
+def open_n5_store(location: PathLike, *, storage_options: Mapping[str, Any] | None = None, read_only: bool = False,
+                  fill_label: int = INVALID, multisets: str = "elements") -> N5Store:
+    """An :class:`N5Store` over an N5 container at a local path (zarr's ``LocalStore``) or a URL
+    (zarr's ``FsspecStore``: the same fsspec file systems and ``storage_options`` as
+    :mod:`n5mscodecs.n5`; ``http(s)`` is read-only)."""
+    read_only = read_only or multisets == "labels"
+    return N5Store(_location_store(location, storage_options, read_only), fill_label=fill_label, multisets=multisets)
+
+
+def open_labels(store: ZarrStore | PathLike, path: str = "", *, storage_options: Mapping[str, Any] | None = None,
+                fill_label: int = INVALID) -> Array:
+    """Open a label multiset array as a read-only zarr array of uint64 argmax labels.
+
+    ``store`` is a zarr store or a local path / URL of the container; ``path``
+    the array inside it. Works for N5 label multiset datasets (their blocks are
+    decoded by :class:`N5Store` with ``multisets="labels"``) and for arrays whose
+    ``zarr.json`` has the ``label_multiset`` data type with the ``n5_varlen``,
+    ``n5_label_multiset`` or ``label_multiset`` codec (the codecs decode to
+    labels). Missing chunks read as ``fill_label`` (N5) or the fill value's id.
+
+    >>> import tempfile, numpy as np
+    >>> from n5mscodecs import n5
+    >>> root = tempfile.mkdtemp() + "/c.n5"
+    >>> _ = n5.write(root + "/labels", np.array([[5, 5], [7, 5]], np.uint64), chunks=(1, 2))
+    >>> open_labels(root, "labels")[:].tolist()
+    [[5, 5], [7, 5]]
+    """
+    import zarr
+
+    if not isinstance(store, ZarrStore):  # a location
+        store = _location_store(store, storage_options, read_only=True)
+    array = zarr.open_array(N5Store(store, fill_label=fill_label, multisets="labels"), path=path, mode="r")
+    if array.dtype != np.uint64:
+        raise ConfigurationError(
+            f"{path or 'the array'} is not a label multiset array (its data type is {array.dtype})")
+    return array

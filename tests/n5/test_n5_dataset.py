@@ -6,7 +6,7 @@ import pytest
 from support import n5_data
 
 from n5mscodecs import INVALID, LabelMultisetArray, n5, n5_block_header, n5_varlen_decode, n5_varlen_encode
-from n5mscodecs.errors import ConfigurationError
+from n5mscodecs.errors import CompressionError, ConfigurationError
 
 PAINTERA = "paintera_export_test.n5"
 
@@ -157,7 +157,9 @@ def test_overstated_and_padded_boundary_blocks_are_read(tmp_path):
     padded[:1, :3] = labels[4:, :]
     boundary.write_bytes(n5_varlen_encode(padded))
     assert np.array_equal(n5.open(tmp_path / "d")[:].argmax(), labels)
+    assert np.array_equal(n5.open(tmp_path / "d").read_labels(), labels)
     assert ds.read_block((1, 0)).shape == (1, 3)
+    assert ds.read_block_labels((1, 0)).shape == (1, 3)
 
 
 def test_default_mode_dataset_round_trip(tmp_path):
@@ -190,6 +192,28 @@ def test_decode_errors_name_the_block(tmp_path):
     block.write_bytes(block.read_bytes()[:-3])
     with pytest.raises(ValueError, match=r"e/0/0"):
         n5.open(tmp_path / "e")[:]
+    with pytest.raises(ValueError, match=r"e/0/0"):
+        n5.open(tmp_path / "e").read_labels()
+
+
+@pytest.mark.parametrize("compression", ["gzip", "zstd", "xz"])
+def test_corrupt_compressed_blocks_name_the_block(tmp_path, compression):
+    n5.write(tmp_path / "l", np.arange(16).reshape(4, 4), (2, 2), compression=compression)
+    n5.write_array(tmp_path / "p", np.arange(16).reshape(4, 4), (2, 2), compression=compression)
+    for name in ("l", "p"):
+        block = tmp_path / name / "1" / "0"
+        block.write_bytes(block.read_bytes()[:-6])
+        with pytest.raises(CompressionError, match=rf"{name}/1/0: {compression}"):
+            n5.open(tmp_path / name)[:]
+
+
+@pytest.mark.parametrize("level", ["s0", "s1", "s2"])
+def test_read_labels_equals_argmax_of_elements(level):
+    ds = n5.open(n5_data(f"{PAINTERA}/paintera_labels/data/{level}"))
+    expected = ds.read().argmax()
+    assert np.array_equal(ds.read_labels(), expected)
+    assert np.array_equal(ds.read_labels((slice(3, 40), 7, slice(None, None, 3))), expected[3:40, 7, ::3])
+    assert ds.read_labels((1, 2, 3)) == expected[1, 2, 3]
 
 
 def test_varlen_decode_of_real_truncated_block_uses_header():
