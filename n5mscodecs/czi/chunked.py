@@ -104,6 +104,61 @@ def input_bytes(data: BytesLike, hilo: bool) -> np.ndarray:
     return read_bytes(data, "data")
 
 
+# --- imagecodecs' calling convention -------------------------------------------
+# imagecodecs.chunked_decode(data, itemsize=, samples=, out=) and
+# imagecodecs.chunked_encode(data, level, codec=, chunksize=, itemsize=, hilo=, out=):
+# the same keywords with the same meaning and result types (docs/czi_chunked.md).
+
+_SAMPLES = (1, 3, 4)  # gray, BGR, BGRA: the CZI pixel types' sample counts
+
+
+def _is_size(out: object) -> bool:
+    """``out`` given as a size (imagecodecs: an int ``out`` asks for ``bytes``)."""
+    return isinstance(out, int) and not isinstance(out, bool | np.bool_)
+
+
+def check_itemsize(itemsize: int) -> None:
+    if isinstance(itemsize, bool) or not isinstance(itemsize, int | np.integer) or itemsize < 1:
+        raise ConfigurationError(f"itemsize must be a positive int, got {itemsize!r}")
+
+
+def codec_name(codec: object) -> str:
+    """``codec`` as our name: a name in any case, or imagecodecs' ``CHUNKED.CODEC`` value
+    (an int or IntEnum: 0 zstd, 1 lz4); None is zstd."""
+    if codec is None:
+        return "zstd"
+    if isinstance(codec, int | np.integer) and not isinstance(codec, bool | np.bool_):
+        if 0 <= codec < len(CODECS):
+            return CODECS[int(codec)]
+        raise ConfigurationError(f"codec must be one of {CODECS} or their CompressionMethod values 0, 1, got {codec!r}")
+    return codec  # validate_options checks it
+
+
+def output_view(out: BytesLike, target: np.ndarray, size: int) -> BytesLike:
+    """imagecodecs' result for a buffer ``out`` that received ``size`` bytes: the bytearray
+    itself when it holds exactly that, a 1-D uint8 view of an ndarray's first bytes, else a
+    memoryview of them."""
+    if isinstance(out, bytearray) and len(out) == size:
+        return out
+    if isinstance(out, np.ndarray):
+        return target[:size]
+    return memoryview(target[:size])
+
+
+def bgr_to_rgb(pixels: np.ndarray, itemsize: int, samples: int) -> None:
+    """Reverse BGR(A) samples to RGB(A) in place, as imagecodecs does for ``samples`` 3 and 4:
+    samples 0 and 2 of every pixel are exchanged (each ``itemsize`` bytes wide), and an 8-bit
+    alpha (Bgra32) becomes 255."""
+    pixels = pixels[: pixels.shape[0] - pixels.shape[0] % (itemsize * samples)]  # a cut out: whole pixels
+    if samples == 1 or pixels.shape[0] == 0:
+        return
+    sample = np.dtype(f"u{itemsize}") if itemsize in (1, 2, 4, 8) else np.dtype((np.void, itemsize))
+    values = pixels.view(sample).reshape(-1, samples)
+    values[:, [0, 2]] = values[:, [2, 0]]
+    if samples == 4 and itemsize == 1:
+        values[:, 3] = 255
+
+
 # --- decode --------------------------------------------------------------------
 
 
@@ -114,6 +169,8 @@ def chunked_decode(
     threads: int | None = None,
     max_decompressed_size: int | None = None,
     allow_size_mismatch: bool = False,
+    itemsize: int | None = None,
+    samples: int | None = None,
 ) -> np.ndarray | BytesLike:
     """Decode a chunked payload.
 
@@ -121,10 +178,13 @@ def chunked_decode(
     ----------
     data : bytes-like
         A chunked payload; bytes after the last chunk are ignored.
-    out : writable buffer or ndarray, optional
+    out : writable buffer or ndarray, or int, optional
         Receives the decoded bytes in its memory order (any C- or F-contiguous
         buffer that is not an object array). Its size in bytes must equal the
-        decoded size unless ``allow_size_mismatch`` is set.
+        decoded size unless ``allow_size_mismatch`` is set or imagecodecs'
+        convention applies (then it may be larger; its first bytes are
+        filled). An int (imagecodecs' expected size in bytes, not checked)
+        asks for a ``bytes`` result.
     threads : int, optional
         Worker threads; default: the available CPUs (one for small payloads).
         The result does not depend on it.
@@ -134,12 +194,23 @@ def chunked_decode(
         libCZI's compatibility path for a decoded size that differs from
         ``out``: a shorter stream leaves the rest of ``out`` zeroed, a longer
         one is truncated. Default ``False``: a mismatch is an error.
+    itemsize, samples : int, optional
+        imagecodecs' keywords: bytes per sample (default 1) and samples per
+        pixel (1, 3 or 4; default 1). With ``samples`` 3 or 4 the decoded
+        pixels are BGR(A) and are returned as RGB(A): samples 0 and 2 of
+        every pixel are exchanged and an 8-bit alpha is set to 255, as
+        imagecodecs does for CZI's Bgr24/Bgr48/Bgra32 pixel types. Giving
+        either (or an int ``out``) selects imagecodecs' result types.
 
     Returns
     -------
-    numpy.ndarray or out
+    numpy.ndarray or out or bytes
         A new 1-D ``uint8`` array (bytes-like; ``bytes(result)`` copies it), or
-        ``out`` itself.
+        ``out`` itself. In imagecodecs' convention (``itemsize``, ``samples``
+        or an int ``out`` given) the result types are imagecodecs': ``bytes``
+        without a buffer ``out``; with one, a bytearray ``out`` holding
+        exactly the decoded size itself, a 1-D ``uint8`` view of an ndarray
+        ``out``'s decoded bytes, or a memoryview of them.
 
     Raises
     ------
@@ -158,8 +229,32 @@ def chunked_decode(
     >>> target = bytearray(110)
     >>> chunked_decode(payload, out=target) is target
     True
+    >>> bgr = chunked_encode(bytes([1, 2, 3, 4, 5, 6]))  # two Bgr24 pixels
+    >>> chunked_decode(bgr, itemsize=1, samples=3, out=6)  # as imagecodecs
+    b'\\x03\\x02\\x01\\x06\\x05\\x04'
     """
     check_threads(threads)
+    imagecodecs_style = itemsize is not None or samples is not None or _is_size(out)
+    if imagecodecs_style:
+        itemsize = 1 if itemsize is None else itemsize
+        samples = 1 if samples is None else samples
+        check_itemsize(itemsize)
+        if isinstance(samples, bool) or samples not in _SAMPLES:
+            raise ConfigurationError(f"samples must be one of {_SAMPLES}, got {samples!r}")
+        given = None if _is_size(out) else out
+        result = _decode(data, given, threads, max_decompressed_size, allow_size_mismatch, itemsize * samples)
+        pixels = result if given is None else result[1]
+        bgr_to_rgb(pixels, itemsize, samples)
+        if given is None:
+            return pixels.tobytes()
+        return output_view(given, pixels, pixels.shape[0])
+    return _decode(data, out, threads, max_decompressed_size, allow_size_mismatch)
+
+
+def _decode(data, out, threads, max_decompressed_size, allow_size_mismatch, pixel_size=None):
+    """The decode; ``pixel_size`` set (imagecodecs' convention): the decoded size must be a
+    multiple of it, a larger ``out`` receives the decoded bytes at its start, and the result is
+    ``(out, decoded bytes of out)`` (the new array without ``out``)."""
     payload = read_bytes(data)
     layout = parse_header(payload)
     info = layout.info
@@ -168,13 +263,20 @@ def chunked_decode(
         raise ChunkedFormatError(
             f"DecompressedSizes: {total} bytes exceed max_decompressed_size={max_decompressed_size}"
         )
+    if pixel_size is not None and total % pixel_size:
+        raise ChunkedFormatError(
+            f"DecompressedSizes: {total} bytes are not a whole number of pixels of {pixel_size} bytes"
+            " (itemsize * samples)"
+        )
     if out is None:
         check_expansion(layout, payload)
         target = aligned_empty(total)
         result = target
     else:
         target = writable_bytes(out)
-        result = out
+        if pixel_size is not None and not allow_size_mismatch and target.shape[0] > total:
+            target = target[:total]  # imagecodecs: a larger out receives the decoded bytes at its start
+        result = out if pixel_size is None else (out, target[:total])
         if target.shape[0] != total and not allow_size_mismatch:
             raise ChunkedFormatError(
                 f"DecompressedSizes: payload decodes to {total} bytes, out holds {target.shape[0]}"
@@ -200,13 +302,16 @@ def chunked_decode(
 
 def chunked_encode(
     data: BytesLike,
-    *,
-    codec: str = "zstd",
     level: int | None = None,
-    max_chunk_size: int = 65536,
+    *,
+    codec: str | int | None = "zstd",
+    max_chunk_size: int | None = 65536,
     hilo: bool = False,
     threads: int | None = None,
-) -> bytes:
+    chunksize: int | None = None,
+    itemsize: int | None = None,
+    out: BytesLike | int | None = None,
+) -> bytes | BytesLike:
     """Encode data as a CZI chunked (mode 7) payload.
 
     Parameters
@@ -216,7 +321,8 @@ def chunked_encode(
         buffers: ``data.tobytes(order="A")``; C order if not contiguous).
     codec : {"zstd", "lz4"}
         Per-chunk codec: one zstd frame (content size recorded) or one raw
-        LZ4 block per chunk.
+        LZ4 block per chunk. Names in any case; imagecodecs'
+        ``CHUNKED.CODEC`` values (0 zstd, 1 lz4) and None (zstd) too.
     level : int, optional
         zstd: compression level (default 3, zstd's default). lz4: the
         acceleration of LZ4's fast mode (default 1 = plain LZ4, as libCZI
@@ -230,12 +336,25 @@ def chunked_encode(
     threads : int, optional
         Worker threads; default: the available CPUs (one for small inputs).
         The output is identical for any value.
+    chunksize : int, optional
+        imagecodecs' name of ``max_chunk_size`` (give one of the two).
+    itemsize : int, optional
+        imagecodecs' bytes per sample: when given, ``hilo`` applies only if
+        it is above 1 (imagecodecs ignores ``hilo`` for 8-bit samples) and
+        the data are taken as 16-bit words whatever their dtype.
+    out : writable buffer, ndarray or int, optional
+        imagecodecs' output: the payload is written to the start of a
+        buffer, which must be large enough (result: the bytearray itself
+        when it holds exactly the payload, a 1-D ``uint8`` view of an
+        ndarray, else a memoryview); an int is the largest payload accepted
+        (result: ``bytes``).
 
     Returns
     -------
     bytes
         Header (ChunkSizes, DecompressedSizes, CompressionMethod if not zstd,
-        Preprocessing if ``hilo``, EndOfHeader) followed by the chunks.
+        Preprocessing if ``hilo``, EndOfHeader) followed by the chunks (or a
+        view of ``out`` holding them).
 
     Raises
     ------
@@ -249,9 +368,24 @@ def chunked_encode(
     >>> payload[:2].hex()  # ChunkSizes id 1, payload length 2 (two 1-byte sizes)
     '0102'
     """
-    codec, level = validate_options(codec, level, max_chunk_size, hilo)
+    if chunksize is not None:
+        if max_chunk_size not in (None, 65536, chunksize):
+            raise ConfigurationError(
+                f"chunksize={chunksize!r} and max_chunk_size={max_chunk_size!r} disagree; give one of them"
+            )
+        max_chunk_size = chunksize
+    elif max_chunk_size is None:
+        max_chunk_size = 65536
+    if itemsize is not None:
+        check_itemsize(itemsize)
+        hilo = bool(hilo) and itemsize > 1
+    codec, level = validate_options(codec_name(codec), level, max_chunk_size, hilo)
     check_threads(threads)
-    source = input_bytes(data, hilo)
+    target = None
+    if out is not None and not _is_size(out):
+        target = writable_bytes(out)  # refused before any work
+    # with itemsize the caller states the sample width (imagecodecs), whatever data's dtype
+    source = input_bytes(data, hilo) if itemsize is None else read_bytes(data, "data")
     total = source.shape[0]
     chunk_count = max(1, -(-total // max_chunk_size))
     if chunk_count > MAX_CHUNK_SIZES_PAYLOAD:
@@ -296,4 +430,12 @@ def chunked_encode(
         return copy_range
 
     run_chunks(start_copier, chunk_count, workers * kernel_threads)
-    return output
+    if out is None:
+        return output
+    room = out if target is None else target.shape[0]
+    if len(output) > room:
+        raise ConfigurationError(f"out holds {room} bytes, the payload needs {len(output)}")
+    if target is None:
+        return output
+    target[: len(output)] = np.frombuffer(output, np.uint8)
+    return output_view(out, target, len(output))
