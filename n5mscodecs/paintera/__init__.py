@@ -13,8 +13,12 @@ Axis order is N5's throughout (``shape``, ``block_size``, factors and
 resolution are x, y, z). Blocks are written block-parallel by a thread pool
 or, given ``scheduler``, by the workers of a dask.distributed cluster.
 
+:func:`open_pyramid` reads one back: its levels as lazy dask label arrays
+with each level's voxel size and offset (``multiscale``).
+
 Modules: ``sources`` (label sources), ``pyramid`` (layout and block tasks),
-``lookup`` (label-to-block-mapping), ``convert`` (the converter).
+``lookup`` (label-to-block-mapping), ``convert`` (the converter),
+``multiscale`` (pyramids as dask arrays).
 
 >>> import tempfile, numpy as np
 >>> labels = np.repeat(np.arange(4, dtype=np.uint64), 8).reshape(4, 4, 2)
@@ -33,6 +37,7 @@ from .lookup import (
     read_label_to_block_mapping,
     write_label_to_block_mapping,
 )
+from .multiscale import LabelPyramid, find_label_pyramids, open_pyramid
 from .pyramid import PyramidJob, write_pyramid_block
 from .sources import LabelSource, open_label_source
 
@@ -45,6 +50,9 @@ __all__ = [
     "label_to_block_mapping_blocks",
     "read_label_to_block_mapping",
     "write_label_to_block_mapping",
+    "LabelPyramid",
+    "find_label_pyramids",
+    "open_pyramid",
     "PyramidJob",
     "write_pyramid_block",
     "LabelSource",

@@ -1,0 +1,370 @@
+"""Paintera label pyramids as lazy dask label arrays, with each level's voxel size and offset.
+
+:func:`open_pyramid` opens a Paintera label source (or its ``data`` group, a
+container holding one, or a single label multiset dataset) and returns a
+:class:`LabelPyramid`. :func:`find_label_pyramids` lists what a container holds
+(the napari reader uses it).
+
+**Where a level sits in the world.** Paintera reads ``resolution`` and
+``offset`` (N5 axis order; default ones and zeros) from the ``data`` group, and
+each level's cumulative ``downsamplingFactors`` from the level's attributes.
+Level ``k`` with factors ``f`` (relative to s0's, which are ones in every
+pyramid Paintera or ``n5ms convert`` writes) has
+
+- voxel size ``resolution * f``;
+- offset (the world position of the *centre* of its voxel ``(0, 0, 0)``)
+  ``offset + resolution * (f - 1) / 2``: a downsampled voxel sits at the centre
+  of the s0 voxels it summarises.
+
+That is Paintera's ``N5Helpers.considerDownsampling`` (the transform it gives
+label multiset levels opened from a group: a shift of ``0.5 - 0.5 / f`` level
+voxels), what its "export source" writes as the OME-NGFF translation of a
+downsampled level (``offset + (resolution_k - resolution_0) / 2``: 1.5 for s2
+of ``export_test.n5``), the n5-viewer/n5-universe convention, and where napari
+draws the coarser levels of a multiscale layer. Paintera's newer metadata
+class ``N5PainteraDataMultiScaleMetadata`` scales by the factors without the
+shift, which puts a downsampled voxel ``(f - 1) / 2`` s0 voxels off the voxels
+it summarises; we follow the geometric rule above. A level without
+``downsamplingFactors`` gets ``2**k`` from its name ``sk``, as n5-universe
+infers it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .. import n5
+from ..errors import ConfigurationError
+from ..multiset import INVALID
+from ..n5 import storage
+from .convert import CONVERSION_KEY
+
+if TYPE_CHECKING:
+    import dask.array
+
+    from ..n5.storage import PathLike, StorageOptions
+
+_LEVEL = re.compile(r"^s(\d+)$")
+
+
+@dataclass(frozen=True, eq=False)
+class LabelPyramid:
+    """The levels of a Paintera label pyramid, finest first, as lazy label arrays.
+
+    Everything is in N5 axis order (x, y, z for 3-d data), like
+    :func:`n5mscodecs.n5.open`; napari and numpy's C order want the axes
+    reversed (``level.T``, ``voxel_sizes[k][::-1]``). Made by
+    :func:`open_pyramid`.
+
+    Attributes
+    ----------
+    path : str
+        What was opened: the label source, the multiscale group or the dataset.
+    datasets : tuple
+        The location of each level's dataset.
+    levels : tuple
+        Lazy ``dask.array.Array`` per level: the uint64 argmax labels of a
+        label multiset dataset (missing blocks read as ``fill_label``), the
+        stored integers of a plain one; chunks are the N5 blocks.
+    voxel_sizes : tuple
+        Per level, the size of a voxel in world units (``resolution`` times the
+        level's ``downsamplingFactors``).
+    offsets : tuple
+        Per level, the world position of the centre of voxel ``(0, ..., 0)``
+        (``offset + resolution * (factors - 1) / 2``, see the module notes).
+    downsampling_factors : tuple
+        Per level, the factors relative to the finest level.
+    fill_label : int
+        What missing label multiset blocks read as.
+    max_id : int or None
+        The ``maxId`` attribute of the source (None when it has none).
+    """
+
+    path: str
+    datasets: tuple[str, ...]
+    levels: tuple[dask.array.Array, ...] = field(repr=False)
+    voxel_sizes: tuple[tuple[float, ...], ...]
+    offsets: tuple[tuple[float, ...], ...]
+    downsampling_factors: tuple[tuple[float, ...], ...]
+    fill_label: int = INVALID
+    max_id: int | None = None
+    storage_options: StorageOptions = field(default=None, repr=False)  # for URLs; never printed
+
+    @property
+    def shapes(self) -> list[tuple[int, ...]]:
+        """The shape of each level (N5 order)."""
+        return [tuple(int(n) for n in level.shape) for level in self.levels]
+
+    @property
+    def ndim(self) -> int:
+        """The number of axes."""
+        return len(self.voxel_sizes[0])
+
+    def __len__(self) -> int:
+        return len(self.levels)
+
+
+def _numbers(value, name, ndim, where):
+    """``value`` as ``ndim`` floats, or a ConfigurationError naming the attribute and place."""
+    try:
+        numbers = tuple(float(v) for v in value)
+    except (TypeError, ValueError):
+        numbers = ()
+    if len(numbers) != ndim or not all(math.isfinite(v) for v in numbers):
+        raise ConfigurationError(f"{where}: {name} must be {ndim} numbers, got {value!r}")
+    return numbers
+
+
+def _level_names(group, options):
+    """The ``sK`` children of ``group`` that are N5 datasets, by K."""
+    names = []
+    for name in storage.list_names(group, options):
+        match = _LEVEL.match(name)
+        if match and "dimensions" in n5.read_attributes(storage.join(group, name), storage_options=options):
+            names.append((int(match[1]), name))
+    return [name for _, name in sorted(names)]
+
+
+def _factors(attributes, name, ndim, where):
+    """A level's ``downsamplingFactors``; without them ``2**k`` for a level named ``sk``."""
+    if "downsamplingFactors" in attributes:
+        factors = _numbers(attributes["downsamplingFactors"], "downsamplingFactors", ndim, where)
+        if any(f <= 0 for f in factors):
+            raise ConfigurationError(f"{where}: downsamplingFactors must be positive, got {list(factors)}")
+        return factors
+    match = _LEVEL.match(name)
+    return (float(2 ** int(match[1])) if match else 1.0,) * ndim
+
+
+def _open_level(path, options, fill_label, allow_plain=False):
+    """A level's dataset: label multisets, or (in a Paintera label source) plain integers."""
+    dataset = n5.open(path, fill_label=fill_label, storage_options=options)
+    if isinstance(dataset, n5.ArrayDataset) and not (allow_plain and dataset.dtype.kind in "iu"):
+        raise ConfigurationError(f"{dataset.name}: not a label multiset dataset (dataType {dataset.dtype})")
+    return dataset
+
+
+def _pyramid(path, group, names, options, fill_label, source_attributes=None):
+    """The pyramid of ``names`` (levels of the multiscale ``group``); ``path`` is what was opened."""
+    where = storage.display(group)
+    plain = source_attributes is not None and _is_label_source(source_attributes)
+    datasets = [_open_level(storage.join(group, name), options, fill_label, plain) for name in names]
+    ndim = datasets[0].ndim
+    kinds = {type(d) for d in datasets}
+    if len(kinds) > 1 or any(d.ndim != ndim for d in datasets):
+        raise ConfigurationError(f"{where}: levels {names} differ in kind or dimensionality")
+    group_attributes = n5.read_attributes(group, storage_options=options)
+    fallback = source_attributes or {}
+    resolution = _numbers(group_attributes.get("resolution", fallback.get("resolution", (1.0,) * ndim)),
+                          "resolution", ndim, where)
+    offset = _numbers(group_attributes.get("offset", fallback.get("offset", (0.0,) * ndim)), "offset", ndim, where)
+    finest = _finest_level(group, names, options)
+    first = _factors(n5.read_attributes(storage.join(group, finest), storage_options=options), finest, ndim, where)
+    factors = [tuple(f / b for f, b in zip(_factors(d.attributes, name, ndim, d.name), first))
+               for d, name in zip(datasets, names)]
+    max_id = fallback.get("maxId", group_attributes.get("maxId", datasets[0].attributes.get("maxId")))
+    return LabelPyramid(
+        path=path,
+        datasets=tuple(d.path for d in datasets),
+        levels=tuple(d.to_dask() for d in datasets),
+        voxel_sizes=tuple(tuple(r * f for r, f in zip(resolution, fs)) for fs in factors),
+        offsets=tuple(tuple(o + r * (f - 1) / 2 for o, r, f in zip(offset, resolution, fs)) for fs in factors),
+        downsampling_factors=tuple(factors),
+        fill_label=int(fill_label),
+        max_id=None if max_id is None else int(max_id),
+        storage_options=options,
+    )
+
+
+def _finest_level(group, names, options):
+    """The finest level of ``group`` (its factors are the reference), also when ``names`` is one coarser level."""
+    levels = _level_names(group, options) if len(names) == 1 else names
+    return levels[0] if levels else names[0]
+
+
+def _label_levels(group, options):
+    """The ``sK`` levels of ``group`` when there are some and all are label multiset datasets, else []."""
+    names = _level_names(group, options)
+    if names and all(n5.read_attributes(storage.join(group, name), storage_options=options).get("isLabelMultiset")
+                     for name in names):
+        return names
+    return []
+
+
+def _is_label_source(attributes):
+    paintera = attributes.get("painteraData")
+    return isinstance(paintera, dict) and paintera.get("type") == "label"
+
+
+def _interrupted(attributes):
+    state = attributes.get(CONVERSION_KEY)
+    return isinstance(state, dict) and not state.get("complete", True)
+
+
+def _parent(path):
+    if storage.is_url(path):
+        return path.rstrip("/").rsplit("/", 1)[0]
+    return os.path.dirname(os.path.normpath(path)) or os.path.dirname(os.path.abspath(path))
+
+
+def _basename(path):
+    return path.rstrip("/").rsplit("/", 1)[-1] if storage.is_url(path) else os.path.basename(os.path.normpath(path))
+
+
+def find_label_pyramids(path: PathLike, *, storage_options: StorageOptions = None) -> list[str]:
+    """The label pyramids in the N5 container or group at ``path``, in walk order.
+
+    Found are, below or at ``path``: Paintera label sources (groups with
+    ``painteraData: {"type": "label"}``), multiscale groups whose ``sK``
+    levels are label multiset datasets and which sit in no such source, and
+    label multiset datasets that are no level of either. The walk does not
+    descend into what it finds, nor into datasets or into an interrupted
+    ``n5ms convert`` target. Plain datasets (unique-labels, raw data) are not
+    listed.
+
+    >>> import tempfile, numpy as np
+    >>> from n5mscodecs import paintera
+    >>> root = tempfile.mkdtemp() + "/c.n5"
+    >>> _ = paintera.convert(np.zeros((8, 8, 8), np.uint64), root + "/labels", block_size=4)
+    >>> _ = n5.write(root + "/more/seg", np.ones((4, 4), np.uint64), chunks=(2, 2))
+    >>> [p[len(root) + 1:] for p in find_label_pyramids(root)]
+    ['labels', 'more/seg']
+    """
+    path, options = os.fspath(path), storage_options
+    found = []
+    for directory, subdirectories, _ in storage.walk(path, options):
+        attributes = n5.read_attributes(directory, storage_options=options)
+        if _interrupted(attributes):
+            subdirectories[:] = []
+        elif "dimensions" in attributes:
+            subdirectories[:] = []
+            if attributes.get("isLabelMultiset"):
+                found.append(directory)
+        elif _is_label_source(attributes):
+            subdirectories[:] = []
+            found.append(directory)
+        elif _label_levels(directory, options):
+            subdirectories[:] = []
+            found.append(directory)
+    return found
+
+
+def open_pyramid(path: PathLike, *, storage_options: StorageOptions = None,
+                 fill_label: int = INVALID) -> LabelPyramid:
+    """Open a Paintera label pyramid as lazy dask label arrays with voxel sizes and offsets.
+
+    Parameters
+    ----------
+    path : path
+        One of: a Paintera label source (the group with ``painteraData`` and
+        ``data/s0..sN``, what ``n5ms convert`` writes); its ``data`` group (a
+        multiscale group holding ``s0..sN``); an N5 container or group holding
+        exactly one label pyramid (see :func:`find_label_pyramids`; searched
+        are N5 groups, with an ``attributes.json``, and ``*.n5``
+        directories, which ``n5ms convert out.n5/labels`` leaves without
+        one); a single
+        label multiset dataset (one level; a level ``sK`` of a multiscale group
+        gets that level's voxel size and offset). Levels may also be plain
+        integer datasets (Paintera label sources without multisets). A local
+        path or a URL (the ``remote`` extra).
+    storage_options : dict, optional
+        fsspec's options for a URL.
+    fill_label : int
+        What missing blocks of label multiset levels read as (default INVALID,
+        as Paintera shows them).
+
+    Returns
+    -------
+    LabelPyramid
+
+    Raises
+    ------
+    ConfigurationError
+        When ``path`` is none of the above (the message names it), a
+        container holds no or several pyramids, a source is an interrupted
+        ``n5ms convert`` target, or an attribute is malformed. Without dask,
+        its subclass ``MissingExtraError`` names the ``dask`` extra.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np
+    >>> from n5mscodecs import paintera
+    >>> target = tempfile.mkdtemp() + "/out.n5/labels"
+    >>> labels = np.arange(8 * 8 * 4, dtype=np.uint64).reshape(8, 8, 4) // 16
+    >>> _ = paintera.convert(labels, target, block_size=4, factors=[2], resolution=(4, 4, 40), offset=(0, 0, 100))
+    >>> pyramid = paintera.open_pyramid(target)
+    >>> pyramid.shapes, pyramid.voxel_sizes[1], pyramid.offsets[1]
+    ([(8, 8, 4), (4, 4, 2)], (8.0, 8.0, 80.0), (2.0, 2.0, 120.0))
+    >>> bool((pyramid.levels[0].compute() == labels).all())
+    True
+    """
+    path, options = os.fspath(path), storage_options
+    name = storage.display(path)
+    if not storage.exists(path, options):
+        raise ConfigurationError(f"{name} does not exist")
+    attributes = n5.read_attributes(path, storage_options=options)
+    if _interrupted(attributes):
+        raise ConfigurationError(f"{name}: an interrupted n5ms convert target (finish it with resume=True)")
+    if "dimensions" in attributes:  # a single dataset
+        if not attributes.get("isLabelMultiset"):
+            raise ConfigurationError(f"{name}: not a label multiset dataset")
+        parent, level = _parent(path), _basename(path)
+        parent_attributes = n5.read_attributes(parent, storage_options=options)
+        if _LEVEL.match(level) and (parent_attributes.get("multiScale") or "resolution" in parent_attributes):
+            grandparent = n5.read_attributes(_parent(parent), storage_options=options)
+            return _pyramid(path, parent, [level], options, fill_label,
+                            grandparent if _is_label_source(grandparent) else None)
+        return _single(path, attributes, options, fill_label)
+    if "painteraData" in attributes:
+        if not _is_label_source(attributes):
+            kind = attributes["painteraData"].get("type") if isinstance(attributes["painteraData"], dict) else None
+            raise ConfigurationError(f"{name}: a Paintera {kind or 'unknown'} source, not a label source")
+        data = storage.join(path, "data")
+        names = _level_names(data, options)
+        if not names:
+            raise ConfigurationError(f"{name}: a Paintera label source without data/s0 .. sN levels")
+        return _pyramid(path, data, names, options, fill_label, attributes)
+    names = _level_names(path, options)
+    if names:  # a multiscale group: Paintera's data group (its levels may be plain integers), or sK label multisets
+        parent = n5.read_attributes(_parent(path), storage_options=options)
+        source = parent if _basename(path) == "data" and _is_label_source(parent) else None
+        return _pyramid(path, path, names, options, fill_label, source)
+    # a container or group: the one pyramid below it (only N5 groups and *.n5 directories are searched)
+    searched = attributes or path.rstrip("/").lower().endswith(".n5")
+    found = find_label_pyramids(path, storage_options=options) if searched else []
+    if len(found) == 1:
+        return open_pyramid(found[0], storage_options=options, fill_label=fill_label)
+    if found:
+        listed = ", ".join(storage.relative(p, path) for p in found[:5]) + (", ..." if len(found) > 5 else "")
+        raise ConfigurationError(f"{name} holds {len(found)} label pyramids ({listed}): open one of them")
+    raise ConfigurationError(
+        f"{name}: not a Paintera label source, multiscale label group, label multiset dataset "
+        "or N5 container holding one")
+
+
+def _single(path, attributes, options, fill_label):
+    """A label multiset dataset outside a multiscale group: its own resolution/offset/factors."""
+    dataset = _open_level(path, options, fill_label)
+    where, ndim = dataset.name, dataset.ndim
+    resolution = _numbers(attributes.get("resolution", (1.0,) * ndim), "resolution", ndim, where)
+    offset = _numbers(attributes.get("offset", (0.0,) * ndim), "offset", ndim, where)
+    factors = _numbers(attributes.get("downsamplingFactors", (1.0,) * ndim), "downsamplingFactors", ndim, where)
+    max_id = attributes.get("maxId")
+    return LabelPyramid(
+        path=path,
+        datasets=(dataset.path,),
+        levels=(dataset.to_dask(),),
+        voxel_sizes=(tuple(r * f for r, f in zip(resolution, factors)),),
+        offsets=(tuple(o + r * (f - 1) / 2 for o, r, f in zip(offset, resolution, factors)),),
+        downsampling_factors=(factors,),
+        fill_label=int(fill_label),
+        max_id=None if max_id is None else int(max_id),
+        storage_options=options,
+    )
+
+
+__all__ = ["LabelPyramid", "find_label_pyramids", "open_pyramid"]
