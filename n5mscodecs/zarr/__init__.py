@@ -18,6 +18,7 @@ from .codecs import (
     NumcodecsCziChunkedZarrCodec,
     chunk_to_multisets,
 )
+from .defaults import install as _install_defaults
 from .dtype import LabelMultisetDType
 from .store import N5Store, open_labels, open_n5_store
 from .threads import zarr_threads
@@ -26,6 +27,7 @@ for _name, _cls in ZARR_CODECS.items():
     _register_codec(_name, _cls)
 if LabelMultisetDType._zarr_v3_name not in _data_type_registry.contents:
     _data_type_registry.register(LabelMultisetDType._zarr_v3_name, LabelMultisetDType)
+_install_defaults()
 
 __all__ = [
     "N5Store",

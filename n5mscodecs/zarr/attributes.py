@@ -132,6 +132,14 @@ def attributes_from_zarr(document: Mapping[str, Any], prefix: str) -> dict[str, 
             base.setdefault("n5", N5_VERSION)
         return base
     codecs = document.get("codecs") or []
+    if (document.get("data_type") == "label_multiset" and len(codecs) > 1
+            and codecs[0].get("name") == "n5_varlen"):
+        added = ", ".join(codec.get("name", "?") for codec in codecs[1:])
+        raise ConfigurationError(
+            f"N5Store: the array has compressors ({added}) after the n5_varlen serializer; an N5 block holds "
+            "its compression inside n5_varlen. Pass compressors=None (zarr adds zstd by default) and put "
+            "the compressor in n5_varlen's codecs, e.g. N5VarlenZarrCodec(codecs=['n5_label_multiset', 'gzip'])"
+        )
     if document.get("data_type") != "label_multiset" or len(codecs) != 1 or codecs[0].get("name") != "n5_varlen":
         raise ConfigurationError(
             "N5Store writes label multiset arrays with the n5_varlen codec only "

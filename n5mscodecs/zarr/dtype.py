@@ -102,6 +102,9 @@ class LabelMultisetDType(ZDType[np.dtypes.ObjectDType, LabelMultiset]):
 
     @classmethod
     def _check_json_v2(cls, data):
+        # the bare name: zarr.create_array(..., dtype="label_multiset", zarr_format=2)
+        if data == cls._zarr_v3_name:
+            return True
         # zarr only reports the object codec ids it knows itself, so ours arrives as None
         return (isinstance(data, dict) and data.get("name") == "|O"
                 and data.get("object_codec_id") in (None, V2_OBJECT_CODEC_ID))

@@ -1,0 +1,85 @@
+"""zarr's defaults for the ``label_multiset`` data type, and a guard for v2-format filters.
+
+zarr-python chooses an array's default serializer (v3) and object codec (v2)
+from a fixed table of its own data types; a data type from a package cannot
+name its codecs. Without help, ``zarr.create_array(..., dtype="label_multiset")``
+gets the ``bytes`` serializer and fails at the first write, and a v2-format
+array gets no object codec at all. Worse, a v2-format array whose filter is one
+of the array-to-bytes label multiset codecs (``n5_varlen``,
+``n5_label_multiset``, ``label_multiset``) accepts writes whose chunks zarr then
+cannot read back (their ``decode`` returns a LabelMultisetArray, not the object
+ndarray zarr's v2 pipeline needs).
+
+:func:`install` (run when :mod:`n5mscodecs.zarr` is imported) wraps three zarr
+functions, changing their result only for this package's data type and codecs:
+
+- ``default_serializer_v3``: ``label_multiset`` for the ``label_multiset`` data type;
+- ``default_filters_v2``: ``label_multiset_vlen`` as its v2 object codec;
+- v2 metadata's ``parse_filters``: the array-to-bytes label multiset codecs as
+  v2 filters raise :class:`~n5mscodecs.errors.ConfigurationError` naming
+  ``label_multiset_vlen``, at creation, before anything is written (and when
+  opening such an array that an older version let through).
+
+Where a zarr version lacks one of these functions, that wrapper is skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..errors import ConfigurationError
+
+ARRAY_TO_BYTES_IDS = frozenset({"n5_varlen", "n5_label_multiset", "label_multiset"})
+_MARK = "_n5mscodecs_wrapper"
+
+
+def check_v2_filters(filters) -> None:
+    """Refuse the array-to-bytes label multiset codecs among a v2-format array's filters."""
+    for codec in filters or ():
+        codec_id = codec.get("id") if isinstance(codec, dict) else getattr(codec, "codec_id", None)
+        if codec_id in ARRAY_TO_BYTES_IDS:
+            raise ConfigurationError(
+                f"{codec_id} cannot be the object codec of a zarr v2-format array: zarr could not read the "
+                "chunks back. Use filters=[LabelMultisetVLen()] ({'id': 'label_multiset_vlen'}), or a zarr "
+                f"v3 array with the label_multiset data type and serializer={codec_id}"
+            )
+
+
+def _wrap(module, name, make_wrapper):
+    original = getattr(module, name, None)
+    if original is None or getattr(original, _MARK, False):
+        return
+    wrapper = functools.wraps(original)(make_wrapper(original))
+    setattr(wrapper, _MARK, True)
+    setattr(module, name, wrapper)
+
+
+def install() -> None:
+    """Wrap zarr's default-codec functions for the ``label_multiset`` data type (idempotent)."""
+    from zarr.core import array
+    from zarr.core.metadata import v2
+
+    from ..payload import LabelMultisetVLen
+    from .codecs import LabelMultisetZarrCodec
+    from .dtype import LabelMultisetDType
+
+    def serializer(original):
+        def default_serializer_v3(dtype):
+            return LabelMultisetZarrCodec() if isinstance(dtype, LabelMultisetDType) else original(dtype)
+        return default_serializer_v3
+
+    def filters_v2(original):
+        def default_filters_v2(dtype):
+            return (LabelMultisetVLen(),) if isinstance(dtype, LabelMultisetDType) else original(dtype)
+        return default_filters_v2
+
+    def parse_filters(original):
+        def parse_filters(data):
+            parsed = original(data)
+            check_v2_filters(parsed)
+            return parsed
+        return parse_filters
+
+    _wrap(array, "default_serializer_v3", serializer)
+    _wrap(array, "default_filters_v2", filters_v2)
+    _wrap(v2, "parse_filters", parse_filters)
