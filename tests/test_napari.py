@@ -152,6 +152,16 @@ def test_paths_it_cannot_open_get_no_reader(converted, tmp_path):
         read(tmp_path / "raw.n5")
 
 
+def test_a_broken_source_raises_the_package_error_when_read(tmp_path):
+    """Found, so the reader is napari's choice, but not openable: the error names what is wrong."""
+    source = tmp_path / "odd.n5" / "labels"
+    convert(np.zeros((4, 4, 4), np.uint64), source, block_size=2)
+    n5.write_attributes(source / "data", {"multiScale": True, "resolution": [1.0, 1.0], "isLabelMultiset": True})
+    assert callable(_napari.get_reader(str(source)))
+    with pytest.raises(N5msCodecsError, match=r"labels/data: resolution must be 3 numbers"):
+        read(source)
+
+
 def test_corrupt_block_raises_the_package_error_naming_the_block(tmp_path):
     target = tmp_path / "bad.n5" / "labels"
     convert(np.arange(16 * 16, dtype=np.uint64).reshape(16, 16) // 7, target, block_size=8, factors=[2])
