@@ -162,7 +162,9 @@ cdef Py_ssize_t labels_of_run(const uint8_t* table, bint big_endian, Py_ssize_t 
     """Labels of voxels ``start:stop``; neighbours mostly share a list, so the last
     offset's label is reused without a lookup. Returns the number of bad offsets."""
     cdef Py_ssize_t v, bad = 0
-    cdef uint64_t offset, last_offset = size  # never a valid offset
+    # no offset: tables hold 32-bit values (BE ones sign-extended, so >= 2**64 - 2**31)
+    cdef uint64_t no_offset = 1ULL << 63
+    cdef uint64_t offset, last_offset = no_offset
     cdef uint64_t label = 0
     for v in range(start, stop):
         if big_endian:
@@ -176,7 +178,7 @@ cdef Py_ssize_t labels_of_run(const uint8_t* table, bint big_endian, Py_ssize_t 
             else:
                 bad += 1
                 label = 0
-                last_offset = size
+                last_offset = no_offset
         out[v] = label
     return bad
 

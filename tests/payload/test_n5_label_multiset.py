@@ -14,6 +14,7 @@ from n5mscodecs import (
     n5_label_multiset_encode,
 )
 from n5mscodecs.errors import ConfigurationError
+from n5mscodecs.payload import N5_LAYOUT, decode_payload_labels
 
 
 def test_hand_built_payload_decodes_in_n5_order():
@@ -97,10 +98,14 @@ def test_codec_needs_voxel_count():
     (hand_n5_payload([0, 64], [hand_list([(1, 1)])]), (2,), r"listEntryOffsets\[1\] = 64"),
     (hand_n5_payload([0, 2], [hand_list([(1, 1)])]), (2,), r"listEntryOffsets\[1\] = 2"),
     (hand_n5_payload([0], []), (1,), r"listEntryOffsets\[0\] = 0"),
+    # one past the end, twice in a row: both voxels are bad
+    (hand_n5_payload([0, 16, 16], [hand_list([(1, 1)])]), (3,), r"listEntryOffsets\[1\] = 16 .*\(2 bad offsets"),
 ])
 def test_bad_payloads_name_the_field(payload, shape, field):
     with pytest.raises(LabelMultisetFormatError, match=field):
         n5_label_multiset_decode(payload, shape)
+    with pytest.raises(LabelMultisetFormatError, match=field):  # the labels-only decoder says the same
+        decode_payload_labels(payload, shape, N5_LAYOUT)
 
 
 def test_huge_shape_is_rejected_before_allocation():
