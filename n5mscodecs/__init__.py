@@ -13,8 +13,10 @@ from .errors import (  # noqa: I001 (order: errors first, codecs below)
     ConfigurationError,
     InputTypeError,
     LabelMultisetFormatError,
+    MissingExtraError,
     N5HeaderError,
     N5msCodecsError,
+    ReadOnlyError,
     StorageError,
 )
 
@@ -28,6 +30,8 @@ __all__ = [
     "ConfigurationError",
     "StorageError",
     "InputTypeError",
+    "ReadOnlyError",
+    "MissingExtraError",
     "BACKGROUND",
     "MAX_ID",
     "OUTSIDE",

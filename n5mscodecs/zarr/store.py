@@ -16,7 +16,7 @@ Wraps any zarr store holding an N5 container (``attributes.json`` files):
   from the block bytes to little-endian argmax labels, off the event loop and
   without element objects; a corrupt block's error names it. A real
   ``zarr.json`` of the ``label_multiset`` data type gets the codecs' labels
-  view (:func:`~n5mscodecs.zarr.attributes.labels_view_metadata`). Writes
+  view (:func:`~n5mscodecs.zarr.labels_view_metadata`). Writes
   raise :class:`~n5mscodecs.errors.ReadOnlyError`.
 - Boundary blocks: reads of blocks whose header overstates the cropped grid
   (label-utilities-spark) or holds a padded payload are served truncated, the
