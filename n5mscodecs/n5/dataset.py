@@ -11,6 +11,7 @@ import numpy as np
 from .._extras import require
 from ..errors import CompressionError, ConfigurationError, LabelMultisetFormatError, N5HeaderError
 from ..multiset import INVALID, MAX_ID, LabelMultisetArray, assemble
+from ..payload.layout import c_order
 from . import grid, storage
 from .compression import compressor_from_config
 from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
@@ -213,8 +214,8 @@ class LabelMultisetDataset(_Dataset):
         return self._decode_cropped(n5_varlen_decode, data, grid_position)
 
     def decode_block_labels(self, data: BytesLike, grid_position: Sequence[int]) -> np.ndarray:
-        """Decode block bytes straight to argmax labels (uint64, the block's cropped shape)."""
-        return self._decode_cropped(n5_varlen_decode_labels, data, grid_position)
+        """Decode block bytes straight to argmax labels (uint64, the block's cropped shape, C order)."""
+        return c_order(self._decode_cropped(n5_varlen_decode_labels, data, grid_position))
 
     def read_block(self, grid_position: Sequence[int]) -> LabelMultisetArray | None:
         """The block at ``grid_position`` (cropped shape), or None when it is missing."""
@@ -236,6 +237,9 @@ class LabelMultisetDataset(_Dataset):
         ([[1, 2], [3, 3]], 3)
         """
         pieces, box, view = self._read_region(key, self.read_block_labels, threads)
+        if len(pieces) == 1 and pieces[0][2] is not None:  # inside one block: no second copy
+            _, source, block = pieces[0]
+            return np.ascontiguousarray(block[source])[view]
         out = np.full(box, self.fill_label, np.uint64)
         for target, source, block in pieces:
             if block is not None:
@@ -373,8 +377,11 @@ def open(path: PathLike, *, fill_label: int = INVALID,  # noqa: A001 - mirrors z
     return ArrayDataset(path, attributes, storage_options=storage_options)
 
 
-def _prepare(path, overwrite, options):
+def _prepare(path, overwrite, options, container):
+    """(path, container root or None): the dataset directory, emptied when ``overwrite``; the
+    root is found (or ``container`` checked) first, before anything is removed."""
     path = os.fspath(path)
+    root = storage.container_root(path, container)
     if storage.exists(storage.join(path, storage.ATTRIBUTES), options) or storage.is_nonempty_directory(path, options):
         if not overwrite:
             raise FileExistsError(f"{storage.display(path)} exists (pass overwrite=True to replace it)")
@@ -383,7 +390,18 @@ def _prepare(path, overwrite, options):
                 f"{storage.display(path)}: refusing to overwrite something that is not an N5 dataset")
         storage.remove_tree(path, options)
     storage.make_directory(path, options)
-    return path
+    return path, root
+
+
+def write_container_version(root: PathLike | None, options: StorageOptions = None) -> None:
+    """Give the container root ``root`` the attribute ``{"n5": N5_VERSION}``, as Java's N5 writers
+    do (other N5 readers, e.g. z5py, refuse a container without it), keeping its other attributes
+    and any version already there. Nothing to do for ``root=None``."""
+    if root is None:
+        return
+    attributes = storage.read_attributes(root, options)
+    if "n5" not in attributes:
+        storage.write_attributes(root, {"n5": N5_VERSION, **attributes}, options)
 
 
 def _write_blocks(dataset, data, threads):
@@ -405,6 +423,7 @@ def write(
     overwrite: bool = False,
     threads: int | None = None,
     storage_options: StorageOptions = None,
+    container: PathLike | None = None,
 ) -> LabelMultisetDataset:
     """Write a label multiset dataset the way Java does.
 
@@ -414,12 +433,18 @@ def write(
     dataType uint8, compression, blockSize, dimensions, isLabelMultiset,
     maxId (largest regular id), plus ``attributes``. ``path`` may be a URL
     (see :func:`open`); blocks are then written with many requests in flight.
+
+    The container root gets ``{"n5": "4.0.0"}`` in its attributes (other
+    attributes, and a version already there, are kept): ``container`` (the
+    root's path or URL: ``path`` or one of its parents) or, by default, the
+    nearest of ``path`` and its parents whose name ends with ``.n5``. With
+    neither, no root attribute is written; pass ``container=`` then.
     """
     data = LabelMultisetArray.coerce(data)
     chunks = tuple(int(c) for c in chunks)
     if len(chunks) != data.ndim:
         raise ConfigurationError(f"chunks: {len(chunks)} values for {data.ndim} dimensions")
-    path = _prepare(path, overwrite, storage_options)
+    path, root = _prepare(path, overwrite, storage_options, container)
     labels = data.unique_labels()
     regular = labels[labels <= MAX_ID]
     document = {
@@ -432,6 +457,7 @@ def write(
         **(attributes or {}),
     }
     write_attributes(path, document, storage_options=storage_options)
+    write_container_version(root, storage_options)
     dataset = LabelMultisetDataset(path, document, storage_options=storage_options)
     _write_blocks(dataset, data, threads)
     return dataset
@@ -447,16 +473,19 @@ def create_array_dataset(
     attributes: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     storage_options: StorageOptions = None,
+    container: PathLike | None = None,
 ) -> ArrayDataset:
-    """Create an empty plain numeric N5 dataset; fill it with ``write_block``."""
+    """Create an empty plain numeric N5 dataset; fill it with ``write_block``. The container
+    root gets the N5 version attribute as in :func:`write` (``container``: its path or URL)."""
     dtype = np.dtype(dtype)
     if dtype.name not in _DTYPES:
         raise ConfigurationError(f"dtype: {dtype} has no N5 dataType")
-    path = _prepare(path, overwrite, storage_options)
+    path, root = _prepare(path, overwrite, storage_options, container)
     document = {"dataType": dtype.name, "compression": compression_attributes(compression),
                 "blockSize": [int(c) for c in chunks], "dimensions": [int(n) for n in shape],
                 **(attributes or {})}
     write_attributes(path, document, storage_options=storage_options)
+    write_container_version(root, storage_options)
     return ArrayDataset(path, document, storage_options=storage_options)
 
 
@@ -470,11 +499,14 @@ def write_array(
     overwrite: bool = False,
     threads: int | None = None,
     storage_options: StorageOptions = None,
+    container: PathLike | None = None,
 ) -> ArrayDataset:
-    """Write a plain numeric N5 dataset (default-mode, truncated boundary blocks)."""
+    """Write a plain numeric N5 dataset (default-mode, truncated boundary blocks); the
+    container root gets the N5 version attribute as in :func:`write`."""
     data = np.asarray(data)
     chunks = tuple(int(c) for c in chunks)
     dataset = create_array_dataset(path, data.shape, chunks, data.dtype, compression=compression,
-                                   attributes=attributes, overwrite=overwrite, storage_options=storage_options)
+                                   attributes=attributes, overwrite=overwrite, storage_options=storage_options,
+                                   container=container)
     _write_blocks(dataset, data, threads)
     return dataset
