@@ -1,23 +1,48 @@
 """The ``n5ms`` command line (also ``python -m n5mscodecs``): argument parsing and reporting;
-the work is done by the library (``paintera``, ``n5``, ``demo``, ``preview``, ``zarr``)."""
+the work is done by the library (``paintera``, ``n5``, ``demo``, ``preview``, ``zarr``).
+
+Exit status: 0 done; 1 the command ran and found problems (``info --check``, the demo's
+verification); 2 bad arguments, unreadable or corrupt input, or a target in the way;
+3 an optional dependency is missing (the message names the extra to install);
+130 interrupted."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
+import shutil
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from . import __version__, n5, paintera
+from ._extras import require
+from ._threads import default_threads
 from .demo import verify_pyramid, voronoi_labels
-from .errors import N5msCodecsError
+from .errors import ConfigurationError, MissingExtraError, N5msCodecsError
+from .multiset import INVALID
 from .n5 import storage
-from .preview import slice_picture
+from .n5.compression import compressor_from_config
 
+EXIT_OK = 0
+EXIT_PROBLEMS = 1       # the command ran and found problems (info --check, demo verification)
+EXIT_ERROR = 2          # bad arguments, unreadable or corrupt input, a target in the way
+EXIT_MISSING_EXTRA = 3  # an optional dependency is missing; the message names the extra
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
+
+
+def _error(message):
+    print(f"n5ms: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+# ---------------------------------------------------------------------------------------------
+# progress and summaries
 
 class _TextProgress:
     """Progress without tqdm: one line per stage."""
@@ -34,15 +59,20 @@ class _TextProgress:
               file=sys.stderr)
 
 
-def _progress(enabled):
+def _stage_name(description):
+    # the converter's level-1 tasks write the s0 blocks they downsample: one stage for both
+    return "s0+s1" if description == "s1" else description
+
+
+def _progress(enabled, unit="block"):
     """A ``progress(description, total)`` factory: tqdm bars when tqdm is installed."""
     if not enabled:
         return None
     try:
         from tqdm import tqdm
     except ImportError:
-        return _TextProgress
-    return lambda description, total: tqdm(desc=f"  {description}", total=total, unit="block",
+        return lambda description, total: _TextProgress(_stage_name(description), total)
+    return lambda description, total: tqdm(desc=f"  {_stage_name(description)}", total=total, unit=unit,
                                            file=sys.stderr, leave=True)
 
 
@@ -52,166 +82,112 @@ def _print_summary(summary, options=None):
           + " ".join(f"s{k}={list(shape)}" for k, shape in enumerate(summary.level_shapes)))
     print(f"    {summary.blocks_written}/{summary.blocks_total} blocks written, {summary.n_labels} labels, "
           f"maxId {summary.max_id}, {storage.total_size(summary.target, options) / 2**20:.2f} MiB stored")
-    print(f"    {seconds:.2f} s, {summary.voxels / seconds / 1e6:.1f} Mvoxel/s")
+    if summary.blocks_written == 0 and summary.blocks_total:
+        print("    nothing to do: the conversion was complete already")
+    else:
+        print(f"    {seconds:.2f} s, {summary.voxels / max(seconds, 1e-9) / 1e6:.1f} Mvoxel/s")
 
 
-def cmd_demo(args):
-    shape = (args.size,) * 3
-    print(f"n5mscodecs {__version__} demo: {shape} Voronoi segmentation, {args.labels} labels")
-    t0 = time.perf_counter()
-    labels = voronoi_labels(shape, args.labels, args.seed)
-    print(f"  generated labels in {time.perf_counter() - t0:.2f} s")
-    workdir = args.out or tempfile.mkdtemp(prefix="n5ms-demo-")
-    target = os.path.join(workdir, "demo.n5", "labels")
-    summary = paintera.convert(labels, target, block_size=64, compression={"type": "gzip", "level": 6},
-                               overwrite=True, threads=args.threads, progress=_progress(not args.quiet))
-    _print_summary(summary)
-    print(f"    {labels.nbytes / 2**20:.0f} MiB of uint64 labels")
-    t0 = time.perf_counter()
-    problems = verify_pyramid(target, labels)
-    print(f"  verified by reading back in {time.perf_counter() - t0:.2f} s: "
-          + ("OK" if not problems else "MISMATCH: " + "; ".join(problems)))
-    return 0 if not problems else 1
+# ---------------------------------------------------------------------------------------------
+# argument types
+
+_NUMBER = r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?"
+_NUMBER_LIST = re.compile(rf"^{_NUMBER}(,{_NUMBER})*$")
+
+
+def _int_at_least(minimum):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+def _max_num_entries(text):
+    value = _int_at_least(-1)(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("0 would keep no entry: use -1 (no cut) or a count >= 1")
+    return value
+
+
+def _numbers(text, kind=float):
+    if not _NUMBER_LIST.match(text.strip()):
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers like 4,4,40, got {text!r}")
+    return tuple(kind(v) for v in text.split(","))
 
 
 def _triple(text):
-    return tuple(float(v) for v in text.split(","))
+    values = _numbers(text)
+    if len(values) != 3:
+        raise argparse.ArgumentTypeError(f"expected 3 values x,y,z, got {text!r}")
+    return values
+
+
+def _resolution(text):
+    values = _triple(text)
+    if any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"voxel sizes must be > 0, got {text!r}")
+    return values
 
 
 def _factors(text):
-    values = tuple(int(v) for v in text.split(","))
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers like 2 or 2,2,1, got {text!r}") from None
+    if any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"factors must be >= 1, got {text!r}")
     return values[0] if len(values) == 1 else values
 
 
-def cmd_convert(args):
-    options = args.storage_options
-    if storage.exists(args.target, options) and not (args.overwrite or args.resume):
-        print(f"n5ms: {storage.display(args.target)} exists (pass --overwrite to replace it or --resume to finish it)",
-              file=sys.stderr)
-        return 2
-    print(f"n5ms convert {storage.display(args.source)} -> {storage.display(args.target)}")
-    summary = paintera.convert(
-        args.source, args.target, dataset=args.dataset, block_size=args.block_size, factors=args.scale,
-        compression=args.compression, max_num_entries=args.max_num_entries, keep=args.keep,
-        resolution=args.resolution, offset=args.offset, lookup_block_size=args.lookup_block_size,
-        threads=args.threads, scheduler=args.scheduler, overwrite=args.overwrite, resume=args.resume,
-        progress=_progress(not args.quiet), storage_options=options)
-    _print_summary(summary, options)
-    return 0
+# NAME[:LEVEL] -> the N5 attribute key LEVEL sets
+_COMPRESSION_LEVEL_KEYS = {"gzip": "level", "zstd": "level", "xz": "preset", "bzip2": "blockSize",
+                           "lz4": "blockSize"}
+_COMPRESSION_HELP = ("N5 compression: raw, gzip[:LEVEL -1..9], zstd[:LEVEL], lz4[:BLOCKSIZE], xz[:PRESET 0..9], "
+                     "bzip2[:LEVEL 1..9], blosc[:CNAME[:CLEVEL[:SHUFFLE]]] (CNAME lz4, zstd, zlib, ...), "
+                     "or an N5 compression object as JSON, e.g. '{\"type\": \"zstd\", \"level\": 19}' "
+                     "(default gzip)")
 
 
-def cmd_argmax(args):
-    options = args.storage_options
-    source = n5.open(args.source, storage_options=options)
-    if not isinstance(source, n5.LabelMultisetDataset):
-        print(f"n5ms: {source.name}: not a label multiset dataset", file=sys.stderr)
-        return 2
-    if storage.exists(args.target, options) and not args.overwrite:
-        print(f"n5ms: {storage.display(args.target)} exists (pass --overwrite to replace it)", file=sys.stderr)
-        return 2
-    grids = list(np.ndindex(*source.grid_shape))
-    if args.target.rstrip("/").endswith(".zarr"):
-        zarr = _import_or_exit("zarr", "zarr", "a zarr target")
-        # zarr arrays are C-ordered (z, y, x): the N5 axes reversed
-        target = zarr.create_array(args.target, shape=source.shape[::-1], chunks=source.chunks[::-1],
-                                   dtype="uint64", overwrite=args.overwrite, fill_value=0,
-                                   **({"storage_options": options} if options else {}))
-
-        def write(grid, labels):
-            target[source.block_region(grid)[::-1]] = labels.T
+def compression_config(text):
+    """The N5 ``compression`` attributes a ``--compression`` value spells (``gzip:9`` ->
+    ``{"type": "gzip", "level": 9}``); checked by the library's parser."""
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            config = json.loads(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
     else:
-        target = n5.create_array_dataset(args.target, source.shape, source.chunks, "uint64",
-                                         compression=source.attributes.get("compression", "gzip"),
-                                         overwrite=args.overwrite, storage_options=options)
-
-        def write(grid, labels):
-            target.write_block(grid, labels)
-
-    for grid in grids:
-        block = source.read_block(grid)
-        if block is not None:
-            write(grid, block.argmax())
-    print(f"n5ms argmax: wrote {storage.display(args.target)} ({list(source.shape)}, {len(grids)} blocks)")
-    return 0
-
-
-def _import_or_exit(module, extra, what):
+        name, *values = text.split(":")
+        try:
+            numbers = [int(v) for v in values if v.lstrip("-").isdigit()]
+        except ValueError:
+            numbers = []
+        config = {"type": name}
+        if name == "blosc":
+            if len(values) > 3 or any(not v for v in values):
+                raise argparse.ArgumentTypeError(f"expected blosc[:CNAME[:CLEVEL[:SHUFFLE]]], got {text!r}")
+            for key, value in zip(("cname", "clevel", "shuffle"), values):
+                config[key] = value if key == "cname" else _int_at_least(0)(value)
+        elif values:
+            if name not in _COMPRESSION_LEVEL_KEYS or len(values) != 1 or len(numbers) != 1:
+                raise argparse.ArgumentTypeError(
+                    f"expected NAME or NAME:LEVEL with NAME one of raw, gzip, zstd, lz4, xz, bzip2, blosc; "
+                    f"got {text!r}")
+            config[_COMPRESSION_LEVEL_KEYS[name]] = numbers[0]
     try:
-        return __import__(module)
-    except ImportError:
-        raise SystemExit(f"n5ms: {what} needs {module}: pip install 'n5mscodecs[{extra}]'") from None
-
-
-def cmd_preview(args):
-    image_module = _import_or_exit("PIL.Image", "preview", "preview")
-    path, options = args.source, args.storage_options
-    if "dimensions" not in n5.read_attributes(path, storage_options=options):
-        path = storage.join(path, "data", args.level)
-    dataset = n5.open(path, storage_options=options)
-    if not isinstance(dataset, n5.LabelMultisetDataset):
-        print(f"n5ms: {dataset.name}: not a label multiset dataset", file=sys.stderr)
-        return 2
-    axis = "xyz".index(args.axis)
-    index = dataset.shape[axis] // 2 if args.index is None else args.index
-    if not 0 <= index < dataset.shape[axis]:
-        print(f"n5ms: --index {index} outside 0..{dataset.shape[axis] - 1} of axis {args.axis}", file=sys.stderr)
-        return 2
-    picture, n_labels, most_entries = slice_picture(dataset, axis, index)
-    image_module.Image.fromarray(picture).save(args.out)
-    print(f"n5ms preview: {args.out}: {dataset.name} {args.axis}={index}, {n_labels} labels, "
-          f"entries per voxel 1..{most_entries} (left: argmax, right: entries, white = most)")
-    return 0
-
-
-def cmd_info(args):
-    path, options = args.path, args.storage_options
-    if not storage.is_directory(path, options):
-        print(f"n5ms: {storage.display(path)}: no such directory", file=sys.stderr)
-        return 2
-    attributes = n5.read_attributes(path, storage_options=options)
-    if "dimensions" not in attributes:
-        print(f"{storage.display(path)}: N5 group {attributes.get('n5', '')}".rstrip())
-        for directory in n5.dataset_paths(path, storage_options=options):
-            dataset = n5.open(directory, storage_options=options)
-            print(f"  {storage.relative(directory, path)}: " + _describe(dataset))
-        return 0
-    print(f"{storage.display(path)}: " + _describe(n5.open(path, storage_options=options)))
-    return 0
-
-
-def _describe(dataset):
-    present_blocks = dataset.present_blocks()
-    present = len(present_blocks)
-    n_blocks = int(np.prod(dataset.grid_shape, dtype=object))
-    compression = dataset.attributes.get("compression", {}).get("type", "raw")
-    kind = "label multiset" if isinstance(dataset, n5.LabelMultisetDataset) else dataset.dtype.name
-    text = (f"{kind}, shape {list(dataset.shape)}, blocks {list(dataset.chunks)}, {compression}, "
-            f"{present}/{n_blocks} blocks present")
-    if isinstance(dataset, n5.LabelMultisetDataset) and present:
-        first = present_blocks[0]
-        block = dataset.read_block(first)
-        text += (f"; block {list(first)}: {block.n_lists} distinct lists, "
-                 f"{block.entries_per_voxel().mean():.2f} entries/voxel, max {block.list_lengths().max()}")
-    return text
-
-
-def cmd_zarr_json(args):
-    options = args.storage_options
-    if not storage.is_directory(args.container, options):
-        print(f"n5ms: {storage.display(args.container)}: no such directory", file=sys.stderr)
-        return 2
-    try:
-        from .zarr import write_zarr_json
-    except ImportError:
-        print("n5ms: zarr-json needs zarr-python 3 (pip install 'n5mscodecs[zarr]')", file=sys.stderr)
-        return 2
-    written, skipped = write_zarr_json(args.container, overwrite=args.overwrite, storage_options=options)
-    for directory in written:
-        print(f"  wrote {storage.display(storage.join(directory, 'zarr.json'))}")
-    for directory in skipped:
-        print(f"  skipped {storage.display(directory)} (zarr.json exists, or plain dataset without zarr-n5)")
-    print(f"{len(written)} zarr.json written, {len(skipped)} skipped; no block was touched")
-    return 0
+        compressor_from_config(config)
+    except MissingExtraError:
+        raise
+    except (N5msCodecsError, ImportError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return config
 
 
 def _storage_option(text):
@@ -225,6 +201,338 @@ def _storage_option(text):
         return key, value
 
 
+# options whose values may start with "-" (--offset -10,0,0)
+_NEGATIVE_OK = {"--offset", "--resolution", "--max-num-entries", "--index"}
+
+
+def _join_negative_values(argv):
+    """``--offset -10,0,0`` -> ``--offset=-10,0,0``: argparse reads a value starting with '-'
+    as an option unless it is one plain negative number."""
+    joined, argv = [], list(argv)
+    i = 0
+    while i < len(argv):
+        if argv[i] in _NEGATIVE_OK and i + 1 < len(argv) and _NUMBER_LIST.match(argv[i + 1]):
+            joined.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            joined.append(argv[i])
+            i += 1
+    return joined
+
+
+# ---------------------------------------------------------------------------------------------
+# default downsampling factors
+
+def anisotropic_factors(shape, block_size, resolution):
+    """Default ``--scale`` factors: per level, halve the axes whose voxel size is at most half the
+    coarsest (so 4,4,40 nm gives 2,2,1 until x and y reach 32 nm, then 2,2,2); when every voxel
+    size is within a factor 2 of the coarsest, halve every axis. Axes of extent 1 stay; levels
+    are added until the volume fits one block. Isotropic data gets 2,2,2 at every level."""
+    factors, shape, resolution = [], tuple(shape), [float(r) for r in resolution]
+    while any(n > b for n, b in zip(shape, block_size)):
+        open_axes = [a for a, n in enumerate(shape) if n > 1]
+        coarsest = max(resolution[a] for a in open_axes)
+        finer = [a for a in open_axes if 2 * resolution[a] <= coarsest]
+        halved = finer or open_axes
+        step = tuple(2 if a in halved else 1 for a in range(len(shape)))
+        factors.append(step)
+        shape = tuple(-(-n // f) for n, f in zip(shape, step))
+        resolution = [r * f for r, f in zip(resolution, step)]
+    return factors
+
+
+# ---------------------------------------------------------------------------------------------
+# commands
+
+def cmd_demo(args):
+    shape = (args.size,) * 3
+    print(f"n5mscodecs {__version__} demo: {shape} Voronoi segmentation, {args.labels} labels")
+    t0 = time.perf_counter()
+    labels = voronoi_labels(shape, args.labels, args.seed)
+    print(f"  generated labels in {time.perf_counter() - t0:.2f} s")
+    workdir = args.out or tempfile.mkdtemp(prefix="n5ms-demo-")
+    try:
+        target = os.path.join(workdir, "demo.n5", "labels")
+        summary = paintera.convert(labels, target, block_size=64, compression={"type": "gzip", "level": 6},
+                                   overwrite=True, threads=args.threads, progress=_progress(not args.quiet))
+        _print_summary(summary)
+        print(f"    {labels.nbytes / 2**20:.0f} MiB of uint64 labels")
+        t0 = time.perf_counter()
+        problems = verify_pyramid(target, labels)
+        print(f"  verified by reading back in {time.perf_counter() - t0:.2f} s: "
+              + ("OK" if not problems else "MISMATCH: " + "; ".join(problems)))
+    finally:
+        if not args.out:
+            shutil.rmtree(workdir, ignore_errors=True)
+    if not args.out:
+        print(f"  removed {workdir} (pass --out DIR to keep the output)")
+    return EXIT_OK if not problems else EXIT_PROBLEMS
+
+
+def _check_tiff(source):
+    if source.lower().endswith((".tif", ".tiff")):
+        require("tifffile", "cli", "TIFF sources")
+
+
+def cmd_convert(args):
+    options = args.storage_options
+    if storage.exists(args.target, options) and not (args.overwrite or args.resume):
+        return _error(f"{storage.display(args.target)} exists (pass --overwrite to replace it "
+                      "or --resume to finish an interrupted conversion)")
+    _check_tiff(args.source)
+    factors = args.scale
+    if factors is None and args.resolution is not None:
+        source = paintera.sources.open_label_source(args.source, args.dataset, storage_options=options)
+        block = (args.block_size,) * len(source.shape)
+        factors = anisotropic_factors(source.shape, block, args.resolution)
+        print(f"  downsampling factors for resolution {list(args.resolution)}: "
+              + " ".join(",".join(map(str, f)) for f in factors))
+    print(f"n5ms convert {storage.display(args.source)} -> {storage.display(args.target)}")
+    try:
+        summary = paintera.convert(
+            args.source, args.target, dataset=args.dataset, block_size=args.block_size, factors=factors,
+            compression=args.compression, max_num_entries=args.max_num_entries, keep=args.keep,
+            resolution=args.resolution, offset=args.offset, lookup_block_size=args.lookup_block_size,
+            threads=args.threads, scheduler=args.scheduler, overwrite=args.overwrite, resume=args.resume,
+            progress=_progress(not args.quiet), storage_options=options)
+    except (Exception, KeyboardInterrupt) as exc:
+        if storage.exists(args.target, options) and not isinstance(exc, (FileExistsError, ConfigurationError)):
+            print(f"n5ms: conversion stopped; {storage.display(args.target)} is incomplete: rerun with "
+                  "--resume to finish it (same arguments) or --overwrite to start again", file=sys.stderr)
+        raise
+    _print_summary(summary, options)
+    return EXIT_OK
+
+
+def _world_attributes(source, options):
+    """(resolution, offset) of a label multiset level in N5 order: the ``data`` group's (or the
+    dataset's own) times the level's ``downsamplingFactors``; None when none is written."""
+    attributes = dict(source.attributes)
+    parent = storage.join(source.path, "..")
+    if "resolution" not in attributes and storage.is_directory(parent, options):
+        group = n5.read_attributes(parent, storage_options=options)
+        attributes = {**group, **attributes}
+    if "resolution" not in attributes and "offset" not in attributes:
+        return None, None
+    resolution = np.asarray(attributes.get("resolution", [1.0] * source.ndim), float)
+    factors = np.asarray(source.attributes.get("downsamplingFactors", [1.0] * source.ndim), float)
+    offset = np.asarray(attributes.get("offset", [0.0] * source.ndim), float)
+    # a level's voxel centres sit (factors - 1) / 2 s0 voxels from s0's (as paintera.open_pyramid)
+    return list(resolution * factors), list(offset + (factors - 1) / 2 * resolution)
+
+
+def cmd_argmax(args):
+    options = args.storage_options
+    source = n5.open(args.source, storage_options=options)
+    if not isinstance(source, n5.LabelMultisetDataset):
+        return _error(f"{source.name}: not a label multiset dataset")
+    if storage.exists(args.target, options) and not args.overwrite:
+        return _error(f"{storage.display(args.target)} exists (pass --overwrite to replace it)")
+    resolution, offset = _world_attributes(source, options)
+    grids = list(np.ndindex(*source.grid_shape))
+    zarr_target = args.target.rstrip("/").endswith(".zarr")
+    if zarr_target:
+        zarr = require("zarr", "zarr", "zarr targets")
+        # zarr arrays are C-ordered (z, y, x): the N5 axes reversed
+        target = zarr.create_array(args.target, shape=source.shape[::-1], chunks=source.chunks[::-1],
+                                   dtype="uint64", overwrite=args.overwrite, fill_value=0,
+                                   **({"storage_options": options} if options else {}))
+        attributes = {"axes": ["z", "y", "x"]}
+        if resolution is not None:
+            attributes.update(resolution=resolution[::-1], offset=offset[::-1])
+        target.attrs.update(attributes)
+
+        def write(grid, labels):
+            target[source.block_region(grid)[::-1]] = labels.T
+    else:
+        target = n5.create_array_dataset(args.target, source.shape, source.chunks, "uint64",
+                                         compression=source.attributes.get("compression", "gzip"),
+                                         overwrite=args.overwrite, storage_options=options)
+        if resolution is not None:
+            n5.write_attributes(args.target, {**target.attributes, "resolution": resolution, "offset": offset},
+                                storage_options=options)
+
+        def write(grid, labels):
+            target.write_block(grid, labels)
+
+    def convert_block(grid):
+        labels = source.read_block_labels(grid)
+        if labels is not None:
+            labels[labels == INVALID] = 0   # as missing blocks read: 0 is no label
+            write(grid, labels)
+
+    progress = _progress(not args.quiet)
+    bar = progress("argmax", len(grids)) if progress else None
+    started = time.perf_counter()
+    try:
+        with ThreadPoolExecutor(max_workers=storage.request_threads(args.target, args.threads)) as pool:
+            for _ in pool.map(convert_block, grids):
+                if bar is not None:
+                    bar.update(1)
+    except (Exception, KeyboardInterrupt):
+        if bar is not None:
+            bar.close()
+        storage.remove_tree(args.target, options)
+        print(f"n5ms: argmax stopped; removed the partial {storage.display(args.target)}", file=sys.stderr)
+        raise
+    if bar is not None:
+        bar.close()
+    order = "(z, y, x) " if zarr_target else ""
+    print(f"n5ms argmax: wrote {storage.display(args.target)} {order}({list(source.shape)} x,y,z, "
+          f"{len(grids)} blocks, {time.perf_counter() - started:.1f} s)")
+    return EXIT_OK
+
+
+def cmd_preview(args):
+    from . import preview
+
+    image_module = require("PIL.Image", "preview", "previews")
+    image_format = preview.image_format(args.out)
+    path, options = args.source, args.storage_options
+    if "dimensions" not in n5.read_attributes(path, storage_options=options):
+        path = storage.join(path, "data", args.level)
+    dataset = n5.open(path, storage_options=options)
+    if not isinstance(dataset, n5.LabelMultisetDataset):
+        return _error(f"{dataset.name}: not a label multiset dataset")
+    axis = "xyz".index(args.axis)
+    index = dataset.shape[axis] // 2 if args.index is None else args.index
+    if not 0 <= index < dataset.shape[axis]:
+        return _error(f"--index {index} outside 0..{dataset.shape[axis] - 1} of axis {args.axis}")
+    rendered = preview.render_slice(dataset, axis, index, width=args.width, scale=args.scale,
+                                    title=f"{storage.display(args.source)} {args.level if path != args.source else ''}")
+    image_module.fromarray(rendered.picture).save(args.out, format=image_format)
+    print(f"n5ms preview: {args.out}: {dataset.name} {args.axis}={index}, {rendered.n_labels} labels, "
+          f"{rendered.picture.shape[1]}x{rendered.picture.shape[0]} px; {rendered.description}")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------
+# info
+
+def _block_count(dataset):
+    return int(np.prod(dataset.grid_shape, dtype=object))
+
+
+def _describe(dataset):
+    present_blocks = dataset.present_blocks()
+    present = len(present_blocks)
+    compression = dataset.attributes.get("compression", {}).get("type", "raw")
+    if dataset.shape == (paintera.LOOKUP_DIMENSION,):
+        ids = dataset.chunks[0]
+        return f"label-to-block mapping, {compression}, {present} files of {ids} ids each", None
+    kind = "label multiset" if isinstance(dataset, n5.LabelMultisetDataset) else dataset.dtype.name
+    text = (f"{kind}, shape {list(dataset.shape)}, blocks {list(dataset.chunks)}, {compression}, "
+            f"{present}/{_block_count(dataset)} blocks present")
+    if "downsamplingFactors" in dataset.attributes:
+        text += ", factors " + ",".join(f"{f:g}" for f in dataset.attributes["downsamplingFactors"])
+    if isinstance(dataset, n5.LabelMultisetDataset) and present:
+        first = present_blocks[0]
+        try:
+            block = dataset.read_block(first)
+        except (N5msCodecsError, OSError) as exc:
+            return text, str(exc)
+        text += (f"; block {list(first)}: {block.n_lists} distinct lists, "
+                 f"{block.entries_per_voxel().mean():.2f} entries/voxel, max {block.list_lengths().max()}")
+    return text, None
+
+
+def _describe_source(path, attributes, options):
+    """Lines about a Paintera label source group (None when ``attributes`` are not one's)."""
+    if attributes.get("painteraData", {}).get("type") != "label":
+        return None
+    lines = [f"Paintera label source, maxId {attributes.get('maxId', '?')}"]
+    data = storage.join(path, "data")
+    group = n5.read_attributes(data, storage_options=options) if storage.is_directory(data, options) else {}
+    if "resolution" in group or "offset" in group:
+        lines.append(f"  resolution {group.get('resolution', '?')}, offset {group.get('offset', '?')} (x, y, z)")
+    levels = []
+    while storage.is_directory(storage.join(data, f"s{len(levels)}"), options):
+        levels.append(n5.read_attributes(storage.join(data, f"s{len(levels)}"), storage_options=options))
+    if levels:
+        lines.append(f"  {len(levels)} levels: " + " ".join(
+            f"s{k}={level.get('dimensions')}" for k, level in enumerate(levels)))
+    state = attributes.get(paintera.CONVERSION_KEY)
+    if state is not None and not state.get("complete", True):
+        lines.append("  INCOMPLETE: an interrupted n5ms convert; rerun it with --resume to finish")
+    return lines
+
+
+def _check(dataset):
+    """(blocks read, [problem, ...]) after reading and decoding every block of ``dataset``."""
+    positions = dataset.present_blocks()
+    decode = dataset.read_block_labels if isinstance(dataset, n5.LabelMultisetDataset) else dataset.read_block
+
+    def check_one(position):
+        try:
+            decode(position)
+        except (N5msCodecsError, OSError) as exc:
+            return str(exc)
+        return None
+
+    with ThreadPoolExecutor(max_workers=default_threads()) as pool:
+        problems = [p for p in pool.map(check_one, positions) if p is not None]
+    return len(positions), problems
+
+
+def cmd_info(args):
+    path, options = args.path, args.storage_options
+    if not storage.is_directory(path, options):
+        return _error(f"{storage.display(path)}: no such directory")
+    attributes = n5.read_attributes(path, storage_options=options)
+    if "dimensions" in attributes:
+        datasets = [(path, storage.display(path))]
+    else:
+        source = _describe_source(path, attributes, options)
+        print(f"{storage.display(path)}: " + (source[0] if source else f"N5 group {attributes.get('n5', '')}".rstrip()))
+        for line in (source or [])[1:]:
+            print(line)
+        datasets = [(d, "  " + storage.relative(d, path)) for d in n5.dataset_paths(path, storage_options=options)]
+    checked, bad = 0, []
+    for directory, name in datasets:
+        try:
+            dataset = n5.open(directory, storage_options=options)
+            text, problem = _describe(dataset)
+        except (N5msCodecsError, OSError) as exc:
+            print(f"{name}: unreadable: {exc}", flush=True)
+            bad.append(str(exc))
+            continue
+        print(f"{name}: {text}" + (f"; first block unreadable: {problem}" if problem else ""), flush=True)
+        if args.check:
+            n, problems = _check(dataset)
+            checked += n
+            bad.extend(problems)
+        elif problem:
+            bad.append(problem)
+    if args.check:
+        for problem in bad:
+            print(f"  BAD {problem}")
+        print(f"checked {checked} blocks: " + (f"{len(bad)} bad" if bad else "all readable"))
+        return EXIT_PROBLEMS if bad else EXIT_OK
+    if bad:
+        print(f"n5ms: {len(bad)} unreadable (n5ms info --check PATH reads every block)", file=sys.stderr)
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def cmd_zarr_json(args):
+    options = args.storage_options
+    if not storage.is_directory(args.container, options):
+        return _error(f"{storage.display(args.container)}: no such directory")
+    require("zarr", "zarr", "zarr-json")
+    from .zarr import write_zarr_json
+
+    written, skipped = write_zarr_json(args.container, overwrite=args.overwrite, storage_options=options)
+    for directory in written:
+        print(f"  wrote {storage.display(storage.join(directory, 'zarr.json'))}")
+    for directory in skipped:
+        print(f"  skipped {storage.display(directory)} (zarr.json exists, or plain dataset without zarr-n5)")
+    print(f"{len(written)} zarr.json written, {len(skipped)} skipped; no block was touched")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------
+# parser
+
 def _add_storage_options(command):
     command.add_argument("--storage-option", dest="storage_option", type=_storage_option, action="append",
                          default=[], metavar="KEY=VALUE",
@@ -233,54 +541,82 @@ def _add_storage_options(command):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="n5ms", description=__doc__)
+    parser = argparse.ArgumentParser(prog="n5ms", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"n5mscodecs {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
+    threads_help = "worker threads (default: every core)"
     demo = commands.add_parser("demo", help="convert a generated segmentation to a Paintera pyramid and verify it")
-    demo.add_argument("--size", type=int, default=256, help="edge length of the cube (default 256)")
-    demo.add_argument("--labels", type=int, default=300, help="number of cells (default 300)")
+    demo.add_argument("--size", type=_int_at_least(1), default=256, help="edge length of the cube (default 256)")
+    demo.add_argument("--labels", type=_int_at_least(1), default=300, help="number of cells (default 300)")
     demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--threads", type=int, default=None)
-    demo.add_argument("--out", help="directory for the output (default: a new temporary directory)")
+    demo.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
+    demo.add_argument("--out", help="directory to keep the output in (default: a temporary directory, "
+                                    "removed at the end)")
     demo.add_argument("--quiet", action="store_true", help="no progress bars")
     demo.set_defaults(run=cmd_demo)
-    info = commands.add_parser("info", help="summarise an N5 container or dataset")
+    info = commands.add_parser("info", help="summarise an N5 container, Paintera source or dataset")
     info.add_argument("path")
+    info.add_argument("--check", action="store_true",
+                      help="read and decode every block; list each bad one, exit 1 if any")
     _add_storage_options(info)
     info.set_defaults(run=cmd_info)
-    convert = commands.add_parser("convert", help="integer labels -> Paintera label source (label multiset pyramid)")
+    convert = commands.add_parser(
+        "convert", help="integer labels -> Paintera label source (label multiset pyramid)",
+        description="Convert integer labels into a Paintera label source. Axes are N5's: x, y, z.")
     convert.add_argument("source", help="N5 dataset (or group with --dataset), zarr array, .npy or TIFF")
     convert.add_argument("target", help="the Paintera source group to create, e.g. out.n5/labels")
     convert.add_argument("--dataset", help="dataset inside an N5 group SOURCE")
-    convert.add_argument("--block-size", type=int, default=64)
+    convert.add_argument("--block-size", type=_int_at_least(1), default=64)
     convert.add_argument("--scale", type=_factors, action="append",
-                         help="factors of one more level, e.g. 2 or 2,2,1 (repeat; default: halve until one block)")
-    convert.add_argument("--compression", default="gzip", help="raw, gzip, zstd, lz4, ... (default gzip)")
-    convert.add_argument("--max-num-entries", type=int, default=-1)
+                         help="factors of one more level, e.g. 2 or 2,2,1 (repeat). Default: halve until the "
+                              "volume fits one block; with an anisotropic --resolution only the axes whose "
+                              "voxel size is at most half the coarsest are halved (4,4,40: 2,2,1 until x and y "
+                              "reach 32, then 2,2,2)")
+    convert.add_argument("--compression", type=compression_config, default="gzip", help=_COMPRESSION_HELP)
+    convert.add_argument("--max-num-entries", type=_max_num_entries, default=-1,
+                         help="cut downsampled lists to this many entries (default -1: no cut)")
     convert.add_argument("--keep", choices=("highest", "lowest"), default="highest",
                          help="entries kept by --max-num-entries (lowest: Java since 2024)")
-    convert.add_argument("--resolution", type=_triple, help="voxel size x,y,z")
-    convert.add_argument("--offset", type=_triple, help="offset x,y,z")
-    convert.add_argument("--lookup-block-size", type=int, default=10000, help="ids per label-to-block-mapping file")
-    convert.add_argument("--threads", type=int, default=None)
+    convert.add_argument("--resolution", type=_resolution, help="voxel size x,y,z")
+    convert.add_argument("--offset", type=_triple, help="offset x,y,z (negative values allowed: --offset -10,0,0)")
+    convert.add_argument("--lookup-block-size", type=_int_at_least(1), default=10000,
+                         help="ids per label-to-block-mapping file")
+    convert.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
     convert.add_argument("--scheduler", help="dask.distributed scheduler address (default: local threads)")
     convert.add_argument("--overwrite", action="store_true")
     convert.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
     convert.add_argument("--quiet", action="store_true", help="no progress bars")
     _add_storage_options(convert)
     convert.set_defaults(run=cmd_convert)
-    argmax = commands.add_parser("argmax", help="label multiset dataset -> uint64 N5 (or .zarr) dataset")
+    argmax = commands.add_parser(
+        "argmax", help="label multiset dataset -> uint64 N5 (or .zarr) dataset",
+        description="Write the argmax labels (highest count wins) of a label multiset dataset as uint64. "
+                    "Voxels without an entry (INVALID, e.g. missing blocks) become 0. An N5 target keeps "
+                    "the N5 axis order (x, y, z); a TARGET ending in .zarr is a zarr v3 array in C order, "
+                    "axes (z, y, x). Resolution and offset are copied (for zarr as attributes, z, y, x).")
     argmax.add_argument("source")
-    argmax.add_argument("target")
+    argmax.add_argument("target", help="N5 dataset path, or PATH.zarr for a zarr array (z, y, x)")
     argmax.add_argument("--overwrite", action="store_true")
+    argmax.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
+    argmax.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_storage_options(argmax)
     argmax.set_defaults(run=cmd_argmax)
-    preview = commands.add_parser("preview", help="PNG of one slice: argmax colours beside entries per voxel")
+    preview = commands.add_parser(
+        "preview", help="picture of one slice: argmax colours beside entries per voxel",
+        description="Draw one slice of a label multiset dataset: argmax labels in colour and, when some voxel "
+                    "has more than one entry, the entries per voxel with a colour bar. Voxels without an "
+                    "entry (missing blocks, INVALID) are hatched grey.")
     preview.add_argument("source", help="label multiset dataset or Paintera source group")
-    preview.add_argument("--out", required=True, help="PNG file to write")
-    preview.add_argument("--axis", choices=("x", "y", "z"), default="z")
+    preview.add_argument("--out", required=True,
+                         help="picture to write; the extension picks the format (.png, .jpg, .webp, .tif, ...)")
+    preview.add_argument("--axis", choices=("x", "y", "z"), default="z", help="axis across the slice (default z)")
     preview.add_argument("--index", type=int, help="slice index (default: the middle)")
     preview.add_argument("--level", default="s0", help="level of a source group (default s0)")
+    size = preview.add_mutually_exclusive_group()
+    size.add_argument("--width", type=_int_at_least(1), default=None,
+                      help="width of the slice panel in pixels (default: at least 800 px for the whole picture)")
+    size.add_argument("--scale", type=_int_at_least(1), default=None, help="pixels per voxel (nearest neighbour)")
     _add_storage_options(preview)
     preview.set_defaults(run=cmd_preview)
     zarr_json = commands.add_parser("zarr-json", help="write zarr.json beside each attributes.json (N5 + zarr)")
@@ -291,11 +627,35 @@ def build_parser():
     return parser
 
 
+def _quiet_broken_pipe():
+    """stdout's reader went away (``n5ms info ... | head``): drop what is left, say nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_OK
+
+
 def main(argv=None):
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(_join_negative_values(sys.argv[1:] if argv is None else argv))
     args.storage_options = dict(getattr(args, "storage_option", [])) or None
     try:
-        return args.run(args)
-    except (N5msCodecsError, OSError) as exc:
+        code = args.run(args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
+    except MissingExtraError as exc:
         print(f"n5ms: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_MISSING_EXTRA
+    except ImportError as exc:  # an optional module imported by the library without naming its extra
+        print(f"n5ms: {exc.name or exc} is not installed: see docs/installation.md for the extras",
+              file=sys.stderr)
+        return EXIT_MISSING_EXTRA
+    except (N5msCodecsError, OSError) as exc:
+        return _error(exc)
+    except KeyboardInterrupt:
+        print("n5ms: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
