@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import zstandard
 
 from n5mscodecs import (
     LabelMultisetArray,
@@ -87,6 +88,15 @@ def seeds(target):
                                (3, {"max_chunk_size": 1})]:
             data = image[:7] if kwargs.get("max_chunk_size") == 1 else image
             yield bytes([option]) + bytes(chunked_encode(data, **kwargs))
+        yield b"\x00" + bytes(chunked_encode(image, header="minimal"))
+        # what libCZI reads too: several frames and skippable frames in a chunk, a repeated header item
+        frames = zstandard.ZstdCompressor(level=1).compress(b"one,") + \
+            zstandard.ZstdCompressor(level=1, write_content_size=False).compress(b"two")
+        skippable = (0x184D2A53).to_bytes(4, "little") + (4).to_bytes(4, "little") + b"meta"
+        for chunk in (frames, skippable + frames, frames + skippable):
+            yield b"\x02" + b"\x01\x01" + bytes([len(chunk)]) + b"\x03\x01\x07\x00" + chunk
+        frame = zstandard.ZstdCompressor(level=1).compress(b"abc")
+        yield b"\x00" + b"\x01\x01\x7f\x01\x01" + bytes([len(frame)]) + b"\x03\x01\x03\x04\x01\x00\x00" + frame
     elif target == "n5_header":
         yield N5BlockHeader(MODE_VARLENGTH, (32, 32, 16), 1000).to_bytes()
         yield N5BlockHeader(MODE_DEFAULT, (7, 3), None).to_bytes() + b"\x00" * 8

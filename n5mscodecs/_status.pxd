@@ -12,7 +12,6 @@ cpdef enum Status:
     ERR_LENGTH_TRUNCATED = 21     # data ends inside a payload length
     ERR_PAYLOAD_PAST_END = 22     # payload length runs past the data
     ERR_UNKNOWN_ID = 23
-    ERR_DUPLICATE_ID = 24
     ERR_SIZE_TRUNCATED = 25       # a size varint runs past its payload
     ERR_PAYLOAD_TOO_LONG = 26     # writer: payload length above the 3-byte maximum
     ERR_CHUNK_TOO_LARGE = 27      # writer: a compressed size above the 4-byte varint maximum
@@ -20,8 +19,7 @@ cpdef enum Status:
     # CZI chunks
     ERR_ZSTD_MAGIC = 30           # chunk does not start with a zstd frame magic
     ERR_ZSTD_HEADER = 31          # zstd frame header truncated or reserved bit set
-    ERR_ZSTD_CONTENT_SIZE = 32    # zstd frame content size differs from DecompressedSizes
+    ERR_ZSTD_CONTENT_SIZE = 32    # a zstd frame records more content than DecompressedSizes
     ERR_CORRUPT = 33              # the codec rejected a chunk (detail: its error code)
-    ERR_EXTRA_DATA = 34           # a zstd chunk holds more than one frame
     ERR_CHUNK_SIZE = 35           # a chunk decompressed to another size (detail: the size)
     ERR_BLOCK_FULL = 36           # encode: the staging block is full (detail: bytes needed)

@@ -371,13 +371,8 @@ def decode_chunks(ChunkWorker worker, const uint8_t[::1] payload, uint8_t[::1] t
                     if context == NULL:
                         status = ERR_NO_MEMORY
                         break
-                    result = lib.ZSTD_findFrameCompressedSize(source, source_size)
-                    if lib.ZSTD_isError(result):
-                        status = ERR_CORRUPT
-                        break
-                    if result != <size_t>source_size:
-                        status = ERR_EXTRA_DATA
-                        break
+                    # all frames of the chunk, skippable ones skipped, as libCZI's ZSTD_decompress
+                    # reads them; bytes that are no frame are an error, output is bounded by size
                     result = lib.ZSTD_decompressDCtx(context, destination, size, source, source_size)
                     if lib.ZSTD_isError(result):
                         status = ERR_CORRUPT

@@ -64,10 +64,6 @@ cdef int walk_header(const uint8_t* base, Py_ssize_t n, int64_t* spans, Py_ssize
             status = ERR_UNKNOWN_ID
             pos -= used
             break
-        if spans[2 * chunk_id[0]] != -1:
-            status = ERR_DUPLICATE_ID
-            pos -= used
-            break
         used = read_varint(base + pos, n - pos, 3, &length)
         if used == 0:
             status = ERR_LENGTH_TRUNCATED
@@ -76,7 +72,7 @@ cdef int walk_header(const uint8_t* base, Py_ssize_t n, int64_t* spans, Py_ssize
         if length > n - pos:
             status = ERR_PAYLOAD_PAST_END
             break
-        spans[2 * chunk_id[0]] = pos
+        spans[2 * chunk_id[0]] = pos  # a repeated id replaces the earlier one, as libCZI's header walk does
         spans[2 * chunk_id[0] + 1] = length
         pos += length
     position[0] = pos
@@ -241,11 +237,14 @@ def first_overexpanded(const uint32_t[::1] compressed_sizes, const uint32_t[::1]
 
 def check_zstd_frames(const uint8_t[::1] data, const int64_t[::1] compressed_offsets,
                       const uint32_t[::1] decompressed_sizes):
-    """Check each chunk's zstd frame header against its declared size.
+    """Check each chunk's first zstd frame header against its declared size.
 
-    Frames that do not record a content size pass. Returns
-    ``(status, chunk_index, content_size)``; ``ERR_ZSTD_CONTENT_SIZE`` reports
-    a recorded size that differs from ``decompressed_sizes``.
+    A chunk may hold several frames (their contents add up, as zstd's
+    ``ZSTD_decompress`` reads them) and skippable frames, so a first frame may
+    record less than the declared size but never more; a chunk starting with a
+    skippable frame and frames without a content size pass (the decoder checks
+    the total). Returns ``(status, chunk_index, content_size)``;
+    ``ERR_ZSTD_CONTENT_SIZE`` reports a recorded size above ``decompressed_sizes``.
     """
     cdef Py_ssize_t chunks = decompressed_sizes.shape[0], i, pos, avail, need
     cdef Py_ssize_t fcs_bytes, dict_bytes
@@ -257,6 +256,8 @@ def check_zstd_frames(const uint8_t[::1] data, const int64_t[::1] compressed_off
         for i in range(chunks):
             pos = compressed_offsets[i]
             avail = compressed_offsets[i + 1] - pos
+            if avail >= 4 and (load_u32_le(&data[pos]) & 0xFFFFFFF0U) == 0x184D2A50U:
+                continue  # a skippable frame first
             if avail < 4 or load_u32_le(&data[pos]) != 0xFD2FB528U:
                 status = ERR_ZSTD_MAGIC
                 break
@@ -283,7 +284,7 @@ def check_zstd_frames(const uint8_t[::1] data, const int64_t[::1] compressed_off
                 value |= (<uint64_t>data[pos + k]) << (8 * k)
             if fcs_bytes == 2:
                 value += 256
-            if value != decompressed_sizes[i]:
+            if value > decompressed_sizes[i]:
                 status = ERR_ZSTD_CONTENT_SIZE
                 break
     if status == OK:

@@ -114,8 +114,6 @@ def _chunk_error(status, i, detail, codec, layout):
     if status == Status.ERR_CORRUPT:
         reason = detail if codec == "zstd" else f"LZ4_decompress_safe returned {detail}"
         return ChunkedFormatError(f"chunk {i}: corrupt {codec} data ({reason})")
-    if status == Status.ERR_EXTRA_DATA:
-        return ChunkedFormatError(f"chunk {i}: corrupt zstd data (bytes after the end of its frame)")
     if status == Status.ERR_NO_MEMORY:
         return MemoryError(f"chunk {i}: no memory for the codec context or scratch")
     return RuntimeError(f"chunk {i}: unexpected kernel status {status}")
@@ -213,9 +211,66 @@ def _chunk_decompressor(codec):
     if decompressor is None:
         decompressor = _thread_state.zstd_decompressor = zstandard.ZstdDecompressor()
     decompress = decompressor.decompress
-    # max_output_size only matters for frames without a content size; 0 would
-    # mean "unlimited", so an empty chunk gets a limit of 1.
-    return lambda source, size: decompress(source, max_output_size=max(size, 1), allow_extra_data=False)
+
+    def decompress_chunk(source, size):
+        try:  # one frame: the common case
+            # max_output_size only matters for frames without a content size; 0 would
+            # mean "unlimited", so an empty chunk gets a limit of 1.
+            return decompress(source, max_output_size=max(size, 1), allow_extra_data=False)
+        except zstandard.ZstdError:
+            return _zstd_frames(decompressor, source, size)
+
+    return decompress_chunk
+
+
+_SKIPPABLE_MAGIC = 0x184D2A50  # the low 4 bits are free
+_ZSTD_MAGIC = 0xFD2FB528
+
+
+def _zstd_frame_end(data, pos):
+    """Where the frame at ``pos`` ends, from its header and block headers alone (what
+    ``ZSTD_findFrameCompressedSize`` does); skippable frames included."""
+    magic = int.from_bytes(data[pos:pos + 4], "little") if len(data) - pos >= 4 else None
+    if magic is not None and magic & 0xFFFFFFF0 == _SKIPPABLE_MAGIC:
+        if len(data) - pos < 8:
+            raise zstandard.ZstdError("truncated skippable frame")
+        end = pos + 8 + int.from_bytes(data[pos + 4:pos + 8], "little")
+    elif magic == _ZSTD_MAGIC and len(data) - pos >= 5:
+        descriptor = data[pos + 4]
+        fcs_flag, single_segment = descriptor >> 6, (descriptor >> 5) & 1
+        fcs_bytes = single_segment if fcs_flag == 0 else 1 << fcs_flag
+        end = pos + 5 + (1 - single_segment) + (0, 1, 2, 4)[descriptor & 3] + fcs_bytes
+        while True:
+            if end + 3 > len(data):
+                raise zstandard.ZstdError("truncated frame")
+            block = int.from_bytes(data[end:end + 3], "little")
+            end += 3 + (1 if (block >> 1) & 3 == 1 else block >> 3)  # an RLE block stores one byte
+            if block & 1:
+                break
+        end += 4 if descriptor & 0x04 else 0  # content checksum
+    else:
+        raise zstandard.ZstdError("unknown frame descriptor")
+    if end > len(data):
+        raise zstandard.ZstdError("truncated frame")
+    return end
+
+
+def _zstd_frames(decompressor, source, size):
+    """Every frame of a chunk, as zstd's ``ZSTD_decompress`` reads them: concatenated
+    frames, skippable frames skipped, anything else an error. No frame may make more
+    than the ``size`` bytes still expected (so allocation stays bounded)."""
+    data, parts, produced, pos = bytes(source), [], 0, 0
+    while pos < len(data):
+        end = _zstd_frame_end(data, pos)
+        if int.from_bytes(data[pos:pos + 4], "little") == _ZSTD_MAGIC:
+            frame, room = data[pos:end], size - produced
+            if zstandard.frame_content_size(frame) > room:
+                raise zstandard.ZstdError("the frames hold more than DecompressedSizes")
+            part = decompressor.decompress(frame, max_output_size=max(room, 1))
+            parts.append(part)
+            produced += len(part)
+        pos = end
+    return b"".join(parts)
 
 
 def _hilo_scratch(size):

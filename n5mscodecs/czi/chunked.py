@@ -38,9 +38,11 @@ from . import _chunked
 from .backends import STREAM_MIN_BYTES, DecodeJob, EncodeJob, Staging, aligned_empty, current_backend
 from .header import (
     CODECS,
+    HEADER_FORMS,
     MAX_CHUNK_SIZE,
     MAX_CHUNK_SIZES_PAYLOAD,
     PREPROCESSING_HILO,
+    PREPROCESSING_NONE,
     ChunkedInfo,
     check_expansion,
     chunked_info,
@@ -311,6 +313,7 @@ def chunked_encode(
     chunksize: int | None = None,
     itemsize: int | None = None,
     out: BytesLike | int | None = None,
+    header: str = "libczi",
 ) -> bytes | BytesLike:
     """Encode data as a CZI chunked (mode 7) payload.
 
@@ -348,13 +351,18 @@ def chunked_encode(
         when it holds exactly the payload, a 1-D ``uint8`` view of an
         ndarray, else a memoryview); an int is the largest payload accepted
         (result: ``bytes``).
+    header : {"libczi", "minimal"}
+        ``"libczi"`` (default): the header libCZI's writer emits, byte for
+        byte: the Preprocessing item always (``04 01 00`` without hi/lo).
+        ``"minimal"``: Preprocessing only with hi/lo, as imagecodecs writes.
+        Both decode the same everywhere; hi/lo payloads are identical.
 
     Returns
     -------
     bytes
         Header (ChunkSizes, DecompressedSizes, CompressionMethod if not zstd,
-        Preprocessing if ``hilo``, EndOfHeader) followed by the chunks (or a
-        view of ``out`` holding them).
+        Preprocessing, EndOfHeader) followed by the chunks (or a view of
+        ``out`` holding them).
 
     Raises
     ------
@@ -376,6 +384,8 @@ def chunked_encode(
         max_chunk_size = chunksize
     elif max_chunk_size is None:
         max_chunk_size = 65536
+    if header not in HEADER_FORMS:
+        raise ConfigurationError(f"header must be one of {HEADER_FORMS}, got {header!r}")
     if itemsize is not None:
         check_itemsize(itemsize)
         hilo = bool(hilo) and itemsize > 1
@@ -408,8 +418,12 @@ def chunked_encode(
     else:
         chunk_size, last_size = max_chunk_size, (-1 if last == max_chunk_size else last)
     positions = np.empty(chunk_count, dtype=np.int64)
+    if hilo:
+        preprocessing = PREPROCESSING_HILO
+    else:  # -1: no Preprocessing item
+        preprocessing = PREPROCESSING_NONE if header == "libczi" else -1
     status, output = _chunked.new_payload(
-        compressed_sizes, chunk_size, last_size, CODECS.index(codec), PREPROCESSING_HILO if hilo else -1, positions
+        compressed_sizes, chunk_size, last_size, CODECS.index(codec), preprocessing, positions
     )
     if status == Status.ERR_CHUNK_TOO_LARGE:
         raise ConfigurationError(f"a compressed chunk exceeds {MAX_CHUNK_SIZE} bytes; use a smaller max_chunk_size")

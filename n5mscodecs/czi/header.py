@@ -22,6 +22,8 @@ MAX_CHUNK_SIZE = _chunked.max_varint(4)  # 536,870,911: a 4-byte size varint
 MAX_CHUNK_SIZES_PAYLOAD = _chunked.max_varint(3)  # 4,194,303: a 3-byte length varint
 PREPROCESSING_NONE = 0
 PREPROCESSING_HILO = 1
+# "libczi": the Preprocessing item always (libCZI's writer); "minimal": only with hi/lo (imagecodecs)
+HEADER_FORMS = ("libczi", "minimal")
 
 # Most bytes one compressed byte can stand for. LZ4: 255 (match-length bytes).
 # zstd: a 4-byte RLE block (3-byte header + 1 byte) yields up to 128 KiB.
@@ -66,6 +68,10 @@ class ChunkedInfo:
         Sum of the decompressed chunk sizes.
     trailing_bytes : int
         Bytes after the last chunk (tolerated, ignored).
+    header_form : str
+        ``"libczi"`` when the header has the Preprocessing item (what libCZI's
+        writer always emits; also any hi/lo payload), ``"minimal"`` when it has
+        none (imagecodecs without hi/lo); see ``chunked_encode(header=...)``.
     """
 
     codec: str
@@ -78,6 +84,10 @@ class ChunkedInfo:
     compressed_size: int
     decompressed_size: int
     trailing_bytes: int
+
+    @property
+    def header_form(self) -> str:
+        return "minimal" if self.preprocessing is None else "libczi"
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,8 +109,6 @@ def _header_error(status, position, chunk_id, size):
         return f"header: {name} payload starting at byte {position} runs past the end of the data ({size} bytes)"
     if status == Status.ERR_UNKNOWN_ID:
         return f"header: unknown header chunk id {chunk_id} at byte {position}"
-    if status == Status.ERR_DUPLICATE_ID:
-        return f"header: duplicate {name} header chunk at byte {position}"
     return f"header: malformed (status {status}) at byte {position}"
 
 
@@ -231,7 +239,7 @@ def check_expansion(layout: ChunkLayout, payload: np.ndarray) -> None:
             raise ChunkedFormatError(f"chunk {i}: not a zstd frame (bad magic number)")
         if status == Status.ERR_ZSTD_CONTENT_SIZE:
             raise ChunkedFormatError(
-                f"chunk {i}: zstd frame content size {content_size} does not match "
+                f"chunk {i}: zstd frame content size {content_size} exceeds "
                 f"DecompressedSizes {info.decompressed_sizes[i]}"
             )
         if status != Status.OK:

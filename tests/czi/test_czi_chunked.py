@@ -203,7 +203,6 @@ LZ4_A8 = lz4_block(b"a" * 8)
         (b"\x01\x05\x01\x02", "ChunkSizes payload starting at byte 2 runs past the end"),
         (b"\x01\x01\x05\x03\x01\x08", "before EndOfHeader"),  # no EndOfHeader
         (b"\x05\x00\x00", "unknown header chunk id 5"),
-        (b"\x01\x01\x05\x01\x01\x05\x00", "duplicate ChunkSizes"),
         (b"\x01\x01\x80\x03\x01\x08\x00", "ChunkSizes: size varint truncated"),
         (b"\x01\x01\x05\x03\x02\x08\x80\x00", "DecompressedSizes: size varint truncated"),
         (b"\x03\x01\x08\x00", "required ChunkSizes header chunk .id 1. is missing"),
@@ -243,8 +242,11 @@ def test_lz4_chunk_decompressing_to_another_size_is_rejected():
 
 def test_zstd_content_size_must_match_declared_size():
     frame = zstd_frame(b"z" * 10)
-    payload = b"\x01\x01" + one_byte_sizes(len(frame)) + b"\x03\x01\x0b\x00" + frame
-    with pytest.raises(ChunkedFormatError, match="chunk 0: zstd frame content size 10 does not match"):
+    payload = b"\x01\x01" + one_byte_sizes(len(frame)) + b"\x03\x01\x09\x00" + frame
+    with pytest.raises(ChunkedFormatError, match="chunk 0: zstd frame content size 10 exceeds DecompressedSizes 9"):
+        chunked_decode(payload)
+    payload = b"\x01\x01" + one_byte_sizes(len(frame)) + b"\x03\x01\x0b\x00" + frame  # more frames could follow
+    with pytest.raises(ChunkedFormatError, match="chunk 0: decompressed to 10 bytes, DecompressedSizes says 11"):
         chunked_decode(payload)
     unsized = zstd_frame(b"z" * 10, content_size=False)
     payload = b"\x01\x01" + one_byte_sizes(len(unsized)) + b"\x03\x01\x0b\x00" + unsized
@@ -282,11 +284,64 @@ def test_corrupt_chunk_data_is_a_format_error():
         chunked_decode(lz4_payload([b"\xf0\xff\xff"], [8]))
 
 
-def test_zstd_chunk_must_be_exactly_one_frame():
-    frame = zstd_frame(b"one")
-    payload = b"\x01\x01" + one_byte_sizes(2 * len(frame)) + b"\x03\x01\x03\x00" + frame + frame
-    with pytest.raises(ChunkedFormatError, match="chunk 0: corrupt zstd data"):
-        chunked_decode(payload)
+def skippable_frame(content, magic_low=0):
+    return (0x184D2A50 + magic_low).to_bytes(4, "little") + len(content).to_bytes(4, "little") + content
+
+
+def zstd_chunk_payload(chunk, declared):
+    """One zstd chunk holding ``chunk`` (frames as given), declared ``declared`` bytes."""
+    return b"\x01" + varint(len(varint(len(chunk), 4)), 3) + varint(len(chunk), 4) + b"\x03" + \
+        varint(len(varint(declared, 4)), 3) + varint(declared, 4) + b"\x00" + chunk
+
+
+def test_zstd_chunks_read_as_zstd_decompress_reads_them():
+    """libCZI decodes a chunk with ZSTD_decompress: concatenated frames add up, skippable frames
+    are skipped; anything else in a chunk is an error, as there."""
+    one, two = zstd_frame(b"one,"), zstd_frame(b"two", content_size=False)
+    cases = {
+        one + two: b"one,two",
+        skippable_frame(b"meta") + one: b"one,",
+        one + skippable_frame(b"", 15) + two + skippable_frame(b"x" * 40, 7): b"one,two",
+    }
+    for chunk, expected in cases.items():
+        assert bytes(chunked_decode(zstd_chunk_payload(chunk, len(expected)))) == expected
+        assert bytes(chunked_decode(zstd_chunk_payload(chunk, len(expected)), out=np.empty(len(expected), np.uint8))) \
+            == expected
+    assert bytes(chunked_decode(zstd_chunk_payload(skippable_frame(b"only"), 0))) == b""
+    for chunk, declared, problem in [
+        (one + two, 4, "(corrupt zstd data|decompressed to 7 bytes)"),  # more than declared
+        (one + two, 8, "decompressed to 7 bytes"),              # less
+        (one + b"garbage!", 4, "corrupt zstd data"),            # bytes that are no frame
+        (one + skippable_frame(b"long")[:-2], 4, "corrupt zstd data"),  # a cut skippable frame
+    ]:
+        with pytest.raises(ChunkedFormatError, match=f"chunk 0: {problem}"):
+            chunked_decode(zstd_chunk_payload(chunk, declared))
+
+
+def test_repeated_header_items_keep_the_last():
+    """libCZI's header walk keeps the last item of an id."""
+    frame = zstd_frame(b"abc")
+    payload = (b"\x01\x01\x7f" + b"\x01\x01" + one_byte_sizes(len(frame)) + b"\x03\x01\x09\x03\x01\x03"
+               + b"\x04\x01\x01\x04\x01\x00" + b"\x02\x01\x01\x02\x01\x00" + b"\x00" + frame)
+    info = chunked_info(payload)
+    assert info.compressed_sizes.tolist() == [len(frame)] and info.decompressed_size == 3
+    assert info.codec == "zstd" and not info.hilo
+    assert bytes(chunked_decode(payload)) == b"abc"
+
+
+def test_header_forms():
+    data = bytes(range(50))
+    libczi, minimal = chunked_encode(data, level=1), chunked_encode(data, level=1, header="minimal")
+    frame = zstd_frame(data)
+    assert libczi == b"\x01\x01" + one_byte_sizes(len(frame)) + b"\x03\x01\x32" + b"\x04\x01\x00" + b"\x00" + frame
+    assert minimal == b"\x01\x01" + one_byte_sizes(len(frame)) + b"\x03\x01\x32" + b"\x00" + frame
+    assert chunked_info(libczi).header_form == "libczi" and chunked_info(libczi).preprocessing == 0
+    assert chunked_info(minimal).header_form == "minimal" and chunked_info(minimal).preprocessing is None
+    assert bytes(chunked_decode(libczi)) == bytes(chunked_decode(minimal)) == data
+    words = np.arange(30, dtype=np.uint16)
+    assert chunked_encode(words, hilo=True) == chunked_encode(words, hilo=True, header="minimal")
+    with pytest.raises(ConfigurationError, match="header must be one of"):
+        chunked_encode(data, header="zen")
 
 
 def test_huge_claimed_sizes_fail_fast_without_allocating():
@@ -303,7 +358,7 @@ def test_huge_claimed_sizes_fail_fast_without_allocating():
         assert frame[4] == 0x60  # single segment, 2-byte content size: header is 7 bytes
         claim = b"\x28\xb5\x2f\xfd\xa0" + (400_000_000).to_bytes(4, "little") + frame[7:]
         chunk_sizes = b"\x01" + varint(len(varint(len(claim), 4)), 3) + varint(len(claim), 4)
-        for declared, message in ((1000, "content size 400000000 does not match"), (400_000_000, "maximum expansion")):
+        for declared, message in ((1000, "content size 400000000 exceeds"), (400_000_000, "maximum expansion")):
             sizes = varint(declared, 4)
             header = chunk_sizes + b"\x03" + varint(len(sizes), 3) + sizes + b"\x00"
             with pytest.raises(ChunkedFormatError, match=message):
@@ -367,7 +422,8 @@ def test_writer_header_order_lz4():
     data = b"abcdefg" * 3  # 21 bytes in chunks of 8, 8, 5
     payload = chunked_encode(data, codec="lz4", max_chunk_size=8)
     blocks = [lz4_block(data[i : i + 8]) for i in (0, 8, 16)]
-    expected = b"\x01\x03" + one_byte_sizes(*map(len, blocks)) + b"\x03\x02\x08\x05" + b"\x02\x01\x01" + b"\x00"
+    expected = (b"\x01\x03" + one_byte_sizes(*map(len, blocks)) + b"\x03\x02\x08\x05" + b"\x02\x01\x01"
+                + b"\x04\x01\x00" + b"\x00")  # libCZI's writer: Preprocessing 0 even without hi/lo
     assert payload == expected + b"".join(blocks)
 
 
@@ -380,19 +436,20 @@ def test_writer_header_order_zstd_hilo():
 
 
 def test_writer_single_value_forms():
-    # Exact multiple: [C]; single chunk: its size; zstd without hilo: no optional chunks.
+    # Exact multiple: [C]; single chunk: its size; zstd without hilo: Preprocessing 0, as libCZI writes.
     exact = chunked_encode(bytes(32), level=1, max_chunk_size=16)
     frame = zstd_frame(bytes(16))
-    assert exact == b"\x01\x02" + one_byte_sizes(len(frame), len(frame)) + b"\x03\x01\x10\x00" + frame + frame
+    assert exact == (b"\x01\x02" + one_byte_sizes(len(frame), len(frame)) + b"\x03\x01\x10\x04\x01\x00\x00"
+                     + frame + frame)
     single = chunked_encode(bytes(5), level=1, max_chunk_size=1000)
     frame = zstd_frame(bytes(5))
-    assert single == b"\x01\x01" + one_byte_sizes(len(frame)) + b"\x03\x01\x05\x00" + frame
+    assert single == b"\x01\x01" + one_byte_sizes(len(frame)) + b"\x03\x01\x05\x04\x01\x00\x00" + frame
 
 
 def test_empty_input_is_one_empty_chunk():
     payload = chunked_encode(b"")
     empty = zstd_frame(b"")
-    assert payload == b"\x01\x01" + one_byte_sizes(len(empty)) + b"\x03\x01\x00\x00" + empty
+    assert payload == b"\x01\x01" + one_byte_sizes(len(empty)) + b"\x03\x01\x00\x04\x01\x00\x00" + empty
     assert bytes(chunked_decode(payload)) == b""
     assert bytes(chunked_decode(chunked_encode(b"", codec="lz4"))) == b""
 
@@ -656,6 +713,24 @@ def test_imagecodecs_payloads_decode_with_ours(imagecodecs, codec, chunk, hilo, 
     info = chunked_info(payload)
     assert info.codec == codec and info.hilo == hilo
     assert bytes(chunked_decode(payload)) == data
+
+
+def test_frames_and_repeated_items_read_as_imagecodecs_reads_them(imagecodecs):
+    """imagecodecs decodes chunks with ZSTD_decompress too: it accepts and rejects what we do."""
+    one, two = zstd_frame(b"one,"), zstd_frame(b"two", content_size=False)
+    frame = zstd_frame(b"abc")
+    cases = [zstd_chunk_payload(one + two, 7), zstd_chunk_payload(skippable_frame(b"m") + one, 4),
+             zstd_chunk_payload(one + skippable_frame(b"") + two, 7), zstd_chunk_payload(one + b"garbage!", 4),
+             zstd_chunk_payload(one + two, 4),
+             b"\x01\x01\x7f\x01\x01" + bytes([len(frame)]) + b"\x03\x01\x09\x03\x01\x03\x00" + frame]
+    for payload in cases:
+        try:
+            theirs = bytes(imagecodecs.chunked_decode(payload))
+        except Exception:  # noqa: BLE001 - imagecodecs raises its own error types
+            with pytest.raises(ChunkedFormatError):
+                chunked_decode(payload)
+        else:
+            assert bytes(chunked_decode(payload)) == theirs
 
 
 def test_imagecodecs_reads_our_ndarray_payload(imagecodecs):
