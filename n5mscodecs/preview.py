@@ -216,8 +216,9 @@ def render_slice(dataset: LabelMultisetDataset, axis: int, index: int, *, width:
         return x + swatch + 12 + int(draw.textlength(text, font=small)) + 16
 
     x = key(_GAP, (0, 0, 0), "label 0")
-    x = key(x, "hatch", "no entry (missing block or INVALID)")
-    draw.text((x, y), "other colours: one per label id", fill=INK, font=small)
+    key(x, "hatch", "no entry (missing block or INVALID)")
+    note = "other colours: one per label id" + ("" if two_panels else "; every voxel has one entry: no entries panel")
+    draw.text((_GAP, y + 26), note, fill=INK, font=small)
     if two_panels:
         # colour bar of the entries panel
         x0 = x0s[1]
@@ -235,7 +236,6 @@ def render_slice(dataset: LabelMultisetDataset, axis: int, index: int, *, width:
         draw.text((x0 + bar_w + 8, by), "entries per voxel", fill=INK, font=small)
         description = "left: argmax labels, right: entries per voxel (colour bar)"
     else:
-        draw.text((_GAP, y + 26), "every voxel has one entry: no entries panel", fill=INK, font=small)
         description = "argmax labels; every voxel has one entry, so no entries panel"
     if arrays.empty.any():
         description += f"; {int(arrays.empty.sum())} voxels without an entry hatched grey"

@@ -339,3 +339,19 @@ def test_demo_removes_its_temporary_folder(tmp_path, monkeypatch, capsys):
     assert main(["demo", "--size", "32", "--labels", "5", "--quiet"]) == 0
     assert "removed" in capsys.readouterr().out
     assert list(tmp_path.iterdir()) == []
+
+
+def test_docs_checker_compares_results_shown_in_comments():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "check_examples.py"
+    if not path.exists():
+        pytest.skip("docs/ not shipped here")
+    spec = importlib.util.spec_from_file_location("check_examples", path)
+    checker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(checker)
+    code = "x = [1, 2]\nx  # -> [1, 2]: a remark\nlen(x)  # -> 3\nlen(x)  # -> 23\n# prose: 5\n"
+    assert checker.run_block(code, "page.md:10", {}) == [
+        "line 12: the comment shows '3', the code gives 2", "line 13: the comment shows '23', the code gives 2"]
+    assert checker.README.name == "README.md"
