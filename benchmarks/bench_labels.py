@@ -11,15 +11,18 @@ the same gzip. Targets, all measured in this run:
   blocks on one thread;
 - decode-to-labels of the real downscaleTest block 0/0/0 >= 1.5 GB/s of payload
   on one thread (printed beside decode + argmax, the path it replaces);
-- ``to_dask()`` on dask's threaded scheduler: 2 threads >= 1.6x one.
+- ``to_dask()`` on dask's threaded scheduler: 2 threads >= 1.6x one (printed
+  beside the ratio this machine gives GIL-free hashing on 2 threads, its ceiling).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import dask
@@ -74,6 +77,16 @@ def zarr_views(labels, workdir, repeat):
     row("1 thread", t1 * 1e3, "ms")
     row("2 threads", t2 * 1e3, "ms")
     row("speed-up", t1 / t2, "x", ">= 1.6", t1 / t2 >= 1.6)
+    # what this machine gives two threads right now: GIL-free work with nothing shared
+    data = os.urandom(8 << 20)
+
+    def hashing(n_threads):
+        with ThreadPoolExecutor(n_threads) as pool:
+            list(pool.map(lambda _: hashlib.sha256(data).digest(), range(16)))
+
+    h1 = median_time(lambda: hashing(1), repeat)
+    h2 = median_time(lambda: hashing(2), repeat)
+    row("ceiling: sha256 on 2 threads vs 1", h1 / h2, "x")
 
 
 def real_block(data_dir, repeat):
