@@ -269,6 +269,10 @@ def cmd_demo(args):
     return EXIT_OK if not problems else EXIT_PROBLEMS
 
 
+_CONTAINER_HELP = ("the N5 container root holding TARGET, which gets the attribute n5: 4.0.0 "
+                   "(default: the nearest of TARGET and its parents named *.n5)")
+
+
 def _check_tiff(source):
     if source.lower().endswith((".tif", ".tiff")):
         require("tifffile", "cli", "TIFF sources")
@@ -294,7 +298,7 @@ def cmd_convert(args):
             compression=args.compression, max_num_entries=args.max_num_entries, keep=args.keep,
             resolution=args.resolution, offset=args.offset, lookup_block_size=args.lookup_block_size,
             threads=args.threads, scheduler=args.scheduler, overwrite=args.overwrite, resume=args.resume,
-            progress=_progress(not args.quiet), storage_options=options)
+            progress=_progress(not args.quiet), storage_options=options, container=args.container)
     except (Exception, KeyboardInterrupt) as exc:
         if storage.exists(args.target, options) and not isinstance(exc, (FileExistsError, ConfigurationError)):
             print(f"n5ms: conversion stopped; {storage.display(args.target)} is incomplete: rerun with "
@@ -347,7 +351,8 @@ def cmd_argmax(args):
     else:
         target = n5.create_array_dataset(args.target, source.shape, source.chunks, "uint64",
                                          compression=source.attributes.get("compression", "gzip"),
-                                         overwrite=args.overwrite, storage_options=options)
+                                         overwrite=args.overwrite, storage_options=options,
+                                         container=args.container)
         if resolution is not None:
             n5.write_attributes(args.target, {**target.attributes, "resolution": resolution, "offset": offset},
                                 storage_options=options)
@@ -587,6 +592,7 @@ def build_parser():
     convert.add_argument("--overwrite", action="store_true")
     convert.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
     convert.add_argument("--quiet", action="store_true", help="no progress bars")
+    convert.add_argument("--container", help=_CONTAINER_HELP)
     _add_storage_options(convert)
     convert.set_defaults(run=cmd_convert)
     argmax = commands.add_parser(
@@ -600,6 +606,7 @@ def build_parser():
     argmax.add_argument("--overwrite", action="store_true")
     argmax.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
     argmax.add_argument("--quiet", action="store_true", help="no progress bar")
+    argmax.add_argument("--container", help=_CONTAINER_HELP + " (N5 targets)")
     _add_storage_options(argmax)
     argmax.set_defaults(run=cmd_argmax)
     preview = commands.add_parser(

@@ -55,6 +55,8 @@ _ZSTD_MIN_WINDOW = 1 << 23
 # bytes of output; no blosc codec (zstd RLE blocks included) exceeds 2**16.
 _LZ4_MAX_RATIO = 255
 _BLOSC_MAX_RATIO = 1 << 16
+# numcodecs >= 0.16: blosc.compress(..., typesize=None); earlier versions take five arguments
+_BLOSC_TYPESIZE = "typesize" in (_blosc.compress.__doc__ or "")
 
 
 def _check_size(name, got, expected):
@@ -205,8 +207,14 @@ class Blosc(Compressor):
         self.typesize = int(typesize)
 
     def encode(self, data: BytesLike) -> bytes:
-        return _blosc.compress(as_bytes(data), self.cname.encode(), self.clevel, self.shuffle,
-                               self.blocksize, self.typesize)
+        data = as_bytes(data)
+        args = (self.cname.encode(), self.clevel, self.shuffle, self.blocksize)
+        if self.typesize > 1 and len(data) % self.typesize == 0:
+            # numcodecs < 0.16 has no typesize argument: blosc takes the buffer's itemsize
+            return _blosc.compress(np.frombuffer(data, f"V{self.typesize}"), *args)
+        if self.typesize > 1 and _BLOSC_TYPESIZE:
+            return _blosc.compress(data, *args, self.typesize)
+        return _blosc.compress(data, *args)  # typesize 1 (or numcodecs < 0.16 and a partial last item)
 
     def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
         data = as_bytes(data)

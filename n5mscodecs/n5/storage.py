@@ -133,6 +133,36 @@ def relative(location: str, base: str) -> str:
     return os.path.relpath(location, base).replace(os.sep, "/")
 
 
+def _lineage(location: str) -> list[str]:
+    """``location`` normalized (local paths absolute), then each of its parents up to the root
+    (a URL's first part, e.g. its bucket, is the last)."""
+    if is_url(location):
+        scheme, rest = location.split("://", 1)
+        parts = [part for part in posixpath.normpath(rest).split("/") if part not in ("", ".")]
+        return [f"{scheme}://" + "/".join(parts[:n]) for n in range(len(parts), 0, -1)]
+    path = os.path.abspath(local_path(location))
+    lineage = [path]
+    while os.path.dirname(lineage[-1]) != lineage[-1]:
+        lineage.append(os.path.dirname(lineage[-1]))
+    return lineage
+
+
+def container_root(location: PathLike, container: PathLike | None = None) -> str | None:
+    """The N5 container root that holds the group or dataset ``location``: ``container`` when
+    given (it must be ``location`` or one of its parents, else ConfigurationError), otherwise
+    the nearest of ``location`` and its parents whose name ends with ``.n5`` (in any case);
+    None when there is none. Local roots are returned as absolute paths."""
+    lineage = _lineage(os.fspath(location))
+    if container is not None:
+        root = _lineage(os.fspath(container))[0]
+        if root not in lineage:
+            raise ConfigurationError(
+                f"container: {display(container)} is not {display(location)} or one of its parents")
+        return root
+    name = posixpath.basename if is_url(lineage[0]) else os.path.basename
+    return next((p for p in lineage if name(p).lower().endswith(".n5")), None)
+
+
 def read_bytes(location: PathLike, options: StorageOptions = None) -> bytes | None:
     """The bytes at ``location``, or None when there is nothing."""
     if is_url(location):

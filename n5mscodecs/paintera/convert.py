@@ -15,6 +15,7 @@ from ..errors import ConfigurationError
 from ..multiset import MAX_ID
 from ..multiset.array import KEEP_RULES
 from ..n5 import storage
+from ..n5.dataset import write_container_version
 from .lookup import LABEL_BLOCK_LOOKUP, block_labels, write_label_to_block_mapping
 from .pyramid import PyramidJob, normalized_factors, write_pyramid_block
 from .sources import open_label_source
@@ -153,6 +154,7 @@ def convert(
     resume: bool = False,
     progress: Callable[[str, int], ProgressBar] | None = None,
     storage_options: dict[str, Any] | None = None,
+    container: PathLike | None = None,
 ) -> ConversionSummary:
     """Convert integer labels into a Paintera label source (a label multiset pyramid).
 
@@ -191,6 +193,12 @@ def convert(
         ``progress(description, total)`` returning an object with
         ``update(n)`` and ``close()``, e.g.
         ``lambda description, total: tqdm.tqdm(desc=description, total=total)``.
+    container : path, optional
+        The N5 container root (``target`` or one of its parents), which gets
+        ``{"n5": "4.0.0"}`` in its attributes as Java's N5 writers write it
+        (other attributes are kept). Default: the nearest of ``target`` and
+        its parents whose name ends with ``.n5``; with neither, the version
+        is written in ``target``'s attributes only.
 
     Returns
     -------
@@ -221,8 +229,10 @@ def convert(
                   "offset": list(offset), "lookupBlockSize": int(lookup_block_size)}
     levels = range(job.n_levels)
     blocks_total = sum(int(np.prod(job.grid_shape(level))) for level in levels)
+    root = storage.container_root(target, container)
     if _start(target, parameters, overwrite, resume, storage_options):
         return _summary(job, 0, blocks_total, started)
+    write_container_version(root, storage_options)
 
     _write_layout(job, resolution, offset, lookup_block_size)
     executor, workers, client = _executor(scheduler, threads, target)
