@@ -56,10 +56,11 @@ __all__ = [
     "chunked_decode",
     "chunked_encode",
     "chunked_info",
+    "accelerate_czifile",
 ]
 
 # --- codec registrations: import each codec and register its class ---
-from .czi import CziChunked, chunked_decode, chunked_encode, chunked_info
+from .czi import CziChunked, accelerate_czifile, chunked_decode, chunked_encode, chunked_info
 from .multiset import (
     BACKGROUND,
     INVALID,
