@@ -216,9 +216,12 @@ def _chunk_decompressor(codec):
         try:  # one frame: the common case
             # max_output_size only matters for frames without a content size; 0 would
             # mean "unlimited", so an empty chunk gets a limit of 1.
-            return decompress(source, max_output_size=max(size, 1), allow_extra_data=False)
+            chunk = decompress(source, max_output_size=max(size, 1), allow_extra_data=False)
         except zstandard.ZstdError:
             return _zstd_frames(decompressor, source, size)
+        # zstandard < 0.23 returns the first frame (or a leading skippable frame's nothing)
+        # of a chunk with several frames without complaint
+        return chunk if len(chunk) == size else _zstd_frames(decompressor, source, size)
 
     return decompress_chunk
 

@@ -102,6 +102,11 @@ class N5Store(WrapperStore):
     def _with_store(self, store):
         return type(self)(store, fill_label=self.fill_label, multisets=self.multisets)
 
+    def with_read_only(self, read_only: bool = False) -> N5Store:
+        """The same view over the wrapped store opened read-only or not (zarr < 3.1.6 asks
+        for it when an array is opened with ``mode="r"``); a labels view stays read-only."""
+        return self._with_store(self._store.with_read_only(read_only))
+
     @property
     def labels(self) -> bool:
         """Whether this is the read-only labels view."""
