@@ -12,7 +12,8 @@ the same gzip. Targets, all measured in this run:
 - decode-to-labels of the real downscaleTest block 0/0/0 >= 1.5 GB/s of payload
   on one thread (printed beside decode + argmax, the path it replaces);
 - ``to_dask()`` on dask's threaded scheduler: 2 threads >= 1.6x one (printed
-  beside the ratio this machine gives GIL-free hashing on 2 threads, its ceiling).
+  beside what this machine gives two threads of GIL-free hashing and of memory
+  copies, its ceilings for compute- and memory-bound work).
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import statistics
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import dask
+import dask.array as da
 import numpy as np
 import zarr
 from timing import median_time
@@ -40,6 +44,18 @@ from n5mscodecs.zarr import open_labels
 def row(name, value, unit, target="", ok=None):
     verdict = "" if ok is None else ("  ok" if ok else "  MISSED")
     print(f"  {name:<46} {value:>9.3f} {unit:<5} {target}{verdict}")
+
+
+def interleaved(functions, rounds):
+    """Median time of each function, the functions taking turns in every round (after a warm-up)."""
+    times = [[] for _ in functions]
+    for round_ in range(rounds + 1):
+        for fn, samples in zip(functions, times):
+            start = time.perf_counter()
+            fn()
+            if round_:
+                samples.append(time.perf_counter() - start)
+    return [statistics.median(samples) for samples in times]
 
 
 def zarr_views(labels, workdir, repeat):
@@ -72,11 +88,19 @@ def zarr_views(labels, workdir, repeat):
 
     print("to_dask(), threaded scheduler")
     lazy = dataset.to_dask()
-    t1 = median_time(lambda: lazy.compute(scheduler="threads", num_workers=1), repeat)
-    t2 = median_time(lambda: lazy.compute(scheduler="threads", num_workers=2), repeat)
-    row("1 thread", t1 * 1e3, "ms")
-    row("2 threads", t2 * 1e3, "ms")
+    # interleaved rounds: this machine's speed drifts between runs
+    t1, t2 = interleaved([lambda: lazy.compute(scheduler="threads", num_workers=1),
+                          lambda: lazy.compute(scheduler="threads", num_workers=2)], 2 * repeat + 1)
+    row("compute(), 1 thread", t1 * 1e3, "ms")
+    row("compute(), 2 threads", t2 * 1e3, "ms")
     row("speed-up", t1 / t2, "x", ">= 1.6", t1 / t2 >= 1.6)
+    # without the serial part of compute(): dask's concatenation into a fresh 128 MiB array
+    out = np.empty(labels.shape, np.uint64)
+    s1, s2 = interleaved([lambda: da.store(lazy, out, lock=False, scheduler="threads", num_workers=1),
+                          lambda: da.store(lazy, out, lock=False, scheduler="threads", num_workers=2)], 2 * repeat + 1)
+    row("store into an array, 1 thread", s1 * 1e3, "ms")
+    row("store into an array, 2 threads", s2 * 1e3, "ms")
+    row("speed-up", s1 / s2, "x")
     # what this machine gives two threads right now: GIL-free work with nothing shared
     data = os.urandom(8 << 20)
 
@@ -84,9 +108,18 @@ def zarr_views(labels, workdir, repeat):
         with ThreadPoolExecutor(n_threads) as pool:
             list(pool.map(lambda _: hashlib.sha256(data).digest(), range(16)))
 
-    h1 = median_time(lambda: hashing(1), repeat)
-    h2 = median_time(lambda: hashing(2), repeat)
+    h1, h2 = interleaved([lambda: hashing(1), lambda: hashing(2)], 2 * repeat + 1)
     row("ceiling: sha256 on 2 threads vs 1", h1 / h2, "x")
+    # and memory-bound work (decoding a block moves ~6 MiB for 2 MiB of labels)
+    blocks = [np.ones(1 << 18, np.uint64) for _ in range(64)]
+    copies = [np.empty_like(b) for b in blocks]
+
+    def copying(n_threads):
+        with ThreadPoolExecutor(n_threads) as pool:
+            list(pool.map(lambda i: np.copyto(copies[i], blocks[i]), range(len(blocks))))
+
+    c1, c2 = interleaved([lambda: copying(1), lambda: copying(2)], 2 * repeat + 1)
+    row("ceiling: 2 MiB copies on 2 threads vs 1", c1 / c2, "x")
 
 
 def real_block(data_dir, repeat):

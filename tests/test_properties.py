@@ -62,6 +62,8 @@ def test_labels_decode_equals_argmax_of_the_full_decode(array, layout, threads):
     assert labels.dtype == np.uint64
     assert np.array_equal(labels, decode_payload(payload, array.shape, layout).argmax())
     assert np.array_equal(labels, array.argmax())
+    in_c_order = decode_payload_labels(payload, array.shape, layout, threads=threads, order="C")
+    assert in_c_order.flags.c_contiguous and np.array_equal(in_c_order, labels)
 
 
 @SETTINGS
@@ -75,11 +77,13 @@ def test_labels_decode_rejects_what_the_full_decode_rejects(array, layout, flips
     try:
         expected = decode_payload(payload, array.shape, layout).argmax()
     except LabelMultisetFormatError as exc:
-        with pytest.raises(LabelMultisetFormatError) as raised:
-            decode_payload_labels(payload, array.shape, layout)
-        assert str(raised.value) == str(exc)
+        for order in ("K", "C"):
+            with pytest.raises(LabelMultisetFormatError) as raised:
+                decode_payload_labels(payload, array.shape, layout, order=order)
+            assert str(raised.value) == str(exc)
     else:
         assert np.array_equal(decode_payload_labels(payload, array.shape, layout), expected)
+        assert np.array_equal(decode_payload_labels(payload, array.shape, layout, order="C"), expected)
 
 
 @SETTINGS

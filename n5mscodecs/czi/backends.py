@@ -27,6 +27,7 @@ import lz4.block
 import numpy as np
 import zstandard
 
+from .._buffers import aligned_empty
 from .._status import Status
 from ..errors import ChunkedFormatError, ConfigurationError
 from . import _chunked
@@ -79,23 +80,6 @@ class EncodeJob:
     hilo: bool
     kernel_threads: int
     staging: Staging
-
-
-_HUGE_PAGE = 1 << 21
-
-
-def aligned_empty(size: int) -> np.ndarray:
-    """``np.empty(size, uint8)`` starting on a 2 MiB boundary when it is large.
-
-    numpy asks for transparent huge pages on large arrays, but only the
-    aligned interior gets them; an unaligned start leaves up to 4 MiB of 4 KiB
-    pages whose first-touch faults cost more than the copy into them.
-    """
-    if size < 2 * _HUGE_PAGE:
-        return np.empty(size, dtype=np.uint8)
-    buffer = np.empty(size + _HUGE_PAGE, dtype=np.uint8)
-    start = -buffer.ctypes.data % _HUGE_PAGE
-    return buffer[start : start + size]
 
 
 def chunk_worker() -> _chunked.ChunkWorker:

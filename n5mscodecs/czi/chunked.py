@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import zstandard
 
-from .._buffers import read_bytes, writable_bytes
+from .._buffers import aligned_empty, read_bytes, writable_bytes
 from .._status import Status
 from ..errors import ChunkedFormatError, ConfigurationError
 from . import _chunked
-from .backends import STREAM_MIN_BYTES, DecodeJob, EncodeJob, Staging, aligned_empty, current_backend
+from .backends import STREAM_MIN_BYTES, DecodeJob, EncodeJob, Staging, current_backend
 from .header import (
     CODECS,
     HEADER_FORMS,

@@ -25,8 +25,7 @@ import threading
 import warnings
 from typing import TYPE_CHECKING
 
-from .._buffers import read_bytes
-from .backends import aligned_empty
+from .._buffers import aligned_empty, read_bytes
 from .chunked import check_threads, chunked_decode
 from .header import check_expansion, parse_header
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -215,7 +216,8 @@ class LabelMultisetDataset(_Dataset):
 
     def decode_block_labels(self, data: BytesLike, grid_position: Sequence[int]) -> np.ndarray:
         """Decode block bytes straight to argmax labels (uint64, the block's cropped shape, C order)."""
-        return c_order(self._decode_cropped(n5_varlen_decode_labels, data, grid_position))
+        labels = self._decode_cropped(functools.partial(n5_varlen_decode_labels, order="C"), data, grid_position)
+        return c_order(labels)  # a cropped padded block is a view
 
     def read_block(self, grid_position: Sequence[int]) -> LabelMultisetArray | None:
         """The block at ``grid_position`` (cropped shape), or None when it is missing."""

@@ -163,11 +163,12 @@ def n5_varlen_decode_labels(
     *,
     shape: Sequence[int] | None = None,
     threads: int | None = None,
+    order: str = "K",
 ) -> np.ndarray:
     """Decode one varlength block straight to its argmax labels (uint64, N5 axis order).
 
     Equal to ``n5_varlen_decode(...).argmax()`` without building the lists
-    (see :func:`~n5mscodecs.payload.decode_payload_labels`).
+    (see :func:`~n5mscodecs.payload.decode_payload_labels`, also for ``order``).
 
     >>> block = n5_varlen_encode(np.array([[3, 4]], np.uint64), [{"name": "n5_label_multiset"}, "gzip"])
     >>> n5_varlen_decode_labels(block, [{"name": "n5_label_multiset"}, "gzip"]).tolist()
@@ -175,7 +176,7 @@ def n5_varlen_decode_labels(
     """
     chain = _chain(codecs)
     payload, shape = _varlen_payload(data, chain, shape)
-    return decode_payload_labels(payload, shape, chain.layout, threads=threads)
+    return decode_payload_labels(payload, shape, chain.layout, threads=threads, order=order)
 
 
 class N5Varlen(Codec):

@@ -331,3 +331,51 @@ def c_order_copy_3d(const voxel_t[:, :, :] src, voxel_t[::1] dst, int num_thread
                         dst[(a * n1 + b) * n2 + c] = src[a, b, c]
 
 
+
+
+cdef Py_ssize_t labels_of_tile(const uint8_t* table, bint big_endian, Py_ssize_t a0, Py_ssize_t a_end,
+                               Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2, const uint64_t* label_of_word,
+                               const uint8_t* is_list_start, uint64_t size, uint64_t* out) noexcept nogil:
+    """Labels of the voxels ``a0 <= a < a_end`` of a first-axis-fastest table, written in C
+    order, 8 x 8 tiles of (first, last) at a time (see ``c_order_copy_3d``). Returns the
+    number of bad offsets."""
+    cdef Py_ssize_t c0, c_end, a, b, c, v, bad = 0
+    cdef uint64_t no_offset = 1ULL << 63  # as in labels_of_run
+    cdef uint64_t offset, last_offset = no_offset
+    cdef uint64_t label = 0
+    for c0 in range(0, n2, TILE):
+        c_end = min(c0 + TILE, n2)
+        for b in range(n1):
+            for a in range(a0, a_end):
+                for c in range(c0, c_end):
+                    v = a + n0 * (b + n1 * c)
+                    if big_endian:
+                        offset = <uint64_t><int64_t><int32_t>load_u32_be(&table[4 * v])
+                    else:
+                        offset = load_u32_le(&table[4 * v])
+                    if offset != last_offset:
+                        if offset < size and (offset & 3) == 0 and is_list_start[offset >> 2]:
+                            label = label_of_word[offset >> 2]
+                            last_offset = offset
+                        else:
+                            bad += 1
+                            label = 0
+                            last_offset = no_offset
+                    out[(a * n1 + b) * n2 + c] = label
+    return bad
+
+
+def labels_of_voxels_c_order(const uint8_t[::1] table, bint big_endian, const uint64_t[::1] label_of_word,
+                             const uint8_t[::1] is_list_start, Py_ssize_t list_data_size, uint64_t[::1] out,
+                             Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2, int num_threads):
+    """``labels_of_voxels`` of a 3-D first-axis-fastest table (N5), written straight in C
+    order of shape ``(n0, n1, n2)``: no second pass to transpose. Returns the number of
+    bad offsets."""
+    cdef Py_ssize_t a0, bad = 0
+    if n0 * n1 * n2 == 0:
+        return 0
+    for a0 in prange(0, n0, TILE, nogil=True, schedule="static", num_threads=num_threads,
+                     use_threads_if=n0 * n1 * n2 > PARALLEL_VOXELS):
+        bad += labels_of_tile(&table[0], big_endian, a0, min(a0 + TILE, n0), n0, n1, n2, &label_of_word[0],
+                              &is_list_start[0], <uint64_t>list_data_size, &out[0])
+    return bad

@@ -167,7 +167,7 @@ class N5LabelMultisetZarrCodec(_MultisetCodec):
         return n5_label_multiset_decode(data, chunk_spec.shape, threads=1)
 
     def _decode_labels(self, data, chunk_spec):
-        return decode_payload_labels(data, chunk_spec.shape, N5_LAYOUT, threads=1)
+        return decode_payload_labels(data, chunk_spec.shape, N5_LAYOUT, threads=1, order="C")
 
     def _encode_multisets(self, multisets, chunk_spec):
         return n5_label_multiset_encode(multisets, threads=1)
@@ -208,7 +208,7 @@ class N5VarlenZarrCodec(_MultisetCodec):
 
     def _decode_labels(self, data, chunk_spec):
         self._check_header(data, chunk_spec)
-        return n5_varlen_decode_labels(data, self._chain, threads=1)
+        return n5_varlen_decode_labels(data, self._chain, threads=1, order="C")
 
     def _check_header(self, data, chunk_spec):
         header = n5_block_header(data)
