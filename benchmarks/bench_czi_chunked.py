@@ -15,10 +15,9 @@ Usage: python benchmarks/bench_czi_chunked.py [--mib 64] [--repeat 7] [--threads
 
 import argparse
 import os
-import statistics
-import time
 
 import numpy as np
+from timing import interleaved_medians
 
 import n5mscodecs
 from n5mscodecs.czi import backends
@@ -47,25 +46,6 @@ def realistic_image(nbytes, seed=0):
     return rng.poisson(expected).astype(np.uint16)
 
 
-def interleaved_medians(functions, repeat):
-    """Median seconds and median CPU use (cores busy) of each function.
-
-    The functions are timed in turn in every round, so slow phases of a noisy
-    machine do not favour one side. CPU use near 1.0 for a 2-thread run means
-    the second core was taken by something else.
-    """
-    for function in functions.values():
-        function()  # warm up: pools, contexts, allocator
-    times = {name: [] for name in functions}
-    cores = {name: [] for name in functions}
-    for _ in range(repeat):
-        for name, function in functions.items():
-            start, start_cpu = time.perf_counter(), time.process_time()
-            function()
-            elapsed = time.perf_counter() - start
-            times[name].append(elapsed)
-            cores[name].append((time.process_time() - start_cpu) / elapsed)
-    return {name: (statistics.median(times[name]), statistics.median(cores[name])) for name in functions}
 
 
 def main():

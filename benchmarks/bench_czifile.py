@@ -20,14 +20,13 @@ Usage: python benchmarks/bench_czifile.py [--size 8192] [--repeat 7] [--threads 
 import argparse
 import hashlib
 import os
-import statistics
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
+from timing import interleaved_medians
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "czi"))
 
@@ -69,20 +68,6 @@ def hashing(buffers, threads):
         worker.join()
 
 
-def interleaved_medians(functions, repeat):
-    """Median wall seconds and median cores busy of each function, timed in turn each round."""
-    for function in functions.values():
-        function()  # warm up: page cache, pools, allocator
-    times = {name: [] for name in functions}
-    cores = {name: [] for name in functions}
-    for _ in range(repeat):
-        for name, function in functions.items():
-            start, start_cpu = time.perf_counter(), time.process_time()
-            function()
-            elapsed = time.perf_counter() - start
-            times[name].append(elapsed)
-            cores[name].append((time.process_time() - start_cpu) / elapsed)
-    return {name: (statistics.median(times[name]), statistics.median(cores[name])) for name in functions}
 
 
 def main():

@@ -21,10 +21,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import statistics
 import sys
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -32,7 +30,7 @@ import dask
 import dask.array as da
 import numpy as np
 import zarr
-from timing import median_time
+from timing import interleaved_medians, median_time
 from zarr.codecs import GzipCodec
 
 from n5mscodecs import n5
@@ -47,15 +45,9 @@ def row(name, value, unit, target="", ok=None):
 
 
 def interleaved(functions, rounds):
-    """Median time of each function, the functions taking turns in every round (after a warm-up)."""
-    times = [[] for _ in functions]
-    for round_ in range(rounds + 1):
-        for fn, samples in zip(functions, times):
-            start = time.perf_counter()
-            fn()
-            if round_:
-                samples.append(time.perf_counter() - start)
-    return [statistics.median(samples) for samples in times]
+    """Median time of each function, the functions taking turns in every round."""
+    medians = interleaved_medians(dict(enumerate(functions)), rounds)
+    return [medians[i][0] for i in range(len(functions))]
 
 
 def zarr_views(labels, workdir, repeat):

@@ -156,31 +156,58 @@ def argmax_of_list_words(const uint8_t[::1] list_data, uint64_t[::1] label_of_wo
     return status, pos
 
 
+# no offset: tables hold 32-bit values (BE ones sign-extended, so >= 2**64 - 2**31)
+DEF NO_OFFSET = 1ULL << 63
+
+
+cdef struct LabelLookup:
+    const uint8_t* table
+    bint big_endian
+    const uint64_t* label_of_word
+    const uint8_t* is_list_start
+    uint64_t size  # of the list data
+    uint64_t last_offset
+    uint64_t label
+    Py_ssize_t bad
+
+
+cdef inline LabelLookup label_lookup(const uint8_t* table, bint big_endian, const uint64_t* label_of_word,
+                                     const uint8_t* is_list_start, uint64_t size) noexcept nogil:
+    cdef LabelLookup lookup
+    lookup.table, lookup.big_endian = table, big_endian
+    lookup.label_of_word, lookup.is_list_start, lookup.size = label_of_word, is_list_start, size
+    lookup.last_offset, lookup.label, lookup.bad = NO_OFFSET, 0, 0
+    return lookup
+
+
+cdef inline uint64_t label_of_voxel(LabelLookup* lookup, Py_ssize_t v) noexcept nogil:
+    """The label of table entry ``v``; a bad offset gives 0 and counts in ``lookup.bad``.
+    Neighbours mostly share a list, so the last offset's label is reused without a lookup."""
+    cdef uint64_t offset
+    if lookup.big_endian:
+        offset = <uint64_t><int64_t><int32_t>load_u32_be(&lookup.table[4 * v])
+    else:
+        offset = load_u32_le(&lookup.table[4 * v])
+    if offset != lookup.last_offset:
+        if offset < lookup.size and (offset & 3) == 0 and lookup.is_list_start[offset >> 2]:
+            lookup.label = lookup.label_of_word[offset >> 2]
+            lookup.last_offset = offset
+        else:
+            lookup.bad += 1
+            lookup.label = 0
+            lookup.last_offset = NO_OFFSET
+    return lookup.label
+
+
 cdef Py_ssize_t labels_of_run(const uint8_t* table, bint big_endian, Py_ssize_t start, Py_ssize_t stop,
                               const uint64_t* label_of_word, const uint8_t* is_list_start,
                               uint64_t size, uint64_t* out) noexcept nogil:
-    """Labels of voxels ``start:stop``; neighbours mostly share a list, so the last
-    offset's label is reused without a lookup. Returns the number of bad offsets."""
-    cdef Py_ssize_t v, bad = 0
-    # no offset: tables hold 32-bit values (BE ones sign-extended, so >= 2**64 - 2**31)
-    cdef uint64_t no_offset = 1ULL << 63
-    cdef uint64_t offset, last_offset = no_offset
-    cdef uint64_t label = 0
+    """Labels of voxels ``start:stop`` in table order; returns the number of bad offsets."""
+    cdef LabelLookup lookup = label_lookup(table, big_endian, label_of_word, is_list_start, size)
+    cdef Py_ssize_t v
     for v in range(start, stop):
-        if big_endian:
-            offset = <uint64_t><int64_t><int32_t>load_u32_be(&table[4 * v])
-        else:
-            offset = load_u32_le(&table[4 * v])
-        if offset != last_offset:
-            if offset < size and (offset & 3) == 0 and is_list_start[offset >> 2]:
-                label = label_of_word[offset >> 2]
-                last_offset = offset
-            else:
-                bad += 1
-                label = 0
-                last_offset = no_offset
-        out[v] = label
-    return bad
+        out[v] = label_of_voxel(&lookup, v)
+    return lookup.bad
 
 
 def labels_of_voxels(const uint8_t[::1] table, bint big_endian, const uint64_t[::1] label_of_word,
@@ -339,30 +366,15 @@ cdef Py_ssize_t labels_of_tile(const uint8_t* table, bint big_endian, Py_ssize_t
     """Labels of the voxels ``a0 <= a < a_end`` of a first-axis-fastest table, written in C
     order, 8 x 8 tiles of (first, last) at a time (see ``c_order_copy_3d``). Returns the
     number of bad offsets."""
-    cdef Py_ssize_t c0, c_end, a, b, c, v, bad = 0
-    cdef uint64_t no_offset = 1ULL << 63  # as in labels_of_run
-    cdef uint64_t offset, last_offset = no_offset
-    cdef uint64_t label = 0
+    cdef LabelLookup lookup = label_lookup(table, big_endian, label_of_word, is_list_start, size)
+    cdef Py_ssize_t c0, c_end, a, b, c
     for c0 in range(0, n2, TILE):
         c_end = min(c0 + TILE, n2)
         for b in range(n1):
             for a in range(a0, a_end):
                 for c in range(c0, c_end):
-                    v = a + n0 * (b + n1 * c)
-                    if big_endian:
-                        offset = <uint64_t><int64_t><int32_t>load_u32_be(&table[4 * v])
-                    else:
-                        offset = load_u32_le(&table[4 * v])
-                    if offset != last_offset:
-                        if offset < size and (offset & 3) == 0 and is_list_start[offset >> 2]:
-                            label = label_of_word[offset >> 2]
-                            last_offset = offset
-                        else:
-                            bad += 1
-                            label = 0
-                            last_offset = no_offset
-                    out[(a * n1 + b) * n2 + c] = label
-    return bad
+                    out[(a * n1 + b) * n2 + c] = label_of_voxel(&lookup, a + n0 * (b + n1 * c))
+    return lookup.bad
 
 
 def labels_of_voxels_c_order(const uint8_t[::1] table, bint big_endian, const uint64_t[::1] label_of_word,

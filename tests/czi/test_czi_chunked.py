@@ -28,16 +28,10 @@ from n5mscodecs import (
     chunked_info,
 )
 from n5mscodecs._status import Status
-from n5mscodecs.czi import backends
 from n5mscodecs.czi import header as czi_header
 
-
-@pytest.fixture(scope="module", autouse=True, params=["native", "python"])
-def chunk_path(request):
-    if request.param == "native" and not backends.NATIVE_AVAILABLE:
-        pytest.skip("this build of zstandard/lz4 does not export the C functions (see test_chunk_libraries)")
-    with backends.use_backend(request.param):
-        yield request.param
+# every test runs on both chunk paths (tests/czi/conftest.py)
+pytestmark = pytest.mark.usefixtures("chunk_path")
 
 
 def zstd_frame(data, content_size=True):

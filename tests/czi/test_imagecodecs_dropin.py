@@ -19,15 +19,9 @@ from n5mscodecs import (
     chunked_encode,
     chunked_info,
 )
-from n5mscodecs.czi import backends
 
-
-@pytest.fixture(scope="module", autouse=True, params=["native", "python"])
-def chunk_path(request):
-    if request.param == "native" and not backends.NATIVE_AVAILABLE:
-        pytest.skip("this build of zstandard/lz4 does not export the C functions (see test_chunk_libraries)")
-    with backends.use_backend(request.param):
-        yield request.param
+# every test runs on both chunk paths (tests/czi/conftest.py)
+pytestmark = pytest.mark.usefixtures("chunk_path")
 
 
 # name, dtype, samples: the pixel types of a CZI subblock (czifile's CziPixelType)
