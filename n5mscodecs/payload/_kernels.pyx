@@ -28,6 +28,17 @@ DEF PARALLEL_VOXELS = 1048576
 # decoding
 # ---------------------------------------------------------------------------
 
+cdef inline int list_length(const uint8_t* list_data, Py_ssize_t size, Py_ssize_t pos,
+                            uint64_t* n) noexcept nogil:
+    """``numEntries`` of the list at ``pos`` into ``n``; a status unless the list fits."""
+    if size - pos < 4:
+        return ERR_TRUNCATED_COUNT
+    n[0] = load_u32_le(&list_data[pos])
+    if n[0] > <uint64_t>((size - pos - 4) // 12):
+        return ERR_ENTRIES_PAST_END
+    return OK
+
+
 def scan_list_data(const uint8_t[::1] list_data):
     """Walk the list data once; lists must tile it exactly.
 
@@ -40,12 +51,8 @@ def scan_list_data(const uint8_t[::1] list_data):
     cdef int status = OK
     with nogil:
         while pos < size:
-            if size - pos < 4:
-                status = ERR_TRUNCATED_COUNT
-                break
-            n = load_u32_le(&list_data[pos])
-            if n > <uint64_t>((size - pos - 4) // 12):
-                status = ERR_ENTRIES_PAST_END
+            status = list_length(&list_data[0], size, pos, &n)
+            if status != OK:
                 break
             n_lists += 1
             n_entries += <Py_ssize_t>n
@@ -132,12 +139,8 @@ def argmax_of_list_words(const uint8_t[::1] list_data, uint64_t[::1] label_of_wo
     cdef int status = OK
     with nogil:
         while pos < size:
-            if size - pos < 4:
-                status = ERR_TRUNCATED_COUNT
-                break
-            n = load_u32_le(&list_data[pos])
-            if n > <uint64_t>((size - pos - 4) // 12):
-                status = ERR_ENTRIES_PAST_END
+            status = list_length(&list_data[0], size, pos, &n)
+            if status != OK:
                 break
             best = INVALID
             best_count = 0
