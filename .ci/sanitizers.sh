@@ -29,5 +29,7 @@ for kernel in n5mscodecs/*/_*.so; do
         *) printf 'kernel %s is not instrumented:\n%s\n' "$kernel" "$linked" >&2; exit 1 ;;
     esac
 done
-LD_PRELOAD="$asan_runtime" "$venv/bin/python" -m pytest -q -p no:cacheprovider
+# tensorstore's own C++ runtime aborts when loaded under the ASan runtime (no report: it is not
+# instrumented); its interop tests exercise tensorstore, not our kernels, and run in every other step.
+LD_PRELOAD="$asan_runtime" "$venv/bin/python" -m pytest -q -p no:cacheprovider -k "not tensorstore"
 echo "sanitizers: clean"
