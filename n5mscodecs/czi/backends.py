@@ -197,7 +197,9 @@ def _chunk_decompressor(codec):
     decompress = decompressor.decompress
 
     def decompress_chunk(source, size):
-        try:  # one frame: the common case
+        if bytes(source[:4]) != _ZSTD_MAGIC_BYTES:  # a skippable frame first: zstandard would allocate its size
+            return _zstd_frames(decompressor, source, size)
+        try:  # one frame (its content size was checked against the declared size): the common case
             # max_output_size only matters for frames without a content size; 0 would
             # mean "unlimited", so an empty chunk gets a limit of 1.
             chunk = decompress(source, max_output_size=max(size, 1), allow_extra_data=False)
@@ -212,6 +214,7 @@ def _chunk_decompressor(codec):
 
 _SKIPPABLE_MAGIC = 0x184D2A50  # the low 4 bits are free
 _ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_MAGIC_BYTES = _ZSTD_MAGIC.to_bytes(4, "little")
 
 
 def _zstd_frame_end(data, pos):

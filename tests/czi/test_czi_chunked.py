@@ -312,6 +312,17 @@ def test_zstd_chunks_read_as_zstd_decompress_reads_them():
             chunked_decode(zstd_chunk_payload(chunk, declared))
 
 
+def test_a_skippable_frame_claiming_gigabytes_allocates_nothing():
+    huge = (0x184D2A53).to_bytes(4, "little") + (0xA29D9B04).to_bytes(4, "little") + b"x" * 29  # claims 2.7 GB
+    tracemalloc.start()
+    try:
+        with pytest.raises(ChunkedFormatError, match="chunk 0: corrupt zstd data"):
+            chunked_decode(zstd_chunk_payload(huge, 7))
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+
+
 def test_repeated_header_items_keep_the_last():
     """libCZI's header walk keeps the last item of an id."""
     frame = zstd_frame(b"abc")
