@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from ..multiset.array import KeepRule
+    from ..multiset.array import KeepRule, ReservedRule
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,10 @@ class PyramidJob:
     """Everything a worker needs to write one block (small and picklable).
 
     Blocks already on disk are kept (a data block is written last, so one on
-    disk is complete): that is how an interrupted run resumes.
+    disk is complete): that is how an interrupted run resumes. What a resumed
+    run skips is checked, not assumed: a data block whose unique-labels
+    block is missing (another writer's removal, a hand-deleted file) gets it
+    again from the data block.
     """
 
     target: str
@@ -37,6 +40,7 @@ class PyramidJob:
     max_num_entries: int
     keep: KeepRule
     storage_options: dict[str, Any] | None = field(default=None, repr=False)  # for a URL target; never printed
+    reserved: ReservedRule = "reject"
 
     @property
     def n_levels(self) -> int:
@@ -109,15 +113,31 @@ def _write_block(job, level, grid, block):
     job.data(level).write_block(grid, block)
 
 
+def _done_before(job, level, grid, *, read):
+    """Whether a resumed run finds the block of ``level`` at ``grid`` on disk: (found, the
+    block when ``read`` or when its missing unique-labels block had to be made again)."""
+    data = job.data(level)
+    if not data.has_block(grid):
+        return False, None
+    unique_labels = job.unique_labels(level)
+    block = None
+    if read or not unique_labels.has_block(grid):
+        block = data.read_block(grid)
+    if block is not None and not unique_labels.has_block(grid):
+        unique_labels.write_varlength_block(grid, np.unique(block.ids))
+    return True, block
+
+
 def _source_block(job, grid):
     """Level-0 block ``grid`` from the source labels (or from disk when resuming)."""
+    found, block = _done_before(job, 0, grid, read=True)
+    if found:
+        return block, 0
     data = job.data(0)
-    if data.has_block(grid):  # resuming: done before
-        return data.read_block(grid), 0
     labels = job.source.read(data.block_region(grid))
     if labels.dtype.kind not in "iu":
         raise ConfigurationError(f"source: integer labels required, got dtype {labels.dtype}")
-    block = LabelMultisetArray.from_labels(labels)
+    block = LabelMultisetArray.from_labels(labels, reserved=job.reserved, name=f"source block {tuple(grid)}")
     _write_block(job, 0, grid, block)
     return block, 1
 
@@ -130,10 +150,10 @@ def write_pyramid_block(job: PyramidJob, level: int, grid: Sequence[int]) -> int
     blocks written (0 when resuming found it done).
     """
     data = job.data(level)
-    if data.has_block(grid):  # resuming: done before
-        return 0
     if level == 0:
         return _source_block(job, grid)[1]
+    if _done_before(job, level, grid, read=False)[0]:
+        return 0
     factors = job.factors[level]
     below = job.data(level - 1)
     child_grid = below.grid_shape

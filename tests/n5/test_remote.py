@@ -179,7 +179,7 @@ def test_urls_without_the_remote_extra_name_it(monkeypatch, capsys):
     monkeypatch.setattr(builtins, "__import__", no_fsspec)
     with pytest.raises(ConfigurationError, match=r"'remote' extra: pip install 'n5mscodecs\[remote\]'"):
         n5.open("s3://bucket/x.n5/labels")
-    assert n5ms(["info", "gs://bucket/x.n5"]) == 2  # the CLI reports it, no traceback
+    assert n5ms(["info", "gs://bucket/x.n5"]) == 3  # the missing extra, named; no traceback
     assert "n5mscodecs[remote]" in capsys.readouterr().err
 
 
