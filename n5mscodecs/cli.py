@@ -30,6 +30,7 @@ from .n5 import storage
 from .n5.compression import compressor_from_config
 from .n5.writing import LOCK_NAME, WriterLock, mark_complete
 from .paintera.convert import FINISH_HINT
+from .paintera.multiscale import interrupted
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1       # the command ran and found problems (info --check, demo verification)
@@ -500,11 +501,6 @@ def _describe_source(path, attributes, options):
     return lines
 
 
-def _interrupted_conversion(attributes):
-    state = attributes.get(paintera.CONVERSION_KEY)
-    return isinstance(state, dict) and not state.get("complete", True)
-
-
 def _not_n5(path, options):
     """What ``path`` is when it holds nothing N5 (for the message), else None."""
     for name, kind in (("zarr.json", "a zarr (v3) array or group"), (".zarray", "a zarr (v2) array"),
@@ -550,7 +546,7 @@ def cmd_info(args):
         print(f"{storage.display(path)}: " + (source[0] if source else f"N5 group {attributes.get('n5', '')}".rstrip()))
         for line in (source or [])[1:]:
             print(line)
-        if _interrupted_conversion(attributes):
+        if interrupted(attributes):
             print(f"  INCOMPLETE: an interrupted n5ms convert; {FINISH_HINT}")
             incomplete.append(path)
     checked, bad = 0, []

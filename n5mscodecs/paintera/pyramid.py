@@ -142,6 +142,13 @@ def _source_block(job, grid):
     return block, 1
 
 
+def _children(job, level, grid):
+    """The blocks of ``level - 1`` that block ``grid`` of ``level`` is made from."""
+    factors, child_grid = job.factors[level], job.grid_shape(level - 1)
+    ranges = [range(g * f, min((g + 1) * f, n)) for g, f, n in zip(grid, factors, child_grid)]
+    return [tuple(r[c] for r, c in zip(ranges, child)) for child in np.ndindex(*[len(r) for r in ranges])]
+
+
 def write_pyramid_block(job: PyramidJob, level: int, grid: Sequence[int]) -> int:
     """Write block ``grid`` of level ``level`` (level 1 also writes its level-0 blocks).
 
@@ -153,15 +160,15 @@ def write_pyramid_block(job: PyramidJob, level: int, grid: Sequence[int]) -> int
     if level == 0:
         return _source_block(job, grid)[1]
     if _done_before(job, level, grid, read=False)[0]:
+        if level == 1:  # the level-0 blocks it was made from are checked too (made again when missing)
+            missing = [child for child in _children(job, level, grid) if not _done_before(job, 0, child, read=False)[0]]
+            return sum(_source_block(job, child)[1] for child in missing)
         return 0
     factors = job.factors[level]
     below = job.data(level - 1)
-    child_grid = below.grid_shape
     written = 0
     parts = []
-    children = [range(g * f, min((g + 1) * f, n)) for g, f, n in zip(grid, factors, child_grid)]
-    for child in np.ndindex(*[len(r) for r in children]):
-        child = tuple(r[c] for r, c in zip(children, child))
+    for child in _children(job, level, grid):
         if level == 1:
             block, made = _source_block(job, child)
             written += made
