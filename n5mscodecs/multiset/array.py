@@ -65,7 +65,7 @@ def _check_rule(rule):
     return rule == "java"
 
 
-def _check_keep(keep, rule):
+def check_keep(keep, rule):
     """The cut's ``keep`` under ``rule``: "highest" by default; Java's rule fixes its own cut."""
     java = _check_rule(rule)
     if keep is None:
@@ -464,6 +464,19 @@ class LabelMultisetArray:
         take = _entry_positions(self.list_offsets, self.used_lists(), None)
         return bool(np.any(self.counts[take] > 0))
 
+    def is_background(self) -> bool:
+        """True if every voxel is the singleton ``{0: 1}``: what a missing N5 block reads as
+        (Java's ``N5LabelMultisets``, Paintera), so writers need not write such a block.
+
+        >>> LabelMultisetArray.from_labels(np.zeros((2, 2), np.uint64)).is_background()
+        True
+        """
+        used = self.used_lists()
+        starts = self.list_offsets[used]
+        if np.any(self.list_offsets[used + 1] - starts != 1):
+            return False
+        return bool(np.all(self.ids[starts] == BACKGROUND) and np.all(self.counts[starts] == 1))
+
     def downsample(
         self,
         factors: int | Sequence[int],
@@ -511,7 +524,7 @@ class LabelMultisetArray:
         >>> a.downsample(2, max_num_entries=1, rule="java")[0, 0]
         LabelMultiset({3: 1})
         """
-        keep = _check_keep(keep, rule)
+        keep = check_keep(keep, rule)
         java = rule == "java"
         if not 1 <= self.ndim <= 3:
             raise ConfigurationError(f"downsample: arrays of 1 to 3 dimensions, got {self.ndim}")

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._extras import require
 from ..errors import CompressionError, ConfigurationError, LabelMultisetFormatError, N5HeaderError
-from ..multiset import INVALID, MAX_ID, LabelMultisetArray, assemble
+from ..multiset import BACKGROUND, LabelMultisetArray, assemble
 from ..payload.layout import c_order
 from . import grid, storage
 from .compression import compressor_from_config
@@ -177,11 +177,12 @@ class _BlockReader:
 class LabelMultisetDataset(_Dataset):
     """An N5 label multiset dataset (``isLabelMultiset: true``).
 
-    Missing blocks read as the singleton ``{fill_label: 1}``: INVALID by
-    default (what Paintera shows); Java's ``N5LabelMultisets`` uses 0.
+    Missing blocks read as the singleton ``{fill_label: 1}``: ``{0: 1}`` by
+    default, as Java's ``N5LabelMultisets`` and Paintera's ``N5Data`` read them
+    (a writer skips blocks whose voxels are all ``{0: 1}``).
     """
 
-    def __init__(self, path: PathLike, attributes: dict[str, Any], *, fill_label: int = INVALID,
+    def __init__(self, path: PathLike, attributes: dict[str, Any], *, fill_label: int = BACKGROUND,
                  storage_options: StorageOptions = None) -> None:
         super().__init__(path, attributes, storage_options=storage_options)
         self.fill_label = int(fill_label)
@@ -261,14 +262,20 @@ class LabelMultisetDataset(_Dataset):
                                 for target, source, block in pieces], fill=self.fill_label)
         return result[view] if view else result
 
-    def write_block(self, grid_position: Sequence[int], data: MultisetsLike) -> bool:
-        """Encode and write one block (cropped to the grid); a block without any
-        positive count is removed instead, as Java's serializer writes nothing."""
+    def write_block(self, grid_position: Sequence[int], data: MultisetsLike, *,
+                    write_background: bool = False) -> bool:
+        """Encode and write one block (cropped to the grid); returns whether it was written.
+
+        A block without any positive count is removed instead, as Java's serializer
+        writes nothing; so is a block whose voxels are all ``{0: 1}`` (what a missing
+        block reads as), as the conversion helper's ``saveLabelMultisetNonEmptyBlock``
+        skips all-background blocks, unless ``write_background``.
+        """
         data = LabelMultisetArray.coerce(data)
         expected = self.block_shape(grid_position)
         if data.shape != expected:
             raise ConfigurationError(f"block {tuple(grid_position)}: shape {data.shape}, expected {expected}")
-        if not data.has_positive_counts():
+        if not data.has_positive_counts() or (not write_background and data.is_background()):
             storage.remove(self.block_path(grid_position), self.storage_options)
             return False
         self.write_block_bytes(grid_position, n5_varlen_encode(data, self.codec_chain, threads=1))
@@ -363,7 +370,7 @@ def dataset_paths(group: PathLike, *, storage_options: StorageOptions = None) ->
             yield directory
 
 
-def open(path: PathLike, *, fill_label: int = INVALID,  # noqa: A001 - mirrors zarr.open / h5py.File naming
+def open(path: PathLike, *, fill_label: int = BACKGROUND,  # noqa: A001 - mirrors zarr.open / h5py.File naming
          storage_options: StorageOptions = None) -> LabelMultisetDataset | ArrayDataset:
     """Open an N5 dataset: a :class:`LabelMultisetDataset` when ``isLabelMultiset`` is true,
     else an :class:`ArrayDataset`.
@@ -395,6 +402,23 @@ def _prepare(path, overwrite, options, container):
     return path, root
 
 
+def max_id(labels: ArrayLike) -> int:
+    """The ``maxId`` attribute for uint64 ``labels``: the largest id below 2**63 (0 if none).
+
+    Paintera reads ``maxId`` as a Java long and hands out fresh ids counting up from it,
+    so it must be a non-negative long: ids in [2**63, MAX_ID] are negative longs there,
+    and counting up from the largest id below 2**63 never reaches them. Java's conversion
+    helper writes the signed maximum instead, which is the same value unless every id is
+    2**63 or above (then it is negative and Paintera's next id would be a reserved one).
+
+    >>> max_id(np.array([0, 7, 2**63 + 5], np.uint64))
+    7
+    """
+    labels = np.asarray(labels, np.uint64)
+    below = labels[labels < np.uint64(2**63)]
+    return int(below.max()) if below.size else 0
+
+
 def write_container_version(root: PathLike | None, options: StorageOptions = None) -> None:
     """Give the container root ``root`` the attribute ``{"n5": N5_VERSION}``, as Java's N5 writers
     do (other N5 readers, e.g. z5py, refuse a container without it), keeping its other attributes
@@ -406,10 +430,10 @@ def write_container_version(root: PathLike | None, options: StorageOptions = Non
         storage.write_attributes(root, {"n5": N5_VERSION, **attributes}, options)
 
 
-def _write_blocks(dataset, data, threads):
+def _write_blocks(dataset, data, threads, **options):
     """Write every block of ``data`` in parallel; each block is written by one worker."""
     def write_one(grid_position):
-        dataset.write_block(grid_position, data[dataset.block_region(grid_position)])
+        dataset.write_block(grid_position, data[dataset.block_region(grid_position)], **options)
 
     with ThreadPoolExecutor(max_workers=storage.request_threads(dataset.path, threads)) as pool:
         list(pool.map(write_one, np.ndindex(*dataset.grid_shape)))
@@ -424,6 +448,7 @@ def write(
     attributes: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     threads: int | None = None,
+    write_background_blocks: bool = False,
     storage_options: StorageOptions = None,
     container: PathLike | None = None,
 ) -> LabelMultisetDataset:
@@ -431,9 +456,12 @@ def write(
 
     ``data`` (N5 axis order) is a LabelMultisetArray, integer labels or an
     object array of elements. Boundary blocks are truncated to the grid;
-    blocks without any positive count are not written. Attributes:
-    dataType uint8, compression, blockSize, dimensions, isLabelMultiset,
-    maxId (largest regular id), plus ``attributes``. ``path`` may be a URL
+    blocks without any positive count are not written, and neither are
+    blocks whose voxels are all ``{0: 1}`` (they read back the same, as
+    missing blocks; the conversion helper skips all-0 blocks too) unless
+    ``write_background_blocks``. Attributes: dataType uint8, compression,
+    blockSize, dimensions, isLabelMultiset, maxId (largest id below 2**63,
+    see :func:`max_id`), plus ``attributes``. ``path`` may be a URL
     (see :func:`open`); blocks are then written with many requests in flight.
 
     The container root gets ``{"n5": "4.0.0"}`` in its attributes (other
@@ -447,21 +475,19 @@ def write(
     if len(chunks) != data.ndim:
         raise ConfigurationError(f"chunks: {len(chunks)} values for {data.ndim} dimensions")
     path, root = _prepare(path, overwrite, storage_options, container)
-    labels = data.unique_labels()
-    regular = labels[labels <= MAX_ID]
     document = {
         "dataType": "uint8",
         "compression": compression_attributes(compression),
         "blockSize": list(chunks),
         "dimensions": list(data.shape),
         "isLabelMultiset": True,
-        "maxId": int(regular.max()) if regular.size else 0,
+        "maxId": max_id(data.unique_labels()),
         **(attributes or {}),
     }
     write_attributes(path, document, storage_options=storage_options)
     write_container_version(root, storage_options)
     dataset = LabelMultisetDataset(path, document, storage_options=storage_options)
-    _write_blocks(dataset, data, threads)
+    _write_blocks(dataset, data, threads, write_background=write_background_blocks)
     return dataset
 
 

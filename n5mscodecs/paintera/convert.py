@@ -12,10 +12,9 @@ import numpy as np
 
 from .. import n5
 from ..errors import ConfigurationError
-from ..multiset import MAX_ID
-from ..multiset.array import KEEP_RULES
+from ..multiset.array import check_keep
 from ..n5 import storage
-from ..n5.dataset import write_container_version
+from ..n5.dataset import max_id, write_container_version
 from .lookup import LABEL_BLOCK_LOOKUP, block_labels, write_label_to_block_mapping
 from .pyramid import PyramidJob, normalized_factors, write_pyramid_block
 from .sources import open_label_source
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
 
     import distributed
 
-    from ..multiset.array import KeepRule
+    from ..multiset.array import KeepRule, Rule
     from ..n5.compression import CompressorConfig
     from ..n5.storage import PathLike
     from .sources import LabelSource
@@ -144,7 +143,9 @@ def convert(
     factors: Sequence[int | Sequence[int]] | None = None,
     compression: CompressorConfig = "gzip",
     max_num_entries: int = -1,
-    keep: KeepRule = "highest",
+    keep: KeepRule | None = None,
+    rule: Rule = "spec",
+    write_background_blocks: bool = False,
     resolution: Sequence[float] | None = None,
     offset: Sequence[float] | None = None,
     lookup_block_size: int = 10000,
@@ -177,6 +178,15 @@ def convert(
     max_num_entries, keep
         Cut downsampled lists to this many entries (-1: no cut); see
         :meth:`~n5mscodecs.LabelMultisetArray.downsample`.
+    rule : {"spec", "java"}
+        ``"java"``: downsampled levels hold exactly the lists Java's
+        label-utilities-spark writes (see
+        :meth:`~n5mscodecs.LabelMultisetArray.downsample`); ``keep`` is then
+        not allowed.
+    write_background_blocks : bool
+        Also write blocks whose voxels are all ``{0: 1}``. By default they are
+        skipped, as the conversion helper skips all-0 blocks: a missing block
+        reads as exactly that.
     resolution, offset : tuple, optional
         Voxel size and offset in world units (N5 order) for ``data``.
     lookup_block_size : int
@@ -212,8 +222,7 @@ def convert(
     if len(block_size) != ndim or any(int(b) != b or b < 1 for b in block_size):
         raise ConfigurationError(f"block_size: {ndim} integers >= 1 required, got {block_size}")
     block_size = tuple(int(b) for b in block_size)
-    if keep not in KEEP_RULES:
-        raise ConfigurationError(f"keep must be one of {KEEP_RULES}, got {keep!r}")
+    keep = check_keep(keep, rule)
     if int(lookup_block_size) < 1:
         raise ConfigurationError(f"lookup_block_size: must be >= 1, got {lookup_block_size}")
     resolution = tuple(float(r) for r in (resolution or (1.0,) * ndim))
@@ -221,11 +230,12 @@ def convert(
     if len(resolution) != ndim or len(offset) != ndim:
         raise ConfigurationError(f"resolution/offset: {ndim} values each required")
     job = PyramidJob(target, source, block_size, normalized_factors(factors, source.shape, block_size),
-                     n5.compression_attributes(compression), int(max_num_entries), keep,
-                     storage_options)
+                     n5.compression_attributes(compression), int(max_num_entries), keep, rule,
+                     bool(write_background_blocks), storage_options)
     parameters = {"source": source.description(), "blockSize": list(block_size),
                   "factors": [list(f) for f in job.factors], "compression": job.compression,
-                  "maxNumEntries": job.max_num_entries, "keep": keep, "resolution": list(resolution),
+                  "maxNumEntries": job.max_num_entries, "keep": keep, "rule": rule,
+                  "writeBackgroundBlocks": job.write_background, "resolution": list(resolution),
                   "offset": list(offset), "lookupBlockSize": int(lookup_block_size)}
     levels = range(job.n_levels)
     blocks_total = sum(int(np.prod(job.grid_shape(level))) for level in levels)
@@ -253,10 +263,7 @@ def convert(
         bar.update(1)
     bar.close()
     labels = n5.open(storage.join(target, "unique-labels", "s0"), storage_options=storage_options)
-    all_labels = np.unique(block_labels(labels)[0])
-    regular = all_labels[all_labels <= MAX_ID]
-    max_id = int(regular.max()) if regular.size else 0
-    attributes = {"n5": n5.N5_VERSION, "painteraData": {"type": "label"}, "maxId": max_id,
+    attributes = {"n5": n5.N5_VERSION, "painteraData": {"type": "label"}, "maxId": max_id(block_labels(labels)[0]),
                   "labelBlockLookup": LABEL_BLOCK_LOOKUP,
                   CONVERSION_KEY: {"complete": True, "parameters": parameters}}
     n5.write_attributes(target, attributes, storage_options=storage_options)

@@ -71,7 +71,9 @@ def test_pyramid_levels_equal_paintera_where_paintera_has_data(converted_referen
     for grid in np.ndindex(*ref_s0.grid_shape):
         ref_block = ref_s0.read_block(grid)
         if ref_block is not None:
-            assert ours_s0.read_block(grid) == ref_block
+            # Paintera wrote all-background blocks; we skip them, and they read the same
+            assert ours_s0.has_block(grid) != ref_block.is_background()
+            assert ours_s0.read(ours_s0.block_region(grid)) == ref_block
             present[tuple(slice(g * 32, (g + 1) * 32) for g in grid)] = True
     # Paintera's missing s0 blocks are background (0) in the export we converted, and {0: 0} in its s1
     for level, factor in ((1, 2), (2, 4)):
