@@ -58,7 +58,7 @@ def _index_dtype(n_lists):
     return np.int32 if n_lists < 2**31 else np.int64
 
 
-def _check_rule(rule):
+def check_rule(rule):
     """True for ``rule="java"``: the one switch to Java's behaviour (argmax, downsampling, convert)."""
     if rule not in RULES:
         raise ConfigurationError(f"rule must be one of {RULES}, got {rule!r}")
@@ -67,7 +67,7 @@ def _check_rule(rule):
 
 def check_keep(keep, rule):
     """The cut's ``keep`` under ``rule``: "highest" by default; Java's rule fixes its own cut."""
-    java = _check_rule(rule)
+    java = check_rule(rule)
     if keep is None:
         return "highest"
     if keep not in KEEP_RULES:
@@ -173,7 +173,7 @@ class LabelMultiset:
         """Argmax under ``rule`` ("spec" or "java"; see :meth:`LabelMultisetArray.argmax`)."""
         offsets = np.array([0, self._ids.size], np.int64)
         return int(
-            _kernels.argmax_of_lists(offsets, self._ids, self._counts, _check_rule(rule), 1)[0]
+            _kernels.argmax_of_lists(offsets, self._ids, self._counts, check_rule(rule), 1)[0]
         )
 
     def as_dict(self) -> dict[int, int]:
@@ -397,7 +397,7 @@ class LabelMultisetArray:
     def argmax_of_lists(self, rule: ArgmaxRule = "spec", threads: int | None = None) -> np.ndarray:
         """Argmax of every list (uint64, ``n_lists`` values)."""
         return _kernels.argmax_of_lists(
-            self.list_offsets, self.ids, self.counts, _check_rule(rule), default_threads(threads)
+            self.list_offsets, self.ids, self.counts, check_rule(rule), default_threads(threads)
         )
 
     def argmax(self, rule: ArgmaxRule = "spec", threads: int | None = None) -> np.ndarray:

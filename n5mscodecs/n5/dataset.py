@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from .._buffers import BytesLike
     from ..multiset import LabelMultiset
-    from ..multiset.array import MultisetsLike
+    from ..multiset.array import MultisetsLike, Rule
     from .compression import CompressorConfig
     from .grid import Selection
     from .storage import PathLike, StorageOptions
@@ -215,31 +215,35 @@ class LabelMultisetDataset(_Dataset):
         """Decode block bytes to the block's cropped shape (see :meth:`read_block`)."""
         return self._decode_cropped(n5_varlen_decode, data, grid_position)
 
-    def decode_block_labels(self, data: BytesLike, grid_position: Sequence[int]) -> np.ndarray:
+    def decode_block_labels(self, data: BytesLike, grid_position: Sequence[int], rule: Rule = "spec") -> np.ndarray:
         """Decode block bytes straight to argmax labels (uint64, the block's cropped shape, C order)."""
-        labels = self._decode_cropped(functools.partial(n5_varlen_decode_labels, order="C"), data, grid_position)
-        return c_order(labels)  # a cropped padded block is a view
+        decode = functools.partial(n5_varlen_decode_labels, order="C", rule=rule)
+        return c_order(self._decode_cropped(decode, data, grid_position))  # a cropped padded block is a view
 
     def read_block(self, grid_position: Sequence[int]) -> LabelMultisetArray | None:
         """The block at ``grid_position`` (cropped shape), or None when it is missing."""
         return self._read_decoded(self.decode_block, grid_position)
 
-    def read_block_labels(self, grid_position: Sequence[int]) -> np.ndarray | None:
+    def read_block_labels(self, grid_position: Sequence[int], rule: Rule = "spec") -> np.ndarray | None:
         """The argmax labels of the block at ``grid_position`` (cropped shape), or None when it is missing."""
-        return self._read_decoded(self.decode_block_labels, grid_position)
+        return self._read_decoded(functools.partial(self.decode_block_labels, rule=rule), grid_position)
 
-    def read_labels(self, key: Selection = (), threads: int | None = None) -> np.ndarray | np.uint64:
+    def read_labels(self, key: Selection = (), threads: int | None = None,
+                    rule: Rule = "spec") -> np.ndarray | np.uint64:
         """The argmax labels (uint64) of a basic selection, decoded straight from the blocks.
 
         Equal to ``read(key).argmax()`` bit for bit (highest count, ties to the
         smaller id compared unsigned); missing blocks read as ``fill_label``.
+        ``rule="java"``: the labels Paintera shows, bit for bit (Java's argmax,
+        and the argmax values a block may cache; see
+        :func:`~n5mscodecs.payload.decode_payload_labels`).
 
         >>> import tempfile
         >>> ds = write(tempfile.mkdtemp() + "/labels", np.array([[1, 2], [3, 3]], np.uint64), chunks=(1, 2))
         >>> ds.read_labels().tolist(), int(ds.read_labels((1, 0)))
         ([[1, 2], [3, 3]], 3)
         """
-        pieces, box, view = self._read_region(key, self.read_block_labels, threads)
+        pieces, box, view = self._read_region(key, functools.partial(self.read_block_labels, rule=rule), threads)
         if len(pieces) == 1 and pieces[0][2] is not None:  # inside one block: no second copy
             _, source, block = pieces[0]
             return np.ascontiguousarray(block[source])[view]
