@@ -66,10 +66,11 @@ def check_rule(rule):
 
 
 def check_keep(keep, rule):
-    """The cut's ``keep`` under ``rule``: "highest" by default; Java's rule fixes its own cut."""
+    """The cut's ``keep`` under ``rule``: "highest" by default; None under Java's rule, which
+    fixes its own cut."""
     java = check_rule(rule)
     if keep is None:
-        return "highest"
+        return None if java else "highest"
     if keep not in KEEP_RULES:
         raise ConfigurationError(f"keep must be one of {KEEP_RULES}, got {keep!r}")
     if java:
