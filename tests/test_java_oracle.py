@@ -134,6 +134,20 @@ def test_write_of_real_labels_equals_the_conversion_helper(java, tmp_path):
     assert ours.attributes["maxId"] == theirs.attributes["maxId"]
 
 
+@pytest.mark.parametrize("low", [0, None])
+def test_max_id_java_rule_equals_the_conversion_helper(java, tmp_path, low):
+    """Java's maxId is the signed maximum: negative when every id is 2**63 or above."""
+    labels = np.full((8, 8, 8), 2**63 + 5, np.uint64)
+    labels[0, 0, 0], labels[7, 7, 7] = MAX_ID, 2**63
+    if low is not None:
+        labels[:4, :4, :4] = low    # a skipped block: its 0 counts for maxId all the same
+    java.write(labels, (4, 4, 4), "raw", tmp_path / "java.n5", "d")
+    expected = n5.read_attributes(tmp_path / "java.n5" / "d")["maxId"]
+    assert (expected < 0) == (low is None)
+    assert convert(labels, tmp_path / "j.n5", block_size=4, rule="java").max_id == expected
+    assert convert(labels, tmp_path / "s.n5", block_size=4).max_id == 0
+
+
 def test_java_reads_our_converted_pyramid(java, tmp_path):
     labels = labels_volume(np.random.default_rng(8), (40, 24, 20))
     convert(labels, tmp_path / "p.n5" / "labels", block_size=8, compression="gzip")

@@ -12,6 +12,7 @@ import numpy as np
 from .._extras import require
 from ..errors import CompressionError, ConfigurationError, LabelMultisetFormatError, N5HeaderError
 from ..multiset import BACKGROUND, LabelMultisetArray, assemble
+from ..multiset.array import check_rule
 from ..payload.layout import c_order
 from . import grid, storage
 from .compression import compressor_from_config
@@ -406,19 +407,21 @@ def _prepare(path, overwrite, options, container):
     return path, root
 
 
-def max_id(labels: ArrayLike) -> int:
+def max_id(labels: ArrayLike, rule: Rule = "spec") -> int:
     """The ``maxId`` attribute for uint64 ``labels``: the largest id below 2**63 (0 if none).
 
     Paintera reads ``maxId`` as a Java long and hands out fresh ids counting up from it,
     so it must be a non-negative long: ids in [2**63, MAX_ID] are negative longs there,
     and counting up from the largest id below 2**63 never reaches them. Java's conversion
-    helper writes the signed maximum instead, which is the same value unless every id is
-    2**63 or above (then it is negative and Paintera's next id would be a reserved one).
+    helper writes the signed maximum (``rule="java"``), which is the same value unless
+    every id is 2**63 or above: then it is negative and Paintera's next id a reserved one.
 
-    >>> max_id(np.array([0, 7, 2**63 + 5], np.uint64))
-    7
+    >>> max_id(np.array([0, 7, 2**63 + 5], np.uint64)), max_id(np.array([2**63 + 5, 2**64 - 2], np.uint64), "java")
+    (7, -2)
     """
     labels = np.asarray(labels, np.uint64)
+    if check_rule(rule):
+        return int(labels.view(np.int64).max()) if labels.size else 0
     below = labels[labels < np.uint64(2**63)]
     return int(below.max()) if below.size else 0
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import n5
 from ..errors import ConfigurationError
+from ..multiset import BACKGROUND
 from ..multiset.array import check_keep
 from ..n5 import storage
 from ..n5.dataset import max_id, write_container_version
@@ -181,8 +182,9 @@ def convert(
     rule : {"spec", "java"}
         ``"java"``: downsampled levels hold exactly the lists Java's
         label-utilities-spark writes (see
-        :meth:`~n5mscodecs.LabelMultisetArray.downsample`); ``keep`` is then
-        not allowed.
+        :meth:`~n5mscodecs.LabelMultisetArray.downsample`; ``keep`` is then
+        not allowed) and ``maxId`` is Java's signed maximum (see
+        :func:`n5mscodecs.n5.dataset.max_id`).
     write_background_blocks : bool
         Also write blocks whose voxels are all ``{0: 1}``. By default they are
         skipped, as the conversion helper skips all-0 blocks: a missing block
@@ -262,8 +264,8 @@ def convert(
                                      storage_options=storage_options)
         bar.update(1)
     bar.close()
-    labels = n5.open(storage.join(target, "unique-labels", "s0"), storage_options=storage_options)
-    attributes = {"n5": n5.N5_VERSION, "painteraData": {"type": "label"}, "maxId": max_id(block_labels(labels)[0]),
+    attributes = {"n5": n5.N5_VERSION, "painteraData": {"type": "label"},
+                  "maxId": max_id(_source_labels(target, storage_options), rule),
                   "labelBlockLookup": LABEL_BLOCK_LOOKUP,
                   CONVERSION_KEY: {"complete": True, "parameters": parameters}}
     n5.write_attributes(target, attributes, storage_options=storage_options)
@@ -284,10 +286,19 @@ def _write_layout(job, resolution, offset, lookup_block_size):
             n5.write_attributes(dataset.path, dataset.attributes, storage_options=options)
 
 
+def _source_labels(target, options):
+    """The distinct labels of the source, from ``unique-labels/s0``: background 0 too
+    when a block was skipped as all background (it has no unique-labels block)."""
+    unique_labels = n5.open(storage.join(target, "unique-labels", "s0"), storage_options=options)
+    labels = block_labels(unique_labels)[0]
+    if len(unique_labels.present_blocks()) < np.prod(unique_labels.grid_shape):
+        labels = np.append(labels, np.uint64(BACKGROUND))
+    return np.unique(labels)
+
+
 def _summary(job, written, blocks_total, started):
     attributes = _group_attributes(job.target, job.storage_options)
-    labels = n5.open(storage.join(job.target, "unique-labels", "s0"), storage_options=job.storage_options)
-    n_labels = int(np.unique(block_labels(labels)[0]).size)
+    n_labels = int(_source_labels(job.target, job.storage_options).size)
     return ConversionSummary(job.target, [job.level_shape(level) for level in range(job.n_levels)],
                              written, blocks_total, int(attributes.get("maxId", 0)), n_labels,
                              time.perf_counter() - started)

@@ -102,6 +102,7 @@ def normalized_factors(
 
 def _write_block(job, level, grid, block):
     """unique-labels first, then the data block: a data block on disk means both are complete.
+    Returns the number of blocks written (1, or 0 for a skipped block).
 
     Every list of ``block`` is in use (made from labels, by downsampling, or
     assembled from such), so its ids are the block's labels. A block whose
@@ -113,9 +114,10 @@ def _write_block(job, level, grid, block):
     data, unique_labels = job.data(level), job.unique_labels(level)
     if not job.write_background and block.is_background():
         storage.remove(unique_labels.block_path(grid), job.storage_options)
-        return
+        return 0
     unique_labels.write_varlength_block(grid, np.unique(block.ids))
     data.write_block(grid, block, write_background=True)
+    return 1
 
 
 def _source_block(job, grid):
@@ -128,8 +130,7 @@ def _source_block(job, grid):
     if labels.dtype.kind not in "iu":
         raise ConfigurationError(f"source: integer labels required, got dtype {labels.dtype}")
     block = LabelMultisetArray.from_labels(labels)
-    _write_block(job, 0, grid, block)
-    return block, 1
+    return block, _write_block(job, 0, grid, block)
 
 
 def write_pyramid_block(job: PyramidJob, level: int, grid: Sequence[int]) -> int:
@@ -163,5 +164,4 @@ def write_pyramid_block(job: PyramidJob, level: int, grid: Sequence[int]) -> int
         origin = tuple((c - g * f) * b // f for c, g, f, b in zip(child, grid, factors, job.block_size))
         part = block.downsample(factors, job.max_num_entries, keep=job.keep, rule=job.rule, threads=1)
         parts.append((tuple(slice(o, o + n) for o, n in zip(origin, part.shape)), part))
-    _write_block(job, level, grid, assemble(data.block_shape(grid), parts))
-    return written + 1
+    return written + _write_block(job, level, grid, assemble(data.block_shape(grid), parts))
