@@ -314,6 +314,7 @@ def cmd_convert(args):
         summary = paintera.convert(
             args.source, args.target, dataset=args.dataset, block_size=args.block_size, factors=factors,
             compression=args.compression, max_num_entries=args.max_num_entries, keep=args.keep,
+            rule=args.rule, write_background_blocks=args.write_background_blocks,
             resolution=args.resolution, offset=args.offset, lookup_block_size=args.lookup_block_size,
             threads=args.threads, scheduler=args.scheduler, overwrite=args.overwrite, resume=args.resume,
             progress=_progress(not args.quiet), storage_options=options, container=args.container,
@@ -431,7 +432,8 @@ def cmd_preview(args):
     path, options = args.source, args.storage_options
     if "dimensions" not in n5.read_attributes(path, storage_options=options):
         path = storage.join(path, "data", args.level)
-    dataset = n5.open(path, storage_options=options)
+    # missing blocks as INVALID: the picture shows where there is no data (hatched)
+    dataset = n5.open(path, fill_label=INVALID, storage_options=options)
     if not isinstance(dataset, n5.LabelMultisetDataset):
         return _error(f"{dataset.name}: not a label multiset dataset")
     if dataset.ndim == 3:
@@ -646,8 +648,14 @@ def build_parser():
     convert.add_argument("--compression", type=compression_config, default="gzip", help=_COMPRESSION_HELP)
     convert.add_argument("--max-num-entries", type=_max_num_entries, default=-1,
                          help="cut downsampled lists to this many entries (default -1: no cut)")
-    convert.add_argument("--keep", choices=("highest", "lowest"), default="highest",
-                         help="entries kept by --max-num-entries (lowest: Java since 2024)")
+    convert.add_argument("--keep", choices=("highest", "lowest"), default=None,
+                         help="entries kept by --max-num-entries with --rule spec (default: highest)")
+    convert.add_argument("--rule", choices=("spec", "java"), default="spec",
+                         help="java: downsampled lists exactly as Java's label-utilities-spark writes them "
+                              "(signed id order, wrapping counts, its --max-num-entries cut); default spec")
+    convert.add_argument("--write-background-blocks", action="store_true",
+                         help="also write blocks whose voxels are all 0 (skipped by default, as Java does: "
+                              "a missing block reads as 0)")
     convert.add_argument("--resolution", type=_resolution, help="voxel size x,y,z")
     convert.add_argument("--offset", type=_triple, help="offset x,y,z (negative values allowed: --offset -10,0,0)")
     convert.add_argument("--lookup-block-size", type=_int_at_least(1), default=10000,
@@ -669,7 +677,7 @@ def build_parser():
     argmax = commands.add_parser(
         "argmax", help="label multiset dataset -> uint64 N5 (or .zarr) dataset",
         description="Write the argmax labels (highest count wins) of a label multiset dataset as uint64. "
-                    "Voxels without an entry (INVALID, e.g. missing blocks) become 0. An N5 target keeps "
+                    "Missing blocks and voxels without an entry (INVALID) become 0. An N5 target keeps "
                     "the N5 axis order (x, y, z); a TARGET ending in .zarr is a zarr v3 array in C order, "
                     "axes (z, y, x). Resolution and offset are copied (for zarr as attributes, z, y, x).")
     argmax.add_argument("source")

@@ -81,8 +81,8 @@ def test_slice_picture_hatches_voxels_without_entry(tmp_path):
     labels = np.ones((8, 8, 2), np.uint64)
     labels[:4, :4] = INVALID
     n5.write(tmp_path / "m.n5/s0", labels, chunks=(4, 4, 2), reserved="accept")
-    (tmp_path / "m.n5/s0/1/1/0").unlink()                 # a missing block reads as INVALID too
-    dataset = n5.open(tmp_path / "m.n5/s0")
+    (tmp_path / "m.n5/s0/1/1/0").unlink()                 # a missing block, read as INVALID as n5ms preview does
+    dataset = n5.open(tmp_path / "m.n5/s0", fill_label=INVALID)
     picture, n_labels, most = slice_picture(dataset, 2, 0)
     assert n_labels == 1 and most == 1
     greys = {tuple(c) for c in picture[:4, :4].reshape(-1, 3).tolist()}

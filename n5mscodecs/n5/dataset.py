@@ -11,7 +11,8 @@ import numpy as np
 
 from .._extras import require
 from ..errors import CompressionError, ConfigurationError, LabelMultisetFormatError, N5HeaderError
-from ..multiset import INVALID, MAX_ID, LabelMultisetArray, assemble
+from ..multiset import BACKGROUND, LabelMultisetArray, assemble
+from ..multiset.array import check_rule
 from ..payload.layout import c_order
 from . import grid, storage
 from .compression import compressor_from_config
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
     from .._buffers import BytesLike
     from ..multiset import LabelMultiset
-    from ..multiset.array import MultisetsLike, ReservedRule
+    from ..multiset.array import MultisetsLike, ReservedRule, Rule
     from .compression import CompressorConfig
     from .grid import Selection
     from .storage import PathLike, StorageOptions
@@ -183,11 +184,12 @@ class _BlockReader:
 class LabelMultisetDataset(_Dataset):
     """An N5 label multiset dataset (``isLabelMultiset: true``).
 
-    Missing blocks read as the singleton ``{fill_label: 1}``: INVALID by
-    default (what Paintera shows); Java's ``N5LabelMultisets`` uses 0.
+    Missing blocks read as the singleton ``{fill_label: 1}``: ``{0: 1}`` by
+    default, as Java's ``N5LabelMultisets`` and Paintera's ``N5Data`` read them
+    (a writer skips blocks whose voxels are all ``{0: 1}``).
     """
 
-    def __init__(self, path: PathLike, attributes: dict[str, Any], *, fill_label: int = INVALID,
+    def __init__(self, path: PathLike, attributes: dict[str, Any], *, fill_label: int = BACKGROUND,
                  storage_options: StorageOptions = None) -> None:
         super().__init__(path, attributes, storage_options=storage_options)
         self.fill_label = int(fill_label)
@@ -220,31 +222,35 @@ class LabelMultisetDataset(_Dataset):
         """Decode block bytes to the block's cropped shape (see :meth:`read_block`)."""
         return self._decode_cropped(n5_varlen_decode, data, grid_position)
 
-    def decode_block_labels(self, data: BytesLike, grid_position: Sequence[int]) -> np.ndarray:
+    def decode_block_labels(self, data: BytesLike, grid_position: Sequence[int], rule: Rule = "spec") -> np.ndarray:
         """Decode block bytes straight to argmax labels (uint64, the block's cropped shape, C order)."""
-        labels = self._decode_cropped(functools.partial(n5_varlen_decode_labels, order="C"), data, grid_position)
-        return c_order(labels)  # a cropped padded block is a view
+        decode = functools.partial(n5_varlen_decode_labels, order="C", rule=rule)
+        return c_order(self._decode_cropped(decode, data, grid_position))  # a cropped padded block is a view
 
     def read_block(self, grid_position: Sequence[int]) -> LabelMultisetArray | None:
         """The block at ``grid_position`` (cropped shape), or None when it is missing."""
         return self._read_decoded(self.decode_block, grid_position)
 
-    def read_block_labels(self, grid_position: Sequence[int]) -> np.ndarray | None:
+    def read_block_labels(self, grid_position: Sequence[int], rule: Rule = "spec") -> np.ndarray | None:
         """The argmax labels of the block at ``grid_position`` (cropped shape), or None when it is missing."""
-        return self._read_decoded(self.decode_block_labels, grid_position)
+        return self._read_decoded(functools.partial(self.decode_block_labels, rule=rule), grid_position)
 
-    def read_labels(self, key: Selection = (), threads: int | None = None) -> np.ndarray | np.uint64:
+    def read_labels(self, key: Selection = (), threads: int | None = None,
+                    rule: Rule = "spec") -> np.ndarray | np.uint64:
         """The argmax labels (uint64) of a basic selection, decoded straight from the blocks.
 
         Equal to ``read(key).argmax()`` bit for bit (highest count, ties to the
         smaller id compared unsigned); missing blocks read as ``fill_label``.
+        ``rule="java"``: the labels Paintera shows, bit for bit (Java's argmax,
+        and the argmax values a block may cache; see
+        :func:`~n5mscodecs.payload.decode_payload_labels`).
 
         >>> import tempfile
         >>> ds = write(tempfile.mkdtemp() + "/labels", np.array([[1, 2], [3, 3]], np.uint64), chunks=(1, 2))
         >>> ds.read_labels().tolist(), int(ds.read_labels((1, 0)))
         ([[1, 2], [3, 3]], 3)
         """
-        pieces, box, view = self._read_region(key, self.read_block_labels, threads)
+        pieces, box, view = self._read_region(key, functools.partial(self.read_block_labels, rule=rule), threads)
         if len(pieces) == 1 and pieces[0][2] is not None:  # inside one block: no second copy
             _, source, block = pieces[0]
             return np.ascontiguousarray(block[source])[view]
@@ -272,14 +278,20 @@ class LabelMultisetDataset(_Dataset):
                                 for target, source, block in pieces], fill=self.fill_label)
         return result[view] if view else result
 
-    def write_block(self, grid_position: Sequence[int], data: MultisetsLike) -> bool:
-        """Encode and write one block (cropped to the grid); a block without any
-        positive count is removed instead, as Java's serializer writes nothing."""
+    def write_block(self, grid_position: Sequence[int], data: MultisetsLike, *,
+                    write_background: bool = False) -> bool:
+        """Encode and write one block (cropped to the grid); returns whether it was written.
+
+        A block without any positive count is removed instead, as Java's serializer
+        writes nothing; so is a block whose voxels are all ``{0: 1}`` (what a missing
+        block reads as), as the conversion helper's ``saveLabelMultisetNonEmptyBlock``
+        skips all-background blocks, unless ``write_background``.
+        """
         data = LabelMultisetArray.coerce(data)
         expected = self.block_shape(grid_position)
         if data.shape != expected:
             raise ConfigurationError(f"block {tuple(grid_position)}: shape {data.shape}, expected {expected}")
-        if not data.has_positive_counts():
+        if not data.has_positive_counts() or (not write_background and data.is_background()):
             storage.remove(self.block_path(grid_position), self.storage_options)
             return False
         self.write_block_bytes(grid_position, n5_varlen_encode(data, self.codec_chain, threads=1))
@@ -379,7 +391,7 @@ def dataset_paths(group: PathLike, *, storage_options: StorageOptions = None) ->
             yield directory
 
 
-def open(path: PathLike, *, fill_label: int = INVALID,  # noqa: A001 - mirrors zarr.open / h5py.File naming
+def open(path: PathLike, *, fill_label: int = BACKGROUND,  # noqa: A001 - mirrors zarr.open / h5py.File naming
          storage_options: StorageOptions = None, allow_incomplete: bool = False,
          ) -> LabelMultisetDataset | ArrayDataset:
     """Open an N5 dataset: a :class:`LabelMultisetDataset` when ``isLabelMultiset`` is true,
@@ -452,6 +464,25 @@ def _refuse_source_overlap(path, data):
         storage.refuse_overlap(path, source)
 
 
+def max_id(labels: ArrayLike, rule: Rule = "spec") -> int:
+    """The ``maxId`` attribute for uint64 ``labels``: the largest id below 2**63 (0 if none).
+
+    Paintera reads ``maxId`` as a Java long and hands out fresh ids counting up from it,
+    so it must be a non-negative long: ids in [2**63, MAX_ID] are negative longs there,
+    and counting up from the largest id below 2**63 never reaches them. Java's conversion
+    helper writes the signed maximum (``rule="java"``), which is the same value unless
+    every id is 2**63 or above: then it is negative and Paintera's next id a reserved one.
+
+    >>> max_id(np.array([0, 7, 2**63 + 5], np.uint64)), max_id(np.array([2**63 + 5, 2**64 - 2], np.uint64), "java")
+    (7, -2)
+    """
+    labels = np.asarray(labels, np.uint64)
+    if check_rule(rule):
+        return int(labels.view(np.int64).max()) if labels.size else 0
+    below = labels[labels < np.uint64(2**63)]
+    return int(below.max()) if below.size else 0
+
+
 def write_container_version(root: PathLike | None, options: StorageOptions = None) -> None:
     """Give the container root ``root`` the attribute ``{"n5": N5_VERSION}``, as Java's N5 writers
     do (other N5 readers, e.g. z5py, refuse a container without it), keeping its other attributes
@@ -463,10 +494,10 @@ def write_container_version(root: PathLike | None, options: StorageOptions = Non
         storage.write_attributes(root, {"n5": N5_VERSION, **attributes}, options)
 
 
-def _write_blocks(dataset, data, threads):
+def _write_blocks(dataset, data, threads, **options):
     """Write every block of ``data`` in parallel; each block is written by one worker."""
     def write_one(grid_position):
-        dataset.write_block(grid_position, data[dataset.block_region(grid_position)])
+        dataset.write_block(grid_position, data[dataset.block_region(grid_position)], **options)
 
     with ThreadPoolExecutor(max_workers=storage.request_threads(dataset.path, threads)) as pool:
         list(pool.map(write_one, np.ndindex(*dataset.grid_shape)))
@@ -481,6 +512,7 @@ def write(
     attributes: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     threads: int | None = None,
+    write_background_blocks: bool = False,
     storage_options: StorageOptions = None,
     container: PathLike | None = None,
     reserved: ReservedRule = "reject",
@@ -492,9 +524,12 @@ def write(
     :meth:`~n5mscodecs.LabelMultisetArray.from_labels`: negative and reserved
     values are refused by default). ``chunks`` is the block size (one int
     for every axis, or one per axis). Boundary blocks are truncated to the
-    grid; blocks without any positive count are not written. Attributes:
-    dataType uint8, compression, blockSize, dimensions, isLabelMultiset,
-    maxId (largest regular id), plus ``attributes``. ``path`` may be a URL
+    grid; blocks without any positive count are not written, and neither are
+    blocks whose voxels are all ``{0: 1}`` (they read back the same, as
+    missing blocks; the conversion helper skips all-0 blocks too) unless
+    ``write_background_blocks``. Attributes: dataType uint8, compression,
+    blockSize, dimensions, isLabelMultiset, maxId (largest id below 2**63,
+    see :func:`max_id`), plus ``attributes``. ``path`` may be a URL
     (see :func:`open`); blocks are then written with many requests in flight.
 
     Everything is checked before anything is written. Until the last block
@@ -511,22 +546,20 @@ def write(
     _refuse_source_overlap(path, data)
     data = LabelMultisetArray.coerce(data, reserved=reserved)
     chunks = block_size(chunks, data.ndim)
-    labels = data.unique_labels()
-    regular = labels[labels <= MAX_ID]
     document = {
         "dataType": "uint8",
         "compression": compression_attributes(compression),
         "blockSize": list(chunks),
         "dimensions": list(data.shape),
         "isLabelMultiset": True,
-        "maxId": int(regular.max()) if regular.size else 0,
+        "maxId": max_id(data.unique_labels()),
         **(attributes or {}),
     }
     marker = incomplete_marker("n5mscodecs.n5.write", _finish_hint("n5.write"))
     path, root = _prepare(path, document, marker, overwrite, storage_options, container)
     write_container_version(root, storage_options)
     dataset = LabelMultisetDataset(path, document, storage_options=storage_options)
-    _write_blocks(dataset, data, threads)
+    _write_blocks(dataset, data, threads, write_background=write_background_blocks)
     mark_complete(path, storage_options=storage_options)  # re-read: the root version may sit in the same file
     return dataset
 

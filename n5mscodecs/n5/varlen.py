@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from .._buffers import BytesLike
     from ..multiset import LabelMultisetArray
-    from ..multiset.array import MultisetsLike
+    from ..multiset.array import MultisetsLike, Rule
     from .compression import Compressor, CompressorConfig
 
     #: An inner codec chain: a parsed :class:`CodecChain` or its codec configurations.
@@ -164,11 +164,13 @@ def n5_varlen_decode_labels(
     shape: Sequence[int] | None = None,
     threads: int | None = None,
     order: str = "K",
+    rule: Rule = "spec",
 ) -> np.ndarray:
     """Decode one varlength block straight to its argmax labels (uint64, N5 axis order).
 
     Equal to ``n5_varlen_decode(...).argmax()`` without building the lists
-    (see :func:`~n5mscodecs.payload.decode_payload_labels`, also for ``order``).
+    (see :func:`~n5mscodecs.payload.decode_payload_labels`, also for ``order``
+    and ``rule="java"``).
 
     >>> block = n5_varlen_encode(np.array([[3, 4]], np.uint64), [{"name": "n5_label_multiset"}, "gzip"])
     >>> n5_varlen_decode_labels(block, [{"name": "n5_label_multiset"}, "gzip"]).tolist()
@@ -176,7 +178,7 @@ def n5_varlen_decode_labels(
     """
     chain = _chain(codecs)
     payload, shape = _varlen_payload(data, chain, shape)
-    return decode_payload_labels(payload, shape, chain.layout, threads=threads, order=order)
+    return decode_payload_labels(payload, shape, chain.layout, threads=threads, order=order, rule=rule)
 
 
 class N5Varlen(Codec):

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import n5
-from ..multiset import MAX_ID
 from ..n5 import storage
 
 if TYPE_CHECKING:
@@ -52,8 +51,11 @@ def label_to_block_mapping_blocks(unique_labels: ArrayDataset, lookup_block_size
     interval (int64 min per axis, int64 inclusive max per axis), big-endian.
     """
     labels, grids = block_labels(unique_labels)
-    regular = labels <= MAX_ID  # reserved ids (>= 2**63 - 4 in Java's signed view) have no lookup
-    labels, grids = labels[regular], grids[regular]
+    # Paintera finds an id's file as a Java long divided by the block size, in a dataset
+    # spanning [0, 2**63 - 1]: ids >= 2**63 (negative longs, the reserved ones included)
+    # can have no file there
+    listed = labels < np.uint64(LOOKUP_DIMENSION + 1)
+    labels, grids = labels[listed], grids[listed]
     order = np.lexsort(grids.T[::-1].tolist() + [labels]) if labels.size else np.zeros(0, np.int64)
     labels, grids = labels[order], grids[order]
     block = np.array(unique_labels.chunks, np.int64)

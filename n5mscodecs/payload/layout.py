@@ -31,7 +31,7 @@ from .._status import Status
 from .._threads import default_threads
 from ..errors import ConfigurationError, InputTypeError, LabelMultisetFormatError
 from ..multiset import LabelMultisetArray
-from ..multiset.array import representative_lists
+from ..multiset.array import check_rule, representative_lists
 from . import _kernels
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
     from .._buffers import BytesLike
-    from ..multiset.array import MultisetsLike
+    from ..multiset.array import MultisetsLike, Rule
 
 _MAX_N5_OFFSET = 2**31 - 1
 _MAX_ZARR_OFFSET = 2**32 - 1
@@ -191,7 +191,8 @@ def decode_payload(
 
 
 def decode_payload_labels(
-    data: BytesLike, shape: Iterable[int], layout: Layout, *, threads: int | None = None, order: str = "K"
+    data: BytesLike, shape: Iterable[int], layout: Layout, *, threads: int | None = None, order: str = "K",
+    rule: Rule = "spec",
 ) -> np.ndarray:
     """Decode a payload straight to each voxel's argmax label (uint64 ndarray of ``shape``).
 
@@ -202,9 +203,16 @@ def decode_payload_labels(
     voxel order (F-contiguous for N5), ``"C"`` returns a C-contiguous array
     (3-D N5 blocks are written that way directly, tile by tile). Same errors
     as :func:`decode_payload`.
+
+    ``rule="java"``: the labels Paintera shows, as ``LabelUtils.fromBytes``
+    gives them: the argmax values cached in an N5 payload (as elf and older
+    conversion helpers wrote; ``argMaxSize`` at least the voxel count) as stored, else
+    ``decode_payload(...).argmax(rule="java")``.
     """
     if order not in ("K", "C"):
         raise ConfigurationError(f"order must be 'K' or 'C', got {order!r}")
+    if check_rule(rule):
+        return _java_labels(data, shape, layout, threads, order)
     shape, table, list_data = _split_payload(data, shape, layout)
     words = list_data.size // 4 + 1
     label_of_word = np.empty(words, np.uint64)
@@ -228,6 +236,22 @@ def decode_payload_labels(
         return flat.reshape(shape)
     labels = flat.reshape(shape, order=layout.order)
     return c_order(labels, default_threads(threads)) if order == "C" else labels
+
+
+def _java_labels(data, shape, layout, threads, order):
+    multisets = decode_payload(data, shape, layout, threads=threads)
+    n_voxels = multisets.size
+    cached = None
+    if layout.has_argmax_header:
+        buf = read_bytes(data, "payload")
+        # Java reads argMaxSize values and indexes them by voxel (fewer would fail there)
+        if int.from_bytes(buf[:4].tobytes(), "big", signed=True) >= n_voxels > 0:
+            cached = np.frombuffer(buf, ">u8", n_voxels, 4).astype(np.uint64)
+    if cached is None:
+        labels = multisets.argmax(rule="java", threads=threads)
+    else:
+        labels = cached.reshape(multisets.shape, order=layout.order)
+    return c_order(labels) if order == "C" else labels
 
 
 def _first_bad_offset(table, list_data, is_list_start, layout):

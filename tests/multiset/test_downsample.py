@@ -153,7 +153,7 @@ def test_bad_keep_and_dimensions():
 
 def paintera_s0_with_missing_blocks_as_java_reads_them():
     """s0 with missing blocks as {0: 0}: what Java's downscaler writes for windows without data."""
-    s0 = n5.open(n5_data(f"{PAINTERA}/s0"))[:]  # missing blocks read as {INVALID: 1}
+    s0 = n5.open(n5_data(f"{PAINTERA}/s0"), fill_label=INVALID)[:]  # missing blocks as {INVALID: 1}
     assert INVALID not in n5.open(n5_data(f"{PAINTERA}/s1"))[:].unique_labels()
     ids, counts = s0.ids.copy(), s0.counts.copy()
     missing = ids == INVALID
@@ -169,6 +169,26 @@ def test_downsampling_paintera_s0_reproduces_s1():
     assert result.shape == s1.shape == (50, 50, 50)
     assert result == s1  # every voxel the same multiset
     assert np.array_equal(result.argmax(), s1.argmax())
+
+
+def test_java_rule_with_missing_blocks_as_no_data_reproduces_paintera_s1_entry_for_entry():
+    """Paintera's downsampler skipped the missing s0 blocks: empty windows, which Java writes as {0: 0}."""
+    s0 = n5.open(n5_data(f"{PAINTERA}/s0"), fill_label=INVALID)[:]
+    (position,) = np.flatnonzero(s0.ids == INVALID)
+    offsets = s0.list_offsets.copy()
+    offsets[np.searchsorted(offsets, position, side="right"):] -= 1   # that list becomes empty
+    no_data = LabelMultisetArray(s0.index, offsets, np.delete(s0.ids, position), np.delete(s0.counts, position))
+    s1 = n5.open(n5_data(f"{PAINTERA}/s1"))[:]
+    result = no_data.downsample(2, rule="java")
+    assert stored_lists(result) == stored_lists(s1)   # entry for entry, in Java's order
+    assert ([0], [0]) in stored_lists(result)
+
+
+def stored_lists(array):
+    """Every voxel's list as stored: ``[(ids, counts), ...]`` in C order."""
+    bounds = array.list_offsets.tolist()
+    lists = [(array.ids[a:b].tolist(), array.counts[a:b].tolist()) for a, b in zip(bounds[:-1], bounds[1:])]
+    return [lists[k] for k in array.index.ravel().tolist()]
 
 
 def test_downsampling_paintera_s1_reproduces_s2_with_partial_windows():
