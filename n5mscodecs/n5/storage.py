@@ -10,17 +10,26 @@ with fsspec's ``storage_options`` (endpoint, credentials, ``anon``) and the
 standard environment variables (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
 ...); an object store replaces an object in one request, which is atomic too.
 ``http(s)`` locations are read-only.
+
+The container root is a boundary. A local location is *confined* to its root (the
+``root`` passed, else the nearest of it and its parents named ``*.n5``): a read,
+write or removal whose resolved path leads outside the resolved root (through a
+symbolic link inside the container) raises :class:`StorageError`; readers may opt
+out (``confine=False``). Only regular files are read, up to a size bound: a FIFO,
+a device or a directory where a file should be is an error naming it, never a
+hang. Written files get the permissions a plain ``open()`` would give (``0o666``
+less the umask).
 """
 
 from __future__ import annotations
 
-import builtins
 import json
 import os
 import posixpath
 import re
+import secrets
 import shutil
-import tempfile
+import stat
 import time
 from typing import TYPE_CHECKING
 
@@ -38,6 +47,8 @@ REMOTE_REQUESTS = 16
 #: timeouts), with exponential backoff from RETRY_DELAY seconds; then StorageError.
 ATTEMPTS = 5
 RETRY_DELAY = 0.1
+#: Largest JSON document (``attributes.json``) read.
+MAX_JSON_BYTES = 1 << 26
 
 #: A location: a local path (a string or an :class:`os.PathLike`) or a URL string.
 PathLike: TypeAlias = str | os.PathLike[str]
@@ -163,23 +174,101 @@ def container_root(location: PathLike, container: PathLike | None = None) -> str
     return next((p for p in lineage if name(p).lower().endswith(".n5")), None)
 
 
-def read_bytes(location: PathLike, options: StorageOptions = None) -> bytes | None:
-    """The bytes at ``location``, or None when there is nothing."""
+def _inside(path: str, root: str) -> bool:
+    real, real_root = os.path.realpath(path), os.path.realpath(root)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def check_confined(location: PathLike, operation: str, root: PathLike | None = None) -> None:
+    """Raise :class:`StorageError` when the local ``location`` resolves outside its container
+    root (``root``, else the nearest of it and its parents named ``*.n5``; nothing to check
+    without one, or for a URL, whose keys cannot be links)."""
     if is_url(location):
-        fs, path = _filesystem(location, options)
-        try:
-            return _retrying(location, "read", lambda: fs.cat_file(path))
-        except FileNotFoundError:
-            return None
+        return
+    path = os.path.abspath(local_path(location))
+    root = container_root(path) if root is None else os.path.abspath(local_path(root))
+    if root is not None and not _inside(path, root):
+        raise StorageError(
+            f"{display(location)}: {operation}: resolves to {os.path.realpath(path)}, outside the container "
+            f"root {display(root)} (a symbolic link inside the container); refusing to follow it"
+        )
+
+
+def _file_kind(mode):
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _read_local(location, max_size):
+    path = local_path(location)
     try:
-        with builtins.open(local_path(location), "rb") as f:
-            return f.read()
+        # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
+    except NotADirectoryError:
+        raise StorageError(f"{display(location)}: read: a parent of it is a file, not a directory") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StorageError(f"{display(location)}: read: {_file_kind(info.st_mode)}, not a regular file")
+        if max_size is not None and info.st_size > max_size:
+            raise StorageError(f"{display(location)}: read: {info.st_size} bytes, more than the {max_size} "
+                               "it can need")
+        data = f.read() if max_size is None else f.read(max_size + 1)
+    if max_size is not None and len(data) > max_size:  # grew while being read
+        raise StorageError(f"{display(location)}: read: more than the {max_size} bytes it can need")
+    return data
 
 
-def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None) -> None:
-    """Write ``data`` at ``location`` atomically (creating parent directories)."""
+def read_bytes(location: PathLike, options: StorageOptions = None, *, max_size: int | None = None,
+               root: PathLike | None = None, confine: bool = True) -> bytes | None:
+    """The bytes at ``location``, or None when there is nothing.
+
+    At most ``max_size`` bytes are read (more is a :class:`StorageError`); a local location
+    must be a regular file inside its container root (see the module docs; ``confine=False``
+    reads through links that leave it)."""
+    if is_url(location):
+        fs, path = _filesystem(location, options)
+        if max_size is None:
+            request = lambda: fs.cat_file(path)  # noqa: E731
+        else:
+            request = lambda: fs.cat_file(path, start=0, end=max_size + 1)  # noqa: E731
+        try:
+            data = _retrying(location, "read", request)
+        except FileNotFoundError:
+            return None
+        if max_size is not None and len(data) > max_size:
+            raise StorageError(f"{display(location)}: read: more than the {max_size} bytes it can need")
+        return data
+    if confine:
+        check_confined(location, "read", root)
+    return _read_local(location, max_size)
+
+
+def _create_new(directory):
+    """``(fd, path)`` of a new file in ``directory``, created the way ``open()`` creates one
+    (mode 0o666 less the umask; mkstemp's 0o600 would hide it from the group)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        path = os.path.join(directory, f".tmp-{secrets.token_hex(8)}")
+        try:
+            return os.open(path, flags, 0o666), path
+        except FileExistsError:
+            continue
+
+
+def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None, *,
+                root: PathLike | None = None) -> None:
+    """Write ``data`` at ``location`` atomically (creating parent directories) inside its
+    container root (see :func:`check_confined`)."""
     if is_url(location):
         fs, path = _writable(location, options)
         data = bytes(data)
@@ -187,8 +276,9 @@ def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None)
         return
     target = local_path(location)
     directory = os.path.dirname(target)
+    check_confined(target, "write", root)
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    fd, tmp = _create_new(directory)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -198,19 +288,32 @@ def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None)
         raise
 
 
-def read_json(location: PathLike, options: StorageOptions = None) -> Any:
-    """The parsed JSON document at ``location``, or None when there is none."""
-    data = read_bytes(location, options)
-    return None if data is None else json.loads(data)
+def read_json(location: PathLike, options: StorageOptions = None, *, confine: bool = True) -> Any:
+    """The parsed JSON document at ``location``, or None when there is none; a file that is
+    not JSON (empty, truncated) is a :class:`ConfigurationError` naming it."""
+    data = read_bytes(location, options, max_size=MAX_JSON_BYTES, confine=confine)
+    if data is None:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
+        raise ConfigurationError(f"{display(location)}: not valid JSON ({exc})") from None
 
 
 def write_json(location: PathLike, document: Any, options: StorageOptions = None) -> None:
     write_bytes(location, json.dumps(document, indent=2).encode(), options)
 
 
-def read_attributes(location: PathLike, options: StorageOptions = None) -> dict[str, Any]:
-    """The parsed ``attributes.json`` of the group or dataset ``location`` ({} when there is none)."""
-    return read_json(join(location, ATTRIBUTES), options) or {}
+def read_attributes(location: PathLike, options: StorageOptions = None, *, confine: bool = True) -> dict[str, Any]:
+    """The parsed ``attributes.json`` of the group or dataset ``location`` ({} when there is
+    none); a document that is not a JSON object is a :class:`ConfigurationError` naming it."""
+    location = join(location, ATTRIBUTES)
+    document = read_json(location, options, confine=confine)
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise ConfigurationError(f"{display(location)}: expected a JSON object, got {type(document).__name__}")
+    return document
 
 
 def write_attributes(location: PathLike, document: Mapping[str, Any], options: StorageOptions = None) -> None:
@@ -261,6 +364,7 @@ def remove(location: PathLike, options: StorageOptions = None) -> None:
         except FileNotFoundError:
             pass
         return
+    check_confined(location, "remove")
     try:
         os.unlink(local_path(location))
     except FileNotFoundError:
@@ -276,6 +380,9 @@ def remove_tree(location: PathLike, options: StorageOptions = None) -> None:
         except FileNotFoundError:
             pass
         return
+    check_confined(location, "remove")
+    if os.path.islink(local_path(location)):
+        raise StorageError(f"{display(location)}: remove: a symbolic link; refusing to remove what it leads to")
     try:
         shutil.rmtree(local_path(location))
     except FileNotFoundError:
@@ -285,6 +392,7 @@ def remove_tree(location: PathLike, options: StorageOptions = None) -> None:
 def make_directory(location: PathLike, options: StorageOptions = None) -> None:
     """Create ``location`` as a directory (object stores have none: nothing to do there)."""
     if not is_url(location):
+        check_confined(location, "create")
         os.makedirs(local_path(location), exist_ok=True)
 
 

@@ -45,6 +45,11 @@ if TYPE_CHECKING:
 
 _MAX_N5_OFFSET = 2**31 - 1
 _MAX_ZARR_OFFSET = 2**32 - 1
+#: Entries per voxel a payload may average when nothing tighter is known (see
+#: :func:`max_payload_size`); a dataset's ``maxNumEntries`` or ``downsamplingFactors``
+#: may raise it up to :data:`MAX_ENTRIES_PER_VOXEL_CAP`.
+MAX_ENTRIES_PER_VOXEL = 64
+MAX_ENTRIES_PER_VOXEL_CAP = 4096
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,37 @@ class Layout:
 
 N5_LAYOUT = Layout("n5_label_multiset", True, True, "F", _MAX_N5_OFFSET)
 ZARR_LAYOUT = Layout("label_multiset", False, False, "C", _MAX_ZARR_OFFSET)
+
+
+def max_payload_size(n_voxels: int, layout: Layout, max_entries: int = MAX_ENTRIES_PER_VOXEL) -> int:
+    """The most payload bytes a block of ``n_voxels`` voxels can need: the argMax table (N5
+    layout, at most one label per voxel), one offset per voxel and at most one list per voxel
+    of at most ``max_entries`` entries (``numEntries``, then 12 bytes per entry).
+
+    Readers reject a larger ``numElements`` before decompressing anything, so a block's
+    memory is bounded by its voxel count whatever its header claims.
+
+    >>> max_payload_size(2, N5_LAYOUT, max_entries=1)
+    60
+    """
+    n = int(n_voxels)
+    argmax_table = 4 + 8 * n if layout.has_argmax_header else 0
+    return argmax_table + 4 * n + n * (4 + 12 * int(max_entries))
+
+
+def entries_bound(attributes: dict[str, Any]) -> int:
+    """Entries per voxel a label multiset dataset's blocks may average (see
+    :func:`max_payload_size`): :data:`MAX_ENTRIES_PER_VOXEL`, raised to the dataset's
+    positive ``maxNumEntries`` or, without one, to the voxels a voxel of a downsampled level
+    covers (the product of ``downsamplingFactors``); never above :data:`MAX_ENTRIES_PER_VOXEL_CAP`."""
+    bound = attributes.get("maxNumEntries")
+    if not (isinstance(bound, int) and not isinstance(bound, bool) and bound > 0):
+        factors = attributes.get("downsamplingFactors")
+        bound = 1
+        if isinstance(factors, list) and all(isinstance(f, int | float) and 1 <= f < 2**31 for f in factors):
+            for f in factors:
+                bound = min(bound * int(f), MAX_ENTRIES_PER_VOXEL_CAP)
+    return max(MAX_ENTRIES_PER_VOXEL, min(bound, MAX_ENTRIES_PER_VOXEL_CAP))
 
 
 def multiset_input(data: MultisetsLike, what: str = "data") -> LabelMultisetArray | np.ndarray:
@@ -131,6 +167,8 @@ def _split_payload(data, shape, layout):
         argmax_size = int.from_bytes(buf[:4].tobytes(), "big", signed=True)
         if argmax_size < 0:
             raise LabelMultisetFormatError(f"{name}: argMaxSize is negative ({argmax_size})")
+        if argmax_size > n_voxels:
+            raise LabelMultisetFormatError(f"{name}: argMaxSize {argmax_size} exceeds the {n_voxels} voxels")
         table_start = 4 + 8 * argmax_size
         if table_start > size:
             raise LabelMultisetFormatError(
@@ -186,8 +224,25 @@ def decode_payload(
     )
     if bad:
         _raise_offset_error(bad, int(np.flatnonzero(flat_index < 0)[0]), table, list_data, layout)
+    if n_lists > flat_index.size:  # lists no voxel references: keep only the referenced ones
+        flat_index, list_offsets, ids, counts = _referenced_lists(flat_index, list_offsets, ids, counts)
     index = flat_index.reshape(shape, order=layout.order)
     return LabelMultisetArray(index, list_offsets, ids, counts, validate=False)
+
+
+def _referenced_lists(flat_index, list_offsets, ids, counts):
+    """``(index, list_offsets, ids, counts)`` with only the lists ``flat_index`` refers to
+    (renumbered in stored order), so that callers never see, nor make objects for, lists
+    that a crafted payload adds without referencing them."""
+    used = np.zeros(list_offsets.size - 1, bool)
+    used[flat_index] = True
+    slots = np.flatnonzero(used)
+    renumber = np.cumsum(used, dtype=np.int64) - 1
+    lengths = np.diff(list_offsets)[slots]
+    new_offsets = np.zeros(slots.size + 1, np.int64)
+    np.cumsum(lengths, out=new_offsets[1:])
+    entries = np.repeat(list_offsets[slots] - new_offsets[:-1], lengths) + np.arange(new_offsets[-1])
+    return renumber[flat_index].astype(np.int32), new_offsets, ids[entries], counts[entries]
 
 
 def decode_payload_labels(
