@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import bz2
 import lzma
+import os
 import struct
+import threading
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import lz4.block
@@ -225,6 +228,14 @@ class Blosc(Compressor):
         self.typesize = int(typesize)
 
     def encode(self, data: BytesLike) -> bytes:
+        """Compress with one blosc thread, as the attributes say (``nthreads: 1``): numcodecs
+        uses its global thread pool when called from the main thread, whose output is not
+        byte-deterministic, and one internal thread from any other thread."""
+        if threading.current_thread() is threading.main_thread():
+            return _blosc_worker().submit(self._encode, data).result()
+        return self._encode(data)
+
+    def _encode(self, data):
         data = as_bytes(data)
         args = (self.cname.encode(), self.clevel, self.shuffle, self.blocksize)
         if self.typesize > 1 and len(data) % self.typesize == 0:
@@ -261,6 +272,20 @@ class Blosc(Compressor):
     def n5_config(self) -> dict[str, Any]:
         return {"type": "blosc", "cname": self.cname, "clevel": self.clevel,
                 "shuffle": self.shuffle, "blocksize": self.blocksize, "nthreads": 1}
+
+
+_BLOSC_WORKER: list[ThreadPoolExecutor] = []
+_BLOSC_WORKER_LOCK = threading.Lock()
+if hasattr(os, "register_at_fork"):  # a forked child has no such thread: it makes its own
+    os.register_at_fork(after_in_child=_BLOSC_WORKER.clear)
+
+
+def _blosc_worker():
+    """The thread that compresses main-thread blosc requests (created on first use)."""
+    with _BLOSC_WORKER_LOCK:
+        if not _BLOSC_WORKER:
+            _BLOSC_WORKER.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="n5ms-blosc"))
+        return _BLOSC_WORKER[0]
 
 
 class _StreamCompressor(Compressor):

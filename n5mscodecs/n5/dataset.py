@@ -87,7 +87,8 @@ def validate_attributes(attributes: Any, name: str):
     try:
         compressor = compressor_from_config(compression)
     except ConfigurationError as exc:
-        raise ConfigurationError(f"{name}: attributes.json: compression: {exc}") from None
+        field = "" if str(exc).startswith("compression") else "compression: "
+        raise ConfigurationError(f"{name}: attributes.json: {field}{exc}") from None
     return shape, chunks, compressor
 
 

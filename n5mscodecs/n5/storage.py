@@ -34,7 +34,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .._threads import default_threads
-from ..errors import ConfigurationError, StorageError
+from ..errors import ConfigurationError, N5msCodecsError, StorageError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -44,9 +44,15 @@ ATTRIBUTES = "attributes.json"
 #: Requests in flight by default when reading or writing many blocks of a URL.
 REMOTE_REQUESTS = 16
 #: Attempts of a URL request that fails in a way that may pass (5xx, dropped connections,
-#: timeouts), with exponential backoff from RETRY_DELAY seconds; then StorageError.
+#: timeouts), with exponential backoff from RETRY_DELAY seconds; then StorageError. These are
+#: the only retries: s3fs's and botocore's own are turned off for the filesystems made here.
 ATTEMPTS = 5
 RETRY_DELAY = 0.1
+#: Seconds to connect, and to wait for each read of a response, for s3:// and http(s)://
+#: locations (unless storage options set them). A server that accepts and never answers
+#: costs at most :func:`worst_case_seconds` before the StorageError.
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 15.0
 #: Largest JSON document (``attributes.json``) read.
 MAX_JSON_BYTES = 1 << 26
 
@@ -74,6 +80,33 @@ def local_path(location: PathLike) -> str:
     return location[len("file://"):] if location.startswith("file://") else location
 
 
+def worst_case_seconds() -> float:
+    """Longest a URL request can take before its :class:`StorageError` when the server accepts
+    connections and never answers (or never accepts them): :data:`ATTEMPTS` times the
+    connect and read time-outs, plus the backoff between attempts. A refused connection
+    or a non-transient error (access denied, a bad client configuration) fails sooner."""
+    backoff = sum(RETRY_DELAY * 2**k for k in range(ATTEMPTS - 1))
+    return ATTEMPTS * (CONNECT_TIMEOUT + READ_TIMEOUT) + backoff
+
+
+def _bounded_options(location, options):
+    """``options`` with this module's time-outs and single attempts for the protocols that take
+    them (the caller's own settings win): retries are counted once, in :func:`_retrying`."""
+    options = dict(options or {})
+    scheme = location.split("://", 1)[0].lower()
+    if scheme in ("s3", "s3a"):
+        config = {"connect_timeout": CONNECT_TIMEOUT, "read_timeout": READ_TIMEOUT,
+                  "retries": {"total_max_attempts": 1, "mode": "standard"}}
+        options["config_kwargs"] = {**config, **dict(options.get("config_kwargs") or {})}
+    elif scheme in ("http", "https"):
+        import aiohttp
+
+        client = dict(options.get("client_kwargs") or {})
+        client.setdefault("timeout", aiohttp.ClientTimeout(sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT))
+        options["client_kwargs"] = client
+    return options
+
+
 def _filesystem(location: str, options: StorageOptions):
     try:
         import fsspec
@@ -82,7 +115,10 @@ def _filesystem(location: str, options: StorageOptions):
             f"{display(location)}: URLs need the 'remote' extra: pip install 'n5mscodecs[remote]'"
         ) from None
     try:
-        return fsspec.core.url_to_fs(location, **dict(options or {}))
+        fs, path = fsspec.core.url_to_fs(location, **_bounded_options(location, options))
+        if type(fs).__module__.startswith("s3fs"):
+            fs.retries = 1  # s3fs repeats failed calls itself (5 times by default)
+        return fs, path
     except ImportError as exc:  # the protocol's package (s3fs, gcsfs, aiohttp) is missing
         raise ConfigurationError(
             f"{display(location)}: {exc}; pip install 'n5mscodecs[remote]' brings s3fs, gcsfs and aiohttp"
@@ -91,12 +127,34 @@ def _filesystem(location: str, options: StorageOptions):
         raise ConfigurationError(f"{display(location)}: {exc}") from None
 
 
+_PERMANENT = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError,
+              NotImplementedError)
+# transient errors of the HTTP stacks, by class name (the packages are optional)
+_TRANSIENT_NAMES = {
+    "EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError",
+    "ResponseStreamingError", "IncompleteReadError", "ClientConnectionError", "ClientConnectorError",
+    "ServerDisconnectedError", "ServerTimeoutError", "ClientPayloadError", "ClientOSError", "FSTimeoutError",
+}
+
+
 def _transient(error: BaseException) -> bool:
-    """Whether a failed request may pass when repeated (missing objects and refusals do not)."""
-    if isinstance(error, FileNotFoundError | PermissionError | ConfigurationError | NotImplementedError):
+    """Whether a failed request may pass when repeated: dropped or refused connections,
+    time-outs, 5xx and 429 answers. Missing objects, refusals and client errors (a bad
+    endpoint, credentials where they cannot go) do not."""
+    if isinstance(error, _PERMANENT) or isinstance(error, ConfigurationError):
         return False
-    module = type(error).__module__.split(".")[0]
-    return isinstance(error, OSError | TimeoutError) or module in ("aiohttp", "botocore", "aiobotocore", "requests")
+    if isinstance(error, TimeoutError | ConnectionError):
+        return True
+    if any(cls.__name__ in _TRANSIENT_NAMES for cls in type(error).__mro__):
+        return True
+    wrapped = getattr(error, "kwargs", {}).get("error") if isinstance(getattr(error, "kwargs", None), dict) else None
+    if wrapped is not None:  # botocore's HTTPClientError wraps what the HTTP client raised
+        return _transient(wrapped)
+    status = getattr(error, "status", None) or getattr(error, "status_code", None)
+    if isinstance(status, int):
+        return status >= 500 or status == 429
+    # s3fs turns server errors it has no better class for into plain OSError
+    return type(error) is OSError
 
 
 def _retrying(location: str, operation: str, request):
@@ -110,15 +168,15 @@ def _retrying(location: str, operation: str, request):
             raise
         except PermissionError:
             raise StorageError(f"{display(location)}: {operation}: access denied") from None
+        except N5msCodecsError:
+            raise
         except Exception as error:
+            detail = display(str(error).splitlines()[0]) if str(error) else ""
+            reason = type(error).__name__ + (f": {detail}" if detail else "")
             if not _transient(error):
-                raise
+                raise StorageError(f"{display(location)}: {operation} failed ({reason}); not retried") from None
             if attempt == ATTEMPTS:
-                detail = display(str(error).splitlines()[0]) if str(error) else ""
-                raise StorageError(
-                    f"{display(location)}: {operation} failed {ATTEMPTS} times ({type(error).__name__}"
-                    + (f": {detail}" if detail else "") + ")"
-                ) from None
+                raise StorageError(f"{display(location)}: {operation} failed {ATTEMPTS} times ({reason})") from None
             time.sleep(delay)
             delay *= 2
 
