@@ -184,18 +184,20 @@ class Zstd(Compressor):
             reader = zstandard.ZstdDecompressor(max_window_size=window).stream_reader(
                 as_bytes(data), read_across_frames=True
             )
-            parts, produced = [], 0
-            limit = bound + 1 if bound is not None else None
-            while limit is None or produced < limit:
-                step = _READ_STEP if limit is None else min(_READ_STEP, limit - produced)
-                part = reader.read(step)
-                if not part:
-                    break
-                parts.append(part)
-                produced += len(part)
+            if bound is None:
+                out = reader.readall()
+            else:
+                # one buffer, filled in place (pages are touched only as output arrives)
+                buffer = np.empty(bound + 1, np.uint8)
+                view, produced = memoryview(buffer), 0
+                while produced <= bound:
+                    n = reader.readinto(view[produced:produced + _READ_STEP])
+                    if not n:
+                        break
+                    produced += n
+                out = buffer[:produced]
         except zstandard.ZstdError as exc:
             raise CompressionError(f"zstd: corrupt compressed data ({exc})") from exc
-        out = b"".join(parts)
         _check_size(self.name, len(out), expected_size, max_size)
         return out
 

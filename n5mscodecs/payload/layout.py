@@ -212,6 +212,10 @@ def decode_payload(
     status, position, n_lists, n_entries = _kernels.scan_list_data(list_data)
     if status:
         _raise_list_data_error(status, position, list_data, layout)
+    if n_lists > table.size // 4:  # more lists than voxels: some are unreferenced
+        flat_index, list_offsets, ids, counts = _referenced_lists(table, list_data, layout)
+        index = flat_index.reshape(shape, order=layout.order)
+        return LabelMultisetArray(index, list_offsets, ids, counts, validate=False)
     list_offsets = np.empty(n_lists + 1, np.int64)
     ids = np.empty(n_entries, np.uint64)
     counts = np.empty(n_entries, np.uint32)
@@ -224,25 +228,32 @@ def decode_payload(
     )
     if bad:
         _raise_offset_error(bad, int(np.flatnonzero(flat_index < 0)[0]), table, list_data, layout)
-    if n_lists > flat_index.size:  # lists no voxel references: keep only the referenced ones
-        flat_index, list_offsets, ids, counts = _referenced_lists(flat_index, list_offsets, ids, counts)
     index = flat_index.reshape(shape, order=layout.order)
     return LabelMultisetArray(index, list_offsets, ids, counts, validate=False)
 
 
-def _referenced_lists(flat_index, list_offsets, ids, counts):
-    """``(index, list_offsets, ids, counts)`` with only the lists ``flat_index`` refers to
-    (renumbered in stored order), so that callers never see, nor make objects for, lists
-    that a crafted payload adds without referencing them."""
-    used = np.zeros(list_offsets.size - 1, bool)
-    used[flat_index] = True
-    slots = np.flatnonzero(used)
-    renumber = np.cumsum(used, dtype=np.int64) - 1
-    lengths = np.diff(list_offsets)[slots]
-    new_offsets = np.zeros(slots.size + 1, np.int64)
-    np.cumsum(lengths, out=new_offsets[1:])
-    entries = np.repeat(list_offsets[slots] - new_offsets[:-1], lengths) + np.arange(new_offsets[-1])
-    return renumber[flat_index].astype(np.int32), new_offsets, ids[entries], counts[entries]
+def _referenced_lists(table, list_data, layout):
+    """``(flat index, list_offsets, ids, counts)`` of only the lists some voxel refers to
+    (in stored order), for list data that holds more lists than voxels: a crafted payload
+    then costs one bit per list word, never arrays or objects per unreferenced list."""
+    is_list_start = np.zeros(list_data.size // 4 + 1, np.uint8)
+    _kernels.mark_list_starts(list_data, is_list_start)
+    offsets = np.frombuffer(table, ">i4" if layout.big_endian_offsets else "<u4").astype(np.int64)
+    usable = (offsets >= 0) & (offsets < list_data.size) & (offsets % 4 == 0)
+    usable[usable] = is_list_start[offsets[usable] // 4].astype(bool)
+    if not usable.all():
+        bad = np.flatnonzero(~usable)
+        _raise_offset_error(bad.size, int(bad[0]), table, list_data, layout)
+    starts, flat_index = np.unique(offsets, return_inverse=True)
+    words = np.frombuffer(list_data, "<u4")  # lists are 4 + 12 n bytes: the data is whole words
+    lengths = words[starts // 4].astype(np.int64)
+    list_offsets = np.zeros(starts.size + 1, np.int64)
+    np.cumsum(lengths, out=list_offsets[1:])
+    # word of each entry's id: past the list's count, 3 words per entry
+    first = starts // 4 + 1
+    entry = np.repeat(first - 3 * list_offsets[:-1], lengths) + 3 * np.arange(list_offsets[-1])
+    ids = words[entry].astype(np.uint64) | (words[entry + 1].astype(np.uint64) << np.uint64(32))
+    return flat_index.reshape(-1).astype(np.int32), list_offsets, ids, words[entry + 2].copy()
 
 
 def decode_payload_labels(
@@ -261,6 +272,14 @@ def decode_payload_labels(
     if order not in ("K", "C"):
         raise ConfigurationError(f"order must be 'K' or 'C', got {order!r}")
     shape, table, list_data = _split_payload(data, shape, layout)
+    status, position, n_lists, _ = _kernels.scan_list_data(list_data)
+    if status:
+        _raise_list_data_error(status, position, list_data, layout)
+    if n_lists > table.size // 4:  # more lists than voxels: argmax of the referenced lists only
+        flat_index, list_offsets, ids, counts = _referenced_lists(table, list_data, layout)
+        labels = LabelMultisetArray(flat_index.reshape(shape, order=layout.order), list_offsets, ids, counts,
+                                    validate=False).argmax()
+        return c_order(labels, default_threads(threads)) if order == "C" else labels
     words = list_data.size // 4 + 1
     label_of_word = np.empty(words, np.uint64)
     is_list_start = np.zeros(words, np.uint8)
