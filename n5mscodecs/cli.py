@@ -464,7 +464,8 @@ def _block_count(dataset):
 def _describe(dataset):
     present_blocks = dataset.present_blocks()
     present = len(present_blocks)
-    compression = dataset.attributes.get("compression", {}).get("type", "raw")
+    compressor = dataset.compressor  # parsed and checked when the dataset was opened
+    compression = "raw" if compressor is None else compressor.n5_type or compressor.name
     if dataset.shape == (paintera.LOOKUP_DIMENSION,):
         ids = dataset.chunks[0]
         return f"label-to-block mapping, {compression}, {present} files of {ids} ids each", None
@@ -486,8 +487,8 @@ def _describe(dataset):
 
 def _describe_source(path, attributes, options):
     """Lines about a Paintera label source group (None when ``attributes`` are not one's)."""
-    painteraData = attributes.get("painteraData")
-    if not isinstance(painteraData, dict) or painteraData.get("type") != "label":
+    paintera_data = attributes.get("painteraData")
+    if not isinstance(paintera_data, dict) or paintera_data.get("type") != "label":
         return None
     lines = [f"Paintera label source, maxId {attributes.get('maxId', '?')}"]
     data = storage.join(path, "data")
@@ -500,6 +501,9 @@ def _describe_source(path, attributes, options):
     if levels:
         lines.append(f"  {len(levels)} levels: " + " ".join(
             f"s{k}={level.get('dimensions')}" for k, level in enumerate(levels)))
+    state = attributes.get(paintera.CONVERSION_KEY)
+    if state is not None and not isinstance(state, dict):
+        lines.append(f"  {paintera.CONVERSION_KEY}: not a JSON object ({state!r}); not written by n5ms convert")
     return lines
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import n5
+from ..errors import LookupFormatError
 from ..n5 import storage
 
 if TYPE_CHECKING:
@@ -109,12 +110,28 @@ def read_label_to_block_mapping(
     for name in storage.list_names(path, options):
         if not name.isdigit():
             continue
-        body = mapping.read_block((int(name),)).tobytes()
-        position = 0
-        while position < len(body):
-            label, n = struct.unpack_from(">qi", body, position)
-            position += 12
-            values = np.frombuffer(body, ">i8", count=n * 2 * ndim, offset=position).reshape(n, 2 * ndim)
-            position += 16 * ndim * n
-            result[label] = [(tuple(int(x) for x in v[:ndim]), tuple(int(x) for x in v[ndim:])) for v in values]
+        body = mapping.read_block((int(name),))
+        if body is not None:
+            result.update(parse_mapping_file(body.tobytes(), ndim, mapping.block_name((int(name),))))
+    return result
+
+
+def parse_mapping_file(body: bytes, ndim: int, name: str) -> dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]]:
+    """``{id: [(min, max), ...]}`` of one label-to-block-mapping file's bytes (see
+    :func:`label_to_block_mapping_blocks`); every count is checked against the bytes left,
+    so a crafted file is a :class:`LookupFormatError` naming ``name`` and the byte."""
+    result = {}
+    position, interval = 0, 16 * ndim
+    while position < len(body):
+        if len(body) - position < 12:
+            raise LookupFormatError(f"{name}: id and count at byte {position} need 12 bytes, "
+                                    f"{len(body) - position} left")
+        label, n = struct.unpack_from(">qi", body, position)
+        position += 12
+        if n < 0 or n * interval > len(body) - position:
+            raise LookupFormatError(f"{name}: id {label} at byte {position - 12}: count {n} of "
+                                    f"{interval}-byte intervals does not fit the {len(body) - position} bytes left")
+        values = np.frombuffer(body, ">i8", count=n * 2 * ndim, offset=position).reshape(n, 2 * ndim)
+        position += interval * n
+        result[label] = [(tuple(int(x) for x in v[:ndim]), tuple(int(x) for x in v[ndim:])) for v in values]
     return result

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigurationError
 from ..multiset import BACKGROUND
 from ..n5 import N5_VERSION, CodecChain, storage
+from ..n5.dataset import validate_attributes
 from ..n5.storage import ATTRIBUTES
 from .dtype import LabelMultisetDType, parse_fill_value
 
@@ -109,6 +110,8 @@ def write_zarr_json(
             skipped.append(directory)
             continue
         attributes = storage.read_attributes(directory, storage_options)
+        if "dimensions" in attributes:  # a malformed dataset is an error naming it, not a skip
+            validate_attributes(attributes, storage.display(directory))
         try:
             document = zarr_document(attributes, directory, fill_label)
         except ConfigurationError:
