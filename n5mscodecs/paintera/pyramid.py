@@ -26,7 +26,8 @@ class PyramidJob:
     """Everything a worker needs to write one block (small and picklable).
 
     Blocks already on disk are kept (a data block is written last, so one on
-    disk is complete): that is how an interrupted run resumes.
+    disk is complete): that is how an interrupted run resumes. Blocks skipped
+    as all background are made again then, and skipped again.
     """
 
     target: str
@@ -102,7 +103,6 @@ def normalized_factors(
 
 def _write_block(job, level, grid, block):
     """unique-labels first, then the data block: a data block on disk means both are complete.
-    Returns the number of blocks written (1, or 0 for a skipped block).
 
     Every list of ``block`` is in use (made from labels, by downsampling, or
     assembled from such), so its ids are the block's labels. A block whose
@@ -114,10 +114,9 @@ def _write_block(job, level, grid, block):
     data, unique_labels = job.data(level), job.unique_labels(level)
     if not job.write_background and block.is_background():
         storage.remove(unique_labels.block_path(grid), job.storage_options)
-        return 0
+        return
     unique_labels.write_varlength_block(grid, np.unique(block.ids))
     data.write_block(grid, block, write_background=True)
-    return 1
 
 
 def _source_block(job, grid):
@@ -130,7 +129,8 @@ def _source_block(job, grid):
     if labels.dtype.kind not in "iu":
         raise ConfigurationError(f"source: integer labels required, got dtype {labels.dtype}")
     block = LabelMultisetArray.from_labels(labels)
-    return block, _write_block(job, 0, grid, block)
+    _write_block(job, 0, grid, block)
+    return block, 1
 
 
 def write_pyramid_block(job: PyramidJob, level: int, grid: Sequence[int]) -> int:
@@ -138,7 +138,8 @@ def write_pyramid_block(job: PyramidJob, level: int, grid: Sequence[int]) -> int
 
     A level-1 block downsamples its level-0 blocks in memory as they are made;
     higher levels read the level below from disk. Returns the number of
-    blocks written (0 when resuming found it done).
+    blocks made (0 when resuming found it done; a block skipped as all
+    background counts as made: its absence is the result).
     """
     data = job.data(level)
     if data.has_block(grid):  # resuming: done before
@@ -164,4 +165,5 @@ def write_pyramid_block(job: PyramidJob, level: int, grid: Sequence[int]) -> int
         origin = tuple((c - g * f) * b // f for c, g, f, b in zip(child, grid, factors, job.block_size))
         part = block.downsample(factors, job.max_num_entries, keep=job.keep, rule=job.rule, threads=1)
         parts.append((tuple(slice(o, o + n) for o, n in zip(origin, part.shape)), part))
-    return written + _write_block(job, level, grid, assemble(data.block_shape(grid), parts))
+    _write_block(job, level, grid, assemble(data.block_shape(grid), parts))
+    return written + 1
