@@ -11,6 +11,7 @@ from .errors import (  # noqa: I001 (order: errors first, codecs below)
     ChunkedFormatError,
     CompressionError,
     ConfigurationError,
+    IncompleteError,
     InputTypeError,
     LabelMultisetFormatError,
     MissingExtraError,
@@ -18,6 +19,7 @@ from .errors import (  # noqa: I001 (order: errors first, codecs below)
     N5msCodecsError,
     ReadOnlyError,
     StorageError,
+    TargetInUseError,
 )
 
 __all__ = [
@@ -31,6 +33,8 @@ __all__ = [
     "StorageError",
     "InputTypeError",
     "ReadOnlyError",
+    "IncompleteError",
+    "TargetInUseError",
     "MissingExtraError",
     "BACKGROUND",
     "MAX_ID",

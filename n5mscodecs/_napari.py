@@ -31,8 +31,8 @@ import os
 from typing import TYPE_CHECKING
 
 from .errors import N5msCodecsError
-from .n5 import storage
-from .paintera.multiscale import find_label_pyramids, open_pyramid
+from .n5 import read_attributes, storage
+from .paintera.multiscale import find_label_pyramids, interrupted, open_pyramid
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -70,6 +70,8 @@ def _pyramid_paths(path: str) -> list[str]:
     """What ``path`` opens as layers: the path itself when it is a Paintera ``data`` group
     (whose levels may be plain integers), else the label pyramids found at or below it."""
     found = find_label_pyramids(path)
+    if not found and interrupted(read_attributes(path)):
+        return [path]  # reading it says that it is incomplete and how to finish it
     if not found and os.path.basename(path) == "data":
         try:
             open_pyramid(path)

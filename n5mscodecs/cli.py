@@ -24,10 +24,13 @@ from . import __version__, n5, paintera
 from ._extras import require
 from ._threads import default_threads
 from .demo import verify_pyramid, voronoi_labels
-from .errors import ConfigurationError, MissingExtraError, N5msCodecsError
+from .errors import ConfigurationError, IncompleteError, MissingExtraError, N5msCodecsError
 from .multiset import INVALID
 from .n5 import storage
 from .n5.compression import compressor_from_config
+from .n5.writing import LOCK_NAME, WriterLock, mark_complete
+from .paintera.convert import FINISH_HINT
+from .paintera.multiscale import interrupted
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1       # the command ran and found problems (info --check, demo verification)
@@ -244,8 +247,23 @@ def anisotropic_factors(shape, block_size, resolution):
 # ---------------------------------------------------------------------------------------------
 # commands
 
+DEMO_BYTES_PER_VOXEL = 40   # the labels, the Voronoi construction's temporaries and the read-back
+
+
+def _available_memory():
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def cmd_demo(args):
     shape = (args.size,) * 3
+    needed, available = args.size ** 3 * DEMO_BYTES_PER_VOXEL, _available_memory()
+    if available is not None and needed > available:
+        largest = int((available / DEMO_BYTES_PER_VOXEL) ** (1 / 3))
+        return _error(f"--size {args.size}: the demo needs about {needed / 2**30:.1f} GiB of memory, "
+                      f"{available / 2**30:.1f} GiB are free (the largest size that fits is about {largest})")
     print(f"n5mscodecs {__version__} demo: {shape} Voronoi segmentation, {args.labels} labels")
     t0 = time.perf_counter()
     labels = voronoi_labels(shape, args.labels, args.seed)
@@ -299,9 +317,11 @@ def cmd_convert(args):
             rule=args.rule, write_background_blocks=args.write_background_blocks,
             resolution=args.resolution, offset=args.offset, lookup_block_size=args.lookup_block_size,
             threads=args.threads, scheduler=args.scheduler, overwrite=args.overwrite, resume=args.resume,
-            progress=_progress(not args.quiet), storage_options=options, container=args.container)
+            progress=_progress(not args.quiet), storage_options=options, container=args.container,
+            reserved=args.reserved)
     except (Exception, KeyboardInterrupt) as exc:
-        if storage.exists(args.target, options) and not isinstance(exc, (FileExistsError, ConfigurationError)):
+        refused = isinstance(exc, (FileExistsError, ConfigurationError, MissingExtraError))
+        if not refused and storage.exists(args.target, options):
             print(f"n5ms: conversion stopped; {storage.display(args.target)} is incomplete: rerun with "
                   "--resume to finish it (same arguments) or --overwrite to start again", file=sys.stderr)
         raise
@@ -328,65 +348,80 @@ def _world_attributes(source, options):
 
 def cmd_argmax(args):
     options = args.storage_options
+    storage.refuse_overlap(args.target, args.source)
     source = n5.open(args.source, storage_options=options)
     if not isinstance(source, n5.LabelMultisetDataset):
         return _error(f"{source.name}: not a label multiset dataset")
     if storage.exists(args.target, options) and not args.overwrite:
         return _error(f"{storage.display(args.target)} exists (pass --overwrite to replace it)")
-    resolution, offset = _world_attributes(source, options)
-    grids = list(np.ndindex(*source.grid_shape))
     zarr_target = args.target.rstrip("/").endswith(".zarr")
-    if zarr_target:
-        zarr = require("zarr", "zarr", "zarr targets")
-        # zarr arrays are C-ordered (z, y, x): the N5 axes reversed
-        target = zarr.create_array(args.target, shape=source.shape[::-1], chunks=source.chunks[::-1],
-                                   dtype="uint64", overwrite=args.overwrite, fill_value=0,
-                                   **({"storage_options": options} if options else {}))
-        attributes = {"axes": ["z", "y", "x"]}
-        if resolution is not None:
-            attributes.update(resolution=resolution[::-1], offset=offset[::-1])
-        target.attrs.update(attributes)
-
-        def write(grid, labels):
-            target[source.block_region(grid)[::-1]] = labels.T
-    else:
-        target = n5.create_array_dataset(args.target, source.shape, source.chunks, "uint64",
-                                         compression=source.attributes.get("compression", "gzip"),
-                                         overwrite=args.overwrite, storage_options=options,
-                                         container=args.container)
-        if resolution is not None:
-            n5.write_attributes(args.target, {**target.attributes, "resolution": resolution, "offset": offset},
-                                storage_options=options)
-
-        def write(grid, labels):
-            target.write_block(grid, labels)
-
-    def convert_block(grid):
-        labels = source.read_block_labels(grid, rule=args.rule)
-        if labels is not None:
-            labels[labels == INVALID] = 0   # as missing blocks read: 0 is no label
-            write(grid, labels)
-
-    progress = _progress(not args.quiet)
-    bar = progress("argmax", len(grids)) if progress else None
+    zarr = require("zarr", "zarr", "zarr targets") if zarr_target else None
+    resolution, offset = _world_attributes(source, options)
+    # only the blocks that exist: a sparse dataset's grid can be astronomically large
+    positions = source.present_blocks()
     started = time.perf_counter()
+    created = not storage.exists(args.target, options)
     try:
-        with ThreadPoolExecutor(max_workers=storage.request_threads(args.target, args.threads)) as pool:
-            for _ in pool.map(convert_block, grids):
-                if bar is not None:
-                    bar.update(1)
-    except (Exception, KeyboardInterrupt):
-        if bar is not None:
-            bar.close()
-        storage.remove_tree(args.target, options)
-        print(f"n5ms: argmax stopped; removed the partial {storage.display(args.target)}", file=sys.stderr)
-        raise
-    if bar is not None:
-        bar.close()
+        _argmax_locked(args, source, positions, zarr, resolution, offset)
+    finally:
+        if created and storage.is_directory(args.target, options) and not storage.list_names(args.target, options):
+            storage.remove_tree(args.target, options)  # the lock's directory was all that a refusal left
     order = "(z, y, x) " if zarr_target else ""
     print(f"n5ms argmax: wrote {storage.display(args.target)} {order}({list(source.shape)} x,y,z, "
-          f"{len(grids)} blocks, {time.perf_counter() - started:.1f} s)")
+          f"{len(positions)} of {_block_count(source)} blocks present, {time.perf_counter() - started:.1f} s)")
     return EXIT_OK
+
+
+def _argmax_locked(args, source, positions, zarr, resolution, offset):
+    """The argmax export of ``positions`` with the target's writer lock held; a failure removes
+    what it wrote."""
+    options, zarr_target = args.storage_options, zarr is not None
+    with WriterLock(args.target, options):
+        if zarr_target:
+            # zarr arrays are C-ordered (z, y, x): the N5 axes reversed
+            target = zarr.create_array(args.target, shape=source.shape[::-1], chunks=source.chunks[::-1],
+                                       dtype="uint64", overwrite=args.overwrite, fill_value=0,
+                                       **({"storage_options": options} if options else {}))
+            attributes = {"axes": ["z", "y", "x"]}
+            if resolution is not None:
+                attributes.update(resolution=resolution[::-1], offset=offset[::-1])
+            target.attrs.update(attributes)
+
+            def write(grid, labels):
+                target[source.block_region(grid)[::-1]] = labels.T
+        else:
+            world = {} if resolution is None else {"resolution": resolution, "offset": offset}
+            target = n5.create_array_dataset(args.target, source.shape, source.chunks, "uint64",
+                                             compression=source.attributes.get("compression", "gzip"),
+                                             attributes=world, overwrite=args.overwrite, storage_options=options,
+                                             container=args.container, incomplete="n5ms argmax")
+
+            def write(grid, labels):
+                target.write_block(grid, labels)
+
+        def convert_block(grid):
+            labels = source.read_block_labels(grid, rule=args.rule)
+            if labels is not None:
+                labels[labels == INVALID] = 0   # as missing blocks read: 0 is no label
+                write(grid, labels)
+
+        progress = _progress(not args.quiet)
+        bar = progress("argmax", len(positions)) if progress else None
+        try:
+            with ThreadPoolExecutor(max_workers=storage.request_threads(args.target, args.threads)) as pool:
+                for _ in pool.map(convert_block, positions):
+                    if bar is not None:
+                        bar.update(1)
+        except (Exception, KeyboardInterrupt):
+            if bar is not None:
+                bar.close()
+            storage.clear(args.target, {LOCK_NAME}, options)
+            print(f"n5ms: argmax stopped; removed the partial {storage.display(args.target)}", file=sys.stderr)
+            raise
+        if bar is not None:
+            bar.close()
+        if not zarr_target:
+            mark_complete(args.target, storage_options=options)
 
 
 def cmd_preview(args):
@@ -401,14 +436,20 @@ def cmd_preview(args):
     dataset = n5.open(path, fill_label=INVALID, storage_options=options)
     if not isinstance(dataset, n5.LabelMultisetDataset):
         return _error(f"{dataset.name}: not a label multiset dataset")
-    axis = "xyz".index(args.axis)
-    index = dataset.shape[axis] // 2 if args.index is None else args.index
-    if not 0 <= index < dataset.shape[axis]:
-        return _error(f"--index {index} outside 0..{dataset.shape[axis] - 1} of axis {args.axis}")
+    if dataset.ndim == 3:
+        axis = "xyz".index(args.axis)
+        index = dataset.shape[axis] // 2 if args.index is None else args.index
+        if not 0 <= index < dataset.shape[axis]:
+            return _error(f"--index {index} outside 0..{dataset.shape[axis] - 1} of axis {args.axis}")
+        where = f"{args.axis}={index}"
+    else:  # drawn whole
+        if args.index is not None:
+            return _error(f"--index: {dataset.name} has {dataset.ndim} dimension(s) and is drawn whole")
+        axis, index, where = 0, 0, f"{dataset.ndim}-D, whole"
     rendered = preview.render_slice(dataset, axis, index, width=args.width, scale=args.scale,
                                     title=f"{storage.display(args.source)} {args.level if path != args.source else ''}")
     image_module.fromarray(rendered.picture).save(args.out, format=image_format)
-    print(f"n5ms preview: {args.out}: {dataset.name} {args.axis}={index}, {rendered.n_labels} labels, "
+    print(f"n5ms preview: {args.out}: {dataset.name} {where}, {rendered.n_labels} labels, "
           f"{rendered.picture.shape[1]}x{rendered.picture.shape[0]} px; {rendered.description}")
     return EXIT_OK
 
@@ -445,7 +486,8 @@ def _describe(dataset):
 
 def _describe_source(path, attributes, options):
     """Lines about a Paintera label source group (None when ``attributes`` are not one's)."""
-    if attributes.get("painteraData", {}).get("type") != "label":
+    painteraData = attributes.get("painteraData")
+    if not isinstance(painteraData, dict) or painteraData.get("type") != "label":
         return None
     lines = [f"Paintera label source, maxId {attributes.get('maxId', '?')}"]
     data = storage.join(path, "data")
@@ -458,10 +500,18 @@ def _describe_source(path, attributes, options):
     if levels:
         lines.append(f"  {len(levels)} levels: " + " ".join(
             f"s{k}={level.get('dimensions')}" for k, level in enumerate(levels)))
-    state = attributes.get(paintera.CONVERSION_KEY)
-    if state is not None and not state.get("complete", True):
-        lines.append("  INCOMPLETE: an interrupted n5ms convert; rerun it with --resume to finish")
     return lines
+
+
+def _not_n5(path, options):
+    """What ``path`` is when it holds nothing N5 (for the message), else None."""
+    for name, kind in (("zarr.json", "a zarr (v3) array or group"), (".zarray", "a zarr (v2) array"),
+                       (".zgroup", "a zarr (v2) group")):
+        if storage.exists(storage.join(path, name), options):
+            return f"{kind}, not N5"
+    if not storage.list_names(path, options):
+        return "an empty directory, not N5"
+    return "not an N5 container, group or dataset (no attributes.json here or below)"
 
 
 def _check(dataset):
@@ -484,21 +534,32 @@ def _check(dataset):
 def cmd_info(args):
     path, options = args.path, args.storage_options
     if not storage.is_directory(path, options):
-        return _error(f"{storage.display(path)}: no such directory")
+        what = "a file, not an N5 container" if storage.exists(path, options) else "no such directory"
+        return _error(f"{storage.display(path)}: {what}")
     attributes = n5.read_attributes(path, storage_options=options)
+    incomplete = []
     if "dimensions" in attributes:
         datasets = [(path, storage.display(path))]
     else:
+        datasets = [(d, "  " + storage.relative(d, path)) for d in n5.dataset_paths(path, storage_options=options)]
+        if not attributes and not datasets:
+            return _error(f"{storage.display(path)}: {_not_n5(path, options)}")
         source = _describe_source(path, attributes, options)
         print(f"{storage.display(path)}: " + (source[0] if source else f"N5 group {attributes.get('n5', '')}".rstrip()))
         for line in (source or [])[1:]:
             print(line)
-        datasets = [(d, "  " + storage.relative(d, path)) for d in n5.dataset_paths(path, storage_options=options)]
+        if interrupted(attributes):
+            print(f"  INCOMPLETE: an interrupted n5ms convert; {FINISH_HINT}")
+            incomplete.append(path)
     checked, bad = 0, []
     for directory, name in datasets:
         try:
             dataset = n5.open(directory, storage_options=options)
             text, problem = _describe(dataset)
+        except IncompleteError as exc:
+            print(f"{name}: INCOMPLETE: {str(exc).split('INCOMPLETE: ', 1)[-1]}", flush=True)
+            incomplete.append(directory)
+            continue
         except (N5msCodecsError, OSError) as exc:
             print(f"{name}: unreadable: {exc}", flush=True)
             bad.append(str(exc))
@@ -513,11 +574,15 @@ def cmd_info(args):
     if args.check:
         for problem in bad:
             print(f"  BAD {problem}")
-        print(f"checked {checked} blocks: " + (f"{len(bad)} bad" if bad else "all readable"))
-        return EXIT_PROBLEMS if bad else EXIT_OK
+        print(f"checked {checked} blocks: " + (f"{len(bad)} bad" if bad else "all readable")
+              + (f"; {len(incomplete)} INCOMPLETE" if incomplete else ""))
+        return EXIT_PROBLEMS if bad or incomplete else EXIT_OK
     if bad:
         print(f"n5ms: {len(bad)} unreadable (n5ms info --check PATH reads every block)", file=sys.stderr)
         return EXIT_ERROR
+    if incomplete:
+        print(f"n5ms: {len(incomplete)} INCOMPLETE (an interrupted write)", file=sys.stderr)
+        return EXIT_PROBLEMS
     return EXIT_OK
 
 
@@ -597,8 +662,14 @@ def build_parser():
                          help="ids per label-to-block-mapping file")
     convert.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
     convert.add_argument("--scheduler", help="dask.distributed scheduler address (default: local threads)")
-    convert.add_argument("--overwrite", action="store_true")
-    convert.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
+    convert.add_argument("--reserved", choices=("reject", "accept"), default="reject",
+                         help="negative labels and labels above MAX_ID (Paintera's reserved ids): reject (default; "
+                              "refused before anything is written) or accept (signed labels read as two's-complement "
+                              "uint64: -1 TRANSPARENT, -2 INVALID, -3 OUTSIDE)")
+    existing = convert.add_mutually_exclusive_group()
+    existing.add_argument("--overwrite", action="store_true",
+                          help="replace an existing target (never one that is, holds or lies inside SOURCE)")
+    existing.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
     convert.add_argument("--quiet", action="store_true", help="no progress bars")
     convert.add_argument("--container", help=_CONTAINER_HELP)
     _add_storage_options(convert)

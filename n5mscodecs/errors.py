@@ -29,6 +29,16 @@ class ConfigurationError(N5msCodecsError):
     """A codec or dataset configuration is invalid."""
 
 
+class IncompleteError(ConfigurationError):
+    """A dataset or Paintera source that an interrupted write left incomplete (it carries the
+    ``n5mscodecs:incomplete`` marker, or an unfinished conversion's state): reading it would
+    return fill values where blocks were never written. The message says how to finish it."""
+
+
+class TargetInUseError(ConfigurationError):
+    """Another process is writing the same target (it holds the target's writer lock)."""
+
+
 class ReadOnlyError(N5msCodecsError):
     """A write through a read-only view (the uint64 labels view of label multisets)."""
 

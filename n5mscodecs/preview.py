@@ -81,15 +81,23 @@ class SliceArrays:
         return int(np.unique(self.labels[~self.empty]).size)
 
 
-def slice_arrays(dataset: LabelMultisetDataset, axis: int, index: int) -> SliceArrays:
+def slice_arrays(dataset: LabelMultisetDataset, axis: int, index: int, stride: int = 1) -> SliceArrays:
     """Slice ``index`` across N5 ``axis``: columns are the faster remaining N5 axis, rows the
-    slower (a z slice has x to the right and y down, as Paintera and Fiji show it)."""
-    key = tuple(index if a == axis else slice(None) for a in range(dataset.ndim))
+    slower (a z slice has x to the right and y down, as Paintera and Fiji show it). A 2-D
+    dataset is drawn whole and a 1-D one as a single row (``axis`` and ``index`` unused).
+    ``stride`` > 1 keeps every ``stride``-th voxel along both axes (a downscaled picture)."""
+    if dataset.ndim == 3:
+        key = tuple(index if a == axis else slice(None, None, stride) for a in range(3))
+        names = [n for a, n in enumerate("xyz") if a != axis]
+    else:
+        key = (slice(None, None, stride),) * dataset.ndim
+        names = ["x", "y"] if dataset.ndim == 2 else ["x", "-"]
     plane = dataset[key]
-    labels = plane.argmax().T
-    entries = plane.entries_per_voxel().T
+    labels, entries = plane.argmax(), plane.entries_per_voxel()
+    if dataset.ndim == 1:
+        labels, entries = labels[:, None], entries[:, None]
+    labels, entries = labels.T, entries.T
     empty = labels == INVALID
-    names = [n for a, n in enumerate("xyz"[:dataset.ndim]) if a != axis]
     return SliceArrays(labels, entries, empty, row_axis=names[-1], column_axis=names[0])
 
 
@@ -142,13 +150,16 @@ def render_slice(dataset: LabelMultisetDataset, axis: int, index: int, *, width:
     an entry hatched grey; title, axis directions and a legend.
 
     ``scale`` is the pixels per voxel; ``width`` the slice panel's width in pixels (rounded to a
-    whole number of pixels per voxel). Default: the smallest scale that makes the picture at
-    least :data:`MIN_WIDTH` pixels wide.
+    whole number of pixels per voxel; narrower than the slice, every n-th voxel is drawn).
+    Default: the smallest scale that makes the picture at least :data:`MIN_WIDTH` pixels wide.
+    2-D datasets are drawn whole, 1-D ones as one row.
     """
     image_module = require("PIL.Image", "preview", "pictures")
     from PIL import ImageDraw
 
-    arrays = slice_arrays(dataset, axis, index)
+    across = dataset.shape[0] if dataset.ndim < 3 else dataset.shape[1 if axis == 0 else 0]
+    stride = max(1, math.ceil(across / width)) if width is not None and scale is None else 1
+    arrays = slice_arrays(dataset, axis, index, stride)
     rows, cols = arrays.labels.shape
     most = arrays.most_entries
     two_panels = most > 1
@@ -177,12 +188,22 @@ def render_slice(dataset: LabelMultisetDataset, axis: int, index: int, *, width:
     canvas = image_module.new("RGB", (picture_w, picture_h), BACKGROUND)
     draw = ImageDraw.Draw(canvas)
 
-    axis_name = "xyz"[axis]
     heading = title.strip() if title else dataset.name
+    where = f"{'xyz'[axis]} = {index} of 0..{dataset.shape[axis] - 1}, " if dataset.ndim == 3 else ""
+    per_voxel = f"every {stride}th voxel" if stride > 1 else f"{scale} px per voxel"
+    subtitle = f"{where}{cols} x {rows} voxels, {per_voxel}, {arrays.n_labels} labels"
+    legend = ["label 0", "no entry (missing block or INVALID)"]
+    note = "other colours: one per label id" + ("" if two_panels else "; every voxel has one entry: no entries panel")
+    # the picture is as wide as its widest text, so that nothing is cut off at small widths
+    texts = [draw.textlength(heading, font=font), draw.textlength(subtitle, font=small),
+             draw.textlength(note, font=small), sum(draw.textlength(t, font=small) + 14 + 28 for t in legend)]
+    needed = 2 * _GAP + int(max(texts)) + 1
+    if needed > picture_w:
+        picture_w = needed
+        canvas = image_module.new("RGB", (picture_w, picture_h), BACKGROUND)
+        draw = ImageDraw.Draw(canvas)
     draw.text((_GAP, 8), heading, fill=INK, font=font)
-    draw.text((_GAP, 8 + font.size + 6 if hasattr(font, "size") else 30),
-              f"{axis_name} = {index} of 0..{dataset.shape[axis] - 1}, {cols} x {rows} voxels, "
-              f"{scale} px per voxel, {arrays.n_labels} labels", fill=INK, font=small)
+    draw.text((_GAP, 8 + font.size + 6 if hasattr(font, "size") else 30), subtitle, fill=INK, font=small)
 
     x0s = [_GAP + k * (panel_w + _GAP) for k in range(len(panels))]
     captions = ["argmax label", f"entries per voxel (1..{most})"]
@@ -215,9 +236,8 @@ def render_slice(dataset: LabelMultisetDataset, axis: int, index: int, *, width:
         draw.text((x + swatch + 6, y), text, fill=INK, font=small)
         return x + swatch + 12 + int(draw.textlength(text, font=small)) + 16
 
-    x = key(_GAP, (0, 0, 0), "label 0")
-    key(x, "hatch", "no entry (missing block or INVALID)")
-    note = "other colours: one per label id" + ("" if two_panels else "; every voxel has one entry: no entries panel")
+    x = key(_GAP, (0, 0, 0), legend[0])
+    key(x, "hatch", legend[1])
     draw.text((_GAP, y + 26), note, fill=INK, font=small)
     if two_panels:
         # colour bar of the entries panel

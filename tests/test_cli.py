@@ -80,7 +80,7 @@ def test_slice_picture_hatches_voxels_without_entry(tmp_path):
 
     labels = np.ones((8, 8, 2), np.uint64)
     labels[:4, :4] = INVALID
-    n5.write(tmp_path / "m.n5/s0", labels, chunks=(4, 4, 2))
+    n5.write(tmp_path / "m.n5/s0", labels, chunks=(4, 4, 2), reserved="accept")
     (tmp_path / "m.n5/s0/1/1/0").unlink()                 # a missing block, read as INVALID as n5ms preview does
     dataset = n5.open(tmp_path / "m.n5/s0", fill_label=INVALID)
     picture, n_labels, most = slice_picture(dataset, 2, 0)
@@ -259,7 +259,7 @@ def test_argmax_threads_progress_world_attributes_and_invalid(tmp_path, capsys):
 
     labels = np.arange(4 * 6 * 5, dtype=np.uint64).reshape(4, 6, 5) % 7  # N5 order x, y, z
     labels[0, 0, 0] = INVALID
-    n5.write(tmp_path / "m.n5/s0", labels, chunks=(2, 4, 4))
+    n5.write(tmp_path / "m.n5/s0", labels, chunks=(2, 4, 4), reserved="accept")
     n5.write_attributes(tmp_path / "m.n5/s0", {**n5.read_attributes(tmp_path / "m.n5/s0"),
                                               "resolution": [4.0, 4.0, 40.0], "offset": [-10.0, 0.0, 0.0]})
     assert main(["argmax", str(tmp_path / "m.n5/s0"), str(tmp_path / "a.n5/s0"), "--threads", "2"]) == 0
@@ -302,7 +302,7 @@ def test_info_on_paintera_source(tmp_path, capsys):
     attributes = n5.read_attributes(target)
     attributes[CONVERSION_KEY]["complete"] = False
     n5.write_attributes(target, attributes)
-    assert main(["info", str(target)]) == 0
+    assert main(["info", str(target)]) == 1  # found a problem
     assert "INCOMPLETE" in capsys.readouterr().out
 
 

@@ -21,7 +21,7 @@ pytest.importorskip("dask.array")
 
 from n5mscodecs import _napari, n5
 from n5mscodecs.demo import voronoi_labels
-from n5mscodecs.errors import N5msCodecsError
+from n5mscodecs.errors import IncompleteError, N5msCodecsError
 from n5mscodecs.paintera import CONVERSION_KEY, convert
 
 PAINTERA = "paintera_export_test.n5"
@@ -144,9 +144,12 @@ def test_paths_it_cannot_open_get_no_reader(converted, tmp_path):
     attributes[CONVERSION_KEY]["complete"] = False
     n5.write_attributes(half, attributes)
     for path in (tmp_path / "nowhere", tmp_path / "plain", tmp_path / "labels.npy", tmp_path / "raw.n5",
-                 tmp_path / "raw.n5" / "raw", tmp_path / "broken", half, root / "labels" / "unique-labels",
+                 tmp_path / "raw.n5" / "raw", tmp_path / "broken", root / "labels" / "unique-labels",
                  "s3://bucket/c.n5", [str(root / "labels"), str(root / "labels")], 42):
         assert _napari.get_reader(path) is None, path
+    # an interrupted conversion is found, and reading it says how to finish it (issue 25)
+    with pytest.raises(IncompleteError, match=r"half\.n5: .*INCOMPLETE.*--resume"):
+        _napari.get_reader(half)(half)
     assert callable(_napari.get_reader(str(root / "labels"))) and callable(_napari.get_reader([str(root)]))
     with pytest.raises(ValueError):
         read(tmp_path / "raw.n5")

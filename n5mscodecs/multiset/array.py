@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     BasicIndex: TypeAlias = "int | np.integer | slice | EllipsisType | None"
     Rule: TypeAlias = Literal["spec", "java"]
     KeepRule: TypeAlias = Literal["highest", "lowest"]
+    ReservedRule: TypeAlias = Literal["reject", "accept"]
 
 BACKGROUND = 0
 MAX_ID = 0xFFFFFFFFFFFFFFFC
@@ -50,6 +51,50 @@ TRANSPARENT = 0xFFFFFFFFFFFFFFFF
 #: imglib2-label-multisets and Paintera compute), for argmax, downsampling and convert.
 RULES = ("spec", "java")
 KEEP_RULES = ("highest", "lowest")
+RESERVED_RULES = ("reject", "accept")
+
+
+def _voxels(n):
+    return f"{n} voxel has" if n == 1 else f"{n} voxels have"
+
+
+def check_label_range(smallest: int, largest: int, count_outside, *,
+                      reserved: ReservedRule = "reject", name: str = "labels") -> None:
+    """ConfigurationError when labels spanning ``smallest..largest`` hold values
+    Paintera's unsigned ids cannot take as they are (negative, or reserved: above MAX_ID)
+    and ``reserved`` is "reject"; ``count_outside(low, high)`` counts the voxels outside
+    ``low..high`` for the message (called only then)."""
+    if reserved not in RESERVED_RULES:
+        raise ConfigurationError(f"reserved must be one of {RESERVED_RULES}, got {reserved!r}")
+    if reserved == "accept":
+        return
+    hint = ("; Paintera's ids are unsigned 64-bit, the top three reserved: pass reserved='accept' "
+            "(n5ms convert --reserved accept) to read signed labels as two's-complement uint64 "
+            "(-1 TRANSPARENT, -2 INVALID, -3 OUTSIDE) and keep reserved values")
+    if smallest < 0:
+        raise ConfigurationError(
+            f"{name}: {_voxels(count_outside(0, None))} a negative label (smallest {smallest}){hint}")
+    if largest > MAX_ID:
+        raise ConfigurationError(
+            f"{name}: {_voxels(count_outside(None, MAX_ID))} a reserved label above MAX_ID "
+            f"(largest {largest:#x}){hint}")
+
+
+def label_values(labels: np.ndarray, reserved: ReservedRule = "reject", *, name: str = "labels") -> np.ndarray:
+    """Integer ``labels`` as uint64 ids (a view where the bits allow), checked as
+    :func:`check_label_range` says."""
+    dtype = labels.dtype
+    needs_check = reserved != "accept" and labels.size and (dtype.kind == "i" or dtype == np.uint64)
+    if needs_check:
+        def count_outside(low, high):
+            outside = np.zeros(labels.shape, bool) if low is None else labels < low
+            return int(np.count_nonzero(outside if high is None else outside | (labels > high)))
+        check_label_range(int(labels.min()), int(labels.max()), count_outside, reserved=reserved, name=name)
+    elif reserved not in RESERVED_RULES:
+        raise ConfigurationError(f"reserved must be one of {RESERVED_RULES}, got {reserved!r}")
+    if dtype.kind == "i" and dtype.itemsize == 8:
+        return labels.view(np.uint64)
+    return labels.astype(np.uint64, copy=False)
 
 
 def _index_dtype(n_lists):
@@ -262,16 +307,32 @@ class LabelMultisetArray:
         return cls(index, list_offsets, ids, counts, validate=False)
 
     @classmethod
-    def from_labels(cls, labels: ArrayLike) -> LabelMultisetArray:
+    def from_labels(cls, labels: ArrayLike, *, reserved: ReservedRule = "reject",
+                    name: str = "labels") -> LabelMultisetArray:
         """Singletons ``{label: 1}`` from an integer label array (one list per distinct label).
 
-        Lists are numbered in first-encounter order over C order.
+        Lists are numbered in first-encounter order over C order. Paintera's ids
+        are unsigned 64-bit with the top four values reserved (TRANSPARENT,
+        INVALID, OUTSIDE above MAX_ID), so with ``reserved="reject"`` (the
+        default) negative labels and labels above MAX_ID raise a
+        ConfigurationError naming how many voxels have them and the extreme
+        value; ``reserved="accept"`` reads signed labels as their
+        two's-complement uint64 (-1 is TRANSPARENT, -2 INVALID, -3 OUTSIDE) and
+        keeps reserved values, for data meant to carry them. ``name`` names the
+        labels in messages.
+
+        >>> LabelMultisetArray.from_labels(np.array([1, -2])).ids
+        Traceback (most recent call last):
+        ...
+        n5mscodecs.errors.ConfigurationError: labels: 1 voxel has a negative label (smallest -2)...
+        >>> [hex(i) for i in LabelMultisetArray.from_labels(np.array([1, -2]), reserved="accept").ids]
+        ['0x1', '0xfffffffffffffffe']
         """
         labels = np.asarray(labels)
         if labels.dtype.kind not in "iub":
             raise ConfigurationError(f"labels: integer array required, got dtype {labels.dtype}")
-        flat = np.ascontiguousarray(labels.reshape(-1)).astype(np.uint64, copy=False)
-        index, unique = first_encounter(flat)
+        flat = label_values(labels.reshape(-1), reserved, name=name)
+        index, unique = first_encounter(np.ascontiguousarray(flat))
         n = unique.size
         return cls._from_parts(
             index.reshape(labels.shape),
@@ -336,15 +397,16 @@ class LabelMultisetArray:
     from_object_array = from_elements
 
     @classmethod
-    def coerce(cls, data: MultisetsLike) -> LabelMultisetArray:
-        """Accept a LabelMultisetArray, an integer label ndarray or an object ndarray of elements."""
+    def coerce(cls, data: MultisetsLike, *, reserved: ReservedRule = "reject") -> LabelMultisetArray:
+        """Accept a LabelMultisetArray, an integer label ndarray (read as ``reserved`` says, see
+        :meth:`from_labels`) or an object ndarray of elements."""
         if isinstance(data, LabelMultisetArray):
             return data
         array = np.asarray(data)
         if array.dtype == object:
             return cls.from_elements(array)
         if array.dtype.kind in "iub":
-            return cls.from_labels(array)
+            return cls.from_labels(array, reserved=reserved)
         raise InputTypeError(
             f"data: expected a LabelMultisetArray, integer labels or an object array, got dtype {array.dtype}"
         )

@@ -18,6 +18,7 @@ from .dataset import (
     N5_VERSION,
     ArrayDataset,
     LabelMultisetDataset,
+    block_size,
     compression_attributes,
     create_array_dataset,
     dataset_paths,
@@ -29,11 +30,13 @@ from .dataset import (
 )
 from .header import N5BlockHeader
 from .varlen import CodecChain, N5Varlen, n5_block_header, n5_varlen_decode, n5_varlen_decode_labels, n5_varlen_encode
+from .writing import mark_complete
 
 __all__ = [
     "N5_VERSION",
     "ArrayDataset",
     "LabelMultisetDataset",
+    "block_size",
     "compression_attributes",
     "create_array_dataset",
     "dataset_paths",
@@ -42,6 +45,7 @@ __all__ = [
     "write",
     "write_array",
     "write_attributes",
+    "mark_complete",
     "N5BlockHeader",
     "CodecChain",
     "N5Varlen",

@@ -18,6 +18,7 @@ from . import grid, storage
 from .compression import compressor_from_config
 from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 from .varlen import CodecChain, n5_varlen_decode, n5_varlen_decode_labels, n5_varlen_encode
+from .writing import LOCK_NAME, check_complete, incomplete_marker, mark_complete, write_marked
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
     from .._buffers import BytesLike
     from ..multiset import LabelMultiset
-    from ..multiset.array import MultisetsLike, Rule
+    from ..multiset.array import MultisetsLike, ReservedRule, Rule
     from .compression import CompressorConfig
     from .grid import Selection
     from .storage import PathLike, StorageOptions
@@ -77,6 +78,11 @@ class _Dataset:
     @property
     def ndim(self) -> int:
         return len(self.shape)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d dataset")
+        return self.shape[0]
 
     @property
     def grid_shape(self) -> tuple[int, ...]:
@@ -257,6 +263,11 @@ class LabelMultisetDataset(_Dataset):
     def _dask_source(self):
         return _BlockReader(self.read_labels, self.shape, np.uint64)
 
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            f"{self.name} holds label multisets, which have no plain numpy form: read the argmax labels "
+            "with ds.read_labels() (uint64), or the multisets with ds[...] (a LabelMultisetArray)")
+
     def __getitem__(self, key: Selection) -> LabelMultisetArray | LabelMultiset:
         return self.read(key)
 
@@ -331,6 +342,11 @@ class ArrayDataset(_Dataset):
     def _dask_source(self):
         return _BlockReader(self.read, self.shape, self.dtype)
 
+    def __array__(self, dtype=None, copy=None):
+        """The whole dataset (``np.asarray(ds)``), read block-parallel."""
+        data = np.asarray(self.read())
+        return data if dtype is None else data.astype(dtype, copy=False)
+
     def read(self, key: Selection = (), threads: int | None = None) -> np.ndarray | np.generic:
         pieces, box, view = self._read_region(key, self.read_block, threads)
         out = np.full(box, self.fill_value, self.dtype)
@@ -376,35 +392,76 @@ def dataset_paths(group: PathLike, *, storage_options: StorageOptions = None) ->
 
 
 def open(path: PathLike, *, fill_label: int = BACKGROUND,  # noqa: A001 - mirrors zarr.open / h5py.File naming
-         storage_options: StorageOptions = None) -> LabelMultisetDataset | ArrayDataset:
+         storage_options: StorageOptions = None, allow_incomplete: bool = False,
+         ) -> LabelMultisetDataset | ArrayDataset:
     """Open an N5 dataset: a :class:`LabelMultisetDataset` when ``isLabelMultiset`` is true,
     else an :class:`ArrayDataset`.
 
     ``path`` is a local path or a URL (``s3://``, ``gs://``, ``http(s)://``, ``file://``; the
-    ``remote`` extra), with fsspec's ``storage_options`` for URLs."""
+    ``remote`` extra), with fsspec's ``storage_options`` for URLs. A dataset that an
+    interrupted writer left unfinished raises :class:`~n5mscodecs.IncompleteError`
+    (saying how to finish it) unless ``allow_incomplete``."""
     path = os.fspath(path)
+    name = storage.display(path)
+    if not storage.is_url(path) and os.path.isfile(storage.local_path(path)):
+        raise ConfigurationError(f"{name}: a file, not an N5 dataset (a directory with an attributes.json)")
     attributes = read_attributes(path, storage_options=storage_options)
     if "dimensions" not in attributes:
-        raise ConfigurationError(f"{storage.display(path)}: not an N5 dataset (no dimensions in attributes.json)")
+        raise ConfigurationError(f"{name}: not an N5 dataset (no dimensions in attributes.json)")
+    if not allow_incomplete:
+        check_complete(attributes, name)
     if attributes.get("isLabelMultiset"):
         return LabelMultisetDataset(path, attributes, fill_label=fill_label, storage_options=storage_options)
     return ArrayDataset(path, attributes, storage_options=storage_options)
 
 
-def _prepare(path, overwrite, options, container):
-    """(path, container root or None): the dataset directory, emptied when ``overwrite``; the
-    root is found (or ``container`` checked) first, before anything is removed."""
+def block_size(chunks: int | Iterable[int], ndim: int, name: str = "chunks") -> tuple[int, ...]:
+    """``chunks`` (one int for every axis, or one per axis) as ``ndim`` block sizes >= 1;
+    ``name`` names the argument in messages."""
+    try:
+        values = (int(chunks),) * ndim if isinstance(chunks, (int, np.integer)) else tuple(chunks)
+        sizes = tuple(int(c) for c in values)
+    except (TypeError, ValueError):
+        raise ConfigurationError(f"{name}: an int or {ndim} ints required, got {chunks!r}") from None
+    if len(sizes) != ndim or any(c < 1 or c != v for c, v in zip(sizes, values)):
+        raise ConfigurationError(f"{name}: {ndim} integers >= 1 required (or one for every axis), got {chunks!r}")
+    return sizes
+
+
+def _finish_hint(writer):
+    return f"finish it by writing it again ({writer} with overwrite=True)"
+
+
+def _prepare(path, document, marker, overwrite, options, container):
+    """(path, container root or None): the dataset directory with the attributes ``document``
+    written, marked incomplete when ``marker`` is given. The root is found (or ``container``
+    checked) first; an existing dataset is replaced only with ``overwrite``, and its attributes
+    are replaced by the marked new ones *before* its blocks are removed, so that an
+    interruption leaves a dataset every reader refuses, never old attributes over new blocks."""
     path = os.fspath(path)
     root = storage.container_root(path, container)
-    if storage.exists(storage.join(path, storage.ATTRIBUTES), options) or storage.is_nonempty_directory(path, options):
+    present = set(storage.list_names(path, options)) - {LOCK_NAME}  # the lock of a writer calling us
+    if present:
         if not overwrite:
             raise FileExistsError(f"{storage.display(path)} exists (pass overwrite=True to replace it)")
         if "dimensions" not in read_attributes(path, storage_options=options):
             raise ConfigurationError(
                 f"{storage.display(path)}: refusing to overwrite something that is not an N5 dataset")
-        storage.remove_tree(path, options)
-    storage.make_directory(path, options)
+        write_marked(path, document, marker or incomplete_marker("an overwrite", _finish_hint("the writer")),
+                     options)
+        storage.clear(path, {storage.ATTRIBUTES, LOCK_NAME}, options)
+    else:
+        storage.make_directory(path, options)
+    write_marked(path, document, marker, options)
     return path, root
+
+
+def _refuse_source_overlap(path, data):
+    """An ``np.memmap`` (or a dataset) being written to a location that holds it would be
+    removed under the writer by an overwrite."""
+    source = getattr(data, "filename", None) or getattr(data, "path", None)
+    if isinstance(source, (str, os.PathLike)):
+        storage.refuse_overlap(path, source)
 
 
 def max_id(labels: ArrayLike, rule: Rule = "spec") -> int:
@@ -449,7 +506,7 @@ def _write_blocks(dataset, data, threads, **options):
 def write(
     path: PathLike,
     data: MultisetsLike,
-    chunks: Iterable[int],
+    chunks: int | Iterable[int],
     *,
     compression: CompressorConfig = "gzip",
     attributes: Mapping[str, Any] | None = None,
@@ -458,12 +515,16 @@ def write(
     write_background_blocks: bool = False,
     storage_options: StorageOptions = None,
     container: PathLike | None = None,
+    reserved: ReservedRule = "reject",
 ) -> LabelMultisetDataset:
     """Write a label multiset dataset the way Java does.
 
     ``data`` (N5 axis order) is a LabelMultisetArray, integer labels or an
-    object array of elements. Boundary blocks are truncated to the grid;
-    blocks without any positive count are not written, and neither are
+    object array of elements; integer labels follow ``reserved`` (see
+    :meth:`~n5mscodecs.LabelMultisetArray.from_labels`: negative and reserved
+    values are refused by default). ``chunks`` is the block size (one int
+    for every axis, or one per axis). Boundary blocks are truncated to the
+    grid; blocks without any positive count are not written, and neither are
     blocks whose voxels are all ``{0: 1}`` (they read back the same, as
     missing blocks; the conversion helper skips all-0 blocks too) unless
     ``write_background_blocks``. Attributes: dataType uint8, compression,
@@ -471,17 +532,20 @@ def write(
     see ``n5mscodecs.n5.dataset.max_id``), plus ``attributes``. ``path`` may be a URL
     (see :func:`open`); blocks are then written with many requests in flight.
 
+    Everything is checked before anything is written. Until the last block
+    is written the dataset is marked incomplete (readers refuse it; see
+    :mod:`n5mscodecs.n5.writing`); ``overwrite=True`` marks the old dataset
+    before removing its blocks.
+
     The container root gets ``{"n5": "4.0.0"}`` in its attributes (other
     attributes, and a version already there, are kept): ``container`` (the
     root's path or URL: ``path`` or one of its parents) or, by default, the
     nearest of ``path`` and its parents whose name ends with ``.n5``. With
     neither, no root attribute is written; pass ``container=`` then.
     """
-    data = LabelMultisetArray.coerce(data)
-    chunks = tuple(int(c) for c in chunks)
-    if len(chunks) != data.ndim:
-        raise ConfigurationError(f"chunks: {len(chunks)} values for {data.ndim} dimensions")
-    path, root = _prepare(path, overwrite, storage_options, container)
+    _refuse_source_overlap(path, data)
+    data = LabelMultisetArray.coerce(data, reserved=reserved)
+    chunks = block_size(chunks, data.ndim)
     document = {
         "dataType": "uint8",
         "compression": compression_attributes(compression),
@@ -491,17 +555,19 @@ def write(
         "maxId": max_id(data.unique_labels()),
         **(attributes or {}),
     }
-    write_attributes(path, document, storage_options=storage_options)
+    marker = incomplete_marker("n5mscodecs.n5.write", _finish_hint("n5.write"))
+    path, root = _prepare(path, document, marker, overwrite, storage_options, container)
     write_container_version(root, storage_options)
     dataset = LabelMultisetDataset(path, document, storage_options=storage_options)
     _write_blocks(dataset, data, threads, write_background=write_background_blocks)
+    mark_complete(path, storage_options=storage_options)  # re-read: the root version may sit in the same file
     return dataset
 
 
 def create_array_dataset(
     path: PathLike,
     shape: Iterable[int],
-    chunks: Iterable[int],
+    chunks: int | Iterable[int],
     dtype: DTypeLike,
     *,
     compression: CompressorConfig = "gzip",
@@ -509,17 +575,22 @@ def create_array_dataset(
     overwrite: bool = False,
     storage_options: StorageOptions = None,
     container: PathLike | None = None,
+    incomplete: str | None = None,
 ) -> ArrayDataset:
     """Create an empty plain numeric N5 dataset; fill it with ``write_block``. The container
-    root gets the N5 version attribute as in :func:`write` (``container``: its path or URL)."""
+    root gets the N5 version attribute as in :func:`write` (``container``: its path or URL).
+
+    ``incomplete``: for a writer that fills the dataset block by block, its name; the
+    dataset is then marked incomplete (readers refuse it) until
+    :func:`~n5mscodecs.n5.writing.mark_complete` is called after the last block."""
     dtype = np.dtype(dtype)
     if dtype.name not in _DTYPES:
         raise ConfigurationError(f"dtype: {dtype} has no N5 dataType")
-    path, root = _prepare(path, overwrite, storage_options, container)
+    shape = [int(n) for n in shape]
     document = {"dataType": dtype.name, "compression": compression_attributes(compression),
-                "blockSize": [int(c) for c in chunks], "dimensions": [int(n) for n in shape],
-                **(attributes or {})}
-    write_attributes(path, document, storage_options=storage_options)
+                "blockSize": list(block_size(chunks, len(shape))), "dimensions": shape, **(attributes or {})}
+    marker = None if incomplete is None else incomplete_marker(incomplete, _finish_hint(incomplete))
+    path, root = _prepare(path, document, marker, overwrite, storage_options, container)
     write_container_version(root, storage_options)
     return ArrayDataset(path, document, storage_options=storage_options)
 
@@ -527,7 +598,7 @@ def create_array_dataset(
 def write_array(
     path: PathLike,
     data: ArrayLike,
-    chunks: Iterable[int],
+    chunks: int | Iterable[int],
     *,
     compression: CompressorConfig = "gzip",
     attributes: Mapping[str, Any] | None = None,
@@ -537,11 +608,13 @@ def write_array(
     container: PathLike | None = None,
 ) -> ArrayDataset:
     """Write a plain numeric N5 dataset (default-mode, truncated boundary blocks); the
-    container root gets the N5 version attribute as in :func:`write`."""
+    container root gets the N5 version attribute as in :func:`write`, and the dataset is
+    marked incomplete until its last block is written, as there."""
+    _refuse_source_overlap(path, data)
     data = np.asarray(data)
-    chunks = tuple(int(c) for c in chunks)
     dataset = create_array_dataset(path, data.shape, chunks, data.dtype, compression=compression,
                                    attributes=attributes, overwrite=overwrite, storage_options=storage_options,
-                                   container=container)
+                                   container=container, incomplete="n5mscodecs.n5.write_array")
     _write_blocks(dataset, data, threads)
+    mark_complete(dataset.path, storage_options=storage_options)
     return dataset

@@ -25,13 +25,14 @@ import time
 from typing import TYPE_CHECKING
 
 from .._threads import default_threads
-from ..errors import ConfigurationError, StorageError
+from ..errors import ConfigurationError, MissingExtraError, StorageError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Collection, Iterator, Mapping
     from typing import Any, TypeAlias
 
 ATTRIBUTES = "attributes.json"
+_TEMPORARY_PREFIX = ".tmp-"  # atomic local writes: a temporary file, renamed over the target
 #: Requests in flight by default when reading or writing many blocks of a URL.
 REMOTE_REQUESTS = 16
 #: Attempts of a URL request that fails in a way that may pass (5xx, dropped connections,
@@ -67,13 +68,13 @@ def _filesystem(location: str, options: StorageOptions):
     try:
         import fsspec
     except ImportError:
-        raise ConfigurationError(
+        raise MissingExtraError(
             f"{display(location)}: URLs need the 'remote' extra: pip install 'n5mscodecs[remote]'"
         ) from None
     try:
         return fsspec.core.url_to_fs(location, **dict(options or {}))
     except ImportError as exc:  # the protocol's package (s3fs, gcsfs, aiohttp) is missing
-        raise ConfigurationError(
+        raise MissingExtraError(
             f"{display(location)}: {exc}; pip install 'n5mscodecs[remote]' brings s3fs, gcsfs and aiohttp"
         ) from None
     except ValueError as exc:  # an unknown protocol
@@ -147,6 +148,36 @@ def _lineage(location: str) -> list[str]:
     return lineage
 
 
+def resolved(location: PathLike) -> str:
+    """``location`` as it is compared for overlaps: a local path absolute with every symlink
+    resolved (also those in parents of a location that does not exist yet); a URL with its
+    scheme in lower case, its path normalized and no trailing "/"."""
+    location = os.fspath(location)
+    if is_url(location):
+        scheme, rest = location.split("://", 1)
+        parts = [part for part in posixpath.normpath(rest).split("/") if part not in ("", ".")]
+        return f"{scheme.lower()}://" + "/".join(parts)
+    return os.path.realpath(local_path(location))
+
+
+def overlaps(first: PathLike, second: PathLike) -> bool:
+    """Whether ``first`` is ``second``, lies inside it or contains it (see :func:`resolved`)."""
+    a, b = resolved(first), resolved(second)
+    if is_url(a) != is_url(b):
+        return False
+    separator = "/" if is_url(a) else os.sep
+    return a == b or a.startswith(b.rstrip(separator) + separator) or b.startswith(a.rstrip(separator) + separator)
+
+
+def refuse_overlap(target: PathLike, source: PathLike | None) -> None:
+    """ConfigurationError, naming both, when writing ``target`` could touch ``source``; call it
+    before anything is written or removed (None: an in-memory source, nothing to check)."""
+    if source is not None and overlaps(target, source):
+        raise ConfigurationError(
+            f"target {display(target)} overlaps the source {display(source)} (it is, contains or lies "
+            "inside it): refusing to write there; choose a target outside the source")
+
+
 def container_root(location: PathLike, container: PathLike | None = None) -> str | None:
     """The N5 container root that holds the group or dataset ``location``: ``container`` when
     given (it must be ``location`` or one of its parents, else ConfigurationError), otherwise
@@ -188,7 +219,7 @@ def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None)
     target = local_path(location)
     directory = os.path.dirname(target)
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=_TEMPORARY_PREFIX)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -280,6 +311,34 @@ def remove_tree(location: PathLike, options: StorageOptions = None) -> None:
         shutil.rmtree(local_path(location))
     except FileNotFoundError:
         pass
+
+
+def clear(location: PathLike, keep: Collection[str] = (), options: StorageOptions = None) -> None:
+    """Remove everything directly below ``location`` (and what lies below that) except the
+    names in ``keep``: how an overwrite empties a dataset whose marked attributes stay."""
+    for name in list_names(location, options):
+        if name in keep:
+            continue
+        child = join(location, name)
+        if is_url(child) or os.path.isdir(local_path(child)) and not os.path.islink(local_path(child)):
+            remove_tree(child, options)
+        else:
+            remove(child, options)
+
+
+def remove_temporary_files(location: PathLike, options: StorageOptions = None) -> int:
+    """Remove the ``.tmp-*`` files that killed writers left below the local ``location`` (object
+    stores write an object in one request and leave none); returns how many. Only for a
+    location whose writer lock is held: a running writer's temporary files look the same."""
+    if is_url(location):
+        return 0
+    removed = 0
+    for directory, _, files in walk(location, options):
+        for name in files:
+            if name.startswith(_TEMPORARY_PREFIX):
+                remove(join(directory, name), options)
+                removed += 1
+    return removed
 
 
 def make_directory(location: PathLike, options: StorageOptions = None) -> None:

@@ -11,14 +11,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import n5
+from .._extras import require
 from ..errors import ConfigurationError
 from ..multiset import BACKGROUND
-from ..multiset.array import check_keep
+from ..multiset.array import RESERVED_RULES, check_keep
 from ..n5 import storage
 from ..n5.dataset import max_id, write_container_version
+from ..n5.writing import LOCK_NAME, WriterLock, incomplete_marker, mark_complete, write_marked
 from .lookup import LABEL_BLOCK_LOOKUP, block_labels, write_label_to_block_mapping
 from .pyramid import PyramidJob, normalized_factors, write_pyramid_block
-from .sources import open_label_source
+from .sources import check_source_labels, open_label_source
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 
     import distributed
 
-    from ..multiset.array import KeepRule, Rule
+    from ..multiset.array import KeepRule, ReservedRule, Rule
     from ..n5.compression import CompressorConfig
     from ..n5.storage import PathLike
     from .sources import LabelSource
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
         def close(self) -> object: ...
 
 CONVERSION_KEY = "n5mscodecs:conversion"
+SCHEDULER_TIMEOUT = "10s"  # to reach a dask scheduler, before anything is written
+FINISH_HINT = "rerun n5ms convert with --resume (same arguments) to finish it, or --overwrite to start again"
 
 
 @dataclass
@@ -72,12 +76,12 @@ def _executor(scheduler, threads, target):
     if scheduler is None:
         n = storage.request_threads(target, threads)
         return ThreadPoolExecutor(max_workers=n), n, None
-    try:
-        import distributed
-    except ImportError as exc:
-        raise ConfigurationError("scheduler: a dask cluster needs the 'dask' extra (dask.distributed)") from exc
+    distributed = require("distributed", "dask", "scheduler: dask clusters")
     owned = not isinstance(scheduler, distributed.Client)
-    client = distributed.Client(scheduler) if owned else scheduler
+    try:
+        client = distributed.Client(scheduler, timeout=SCHEDULER_TIMEOUT) if owned else scheduler
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise ConfigurationError(f"scheduler: cannot reach {scheduler!r} ({type(exc).__name__}: {exc})") from None
     n = max(1, sum(client.nthreads().values()))
     return client.get_executor(), n, client if owned else None
 
@@ -107,31 +111,40 @@ def _group_attributes(path, options):
 
 
 def _start(target, parameters, overwrite, resume, options):
-    """Create or reopen ``target``; returns True when a finished conversion is there already."""
+    """Create or reopen ``target`` (its writer lock held); returns True when a finished
+    conversion is there already. An overwritten target is marked unfinished before
+    anything in it is removed."""
     attributes = _group_attributes(target, options)
     state = attributes.get(CONVERSION_KEY)
+    state = state if isinstance(state, dict) else None
     name = storage.display(target)
     exists = storage.exists(target, options) and (
-        not storage.is_directory(target, options) or storage.is_nonempty_directory(target, options))
+        not storage.is_directory(target, options)
+        or set(storage.list_names(target, options)) - {LOCK_NAME} != set())
+    unfinished = {"n5": n5.N5_VERSION, CONVERSION_KEY: {"complete": False, "parameters": parameters}}
     if exists and overwrite:
         if not attributes:
             raise ConfigurationError(f"{name}: refusing to overwrite something that is not an N5 container")
-        storage.remove_tree(target, options)
-    elif exists and resume:
+        n5.write_attributes(target, unfinished, storage_options=options)
+        storage.clear(target, {storage.ATTRIBUTES, LOCK_NAME}, options)
+        return False
+    if exists and resume:
         if state is None:
             raise ConfigurationError(f"{name}: resume: not written by n5ms convert")
-        if state["parameters"] != parameters:
-            changed = sorted(k for k in parameters if state["parameters"].get(k) != parameters[k])
+        if state.get("parameters") != parameters:
+            previous = state.get("parameters") if isinstance(state.get("parameters"), dict) else {}
+            changed = sorted(k for k in parameters if previous.get(k) != parameters[k])
             raise ConfigurationError(
                 f"{name}: resume: parameters differ from the interrupted run ({', '.join(changed)})"
             )
-        return state["complete"]
-    elif exists:
-        hint = (" (an interrupted conversion: pass resume=True to finish it)" if state and not state["complete"]
+        if not state.get("complete"):
+            storage.remove_temporary_files(target, options)  # a killed run's; the lock keeps others out
+        return bool(state.get("complete"))
+    if exists:
+        hint = (" (an interrupted conversion: pass resume=True to finish it)" if state and not state.get("complete")
                 else "")
         raise FileExistsError(f"{name} exists{hint}; pass overwrite=True to replace it")
-    n5.write_attributes(target, {"n5": n5.N5_VERSION, CONVERSION_KEY: {"complete": False, "parameters": parameters}},
-                        storage_options=options)
+    n5.write_attributes(target, unfinished, storage_options=options)
     return False
 
 
@@ -157,6 +170,7 @@ def convert(
     progress: Callable[[str, int], ProgressBar] | None = None,
     storage_options: dict[str, Any] | None = None,
     container: PathLike | None = None,
+    reserved: ReservedRule = "reject",
 ) -> ConversionSummary:
     """Convert integer labels into a Paintera label source (a label multiset pyramid).
 
@@ -200,7 +214,8 @@ def convert(
         written by its workers, which must see ``target`` and the source.
     overwrite, resume : bool
         Replace an existing target, or finish an interrupted conversion with
-        the same parameters (blocks on disk are kept).
+        the same parameters (blocks on disk are kept); not both. A target that
+        is, contains or lies inside the source is refused, whatever these say.
     progress : callable, optional
         ``progress(description, total)`` returning an object with
         ``update(n)`` and ``close()``, e.g.
@@ -212,19 +227,39 @@ def convert(
         its parents whose name ends with ``.n5``; with neither, the version
         is written in ``target``'s attributes only.
 
+    reserved : {"reject", "accept"}
+        Negative labels and labels above MAX_ID (Paintera's reserved ids) are
+        refused by default, before anything is written (the whole source is
+        scanned for them when its data type can hold them); "accept" reads
+        signed labels as two's-complement uint64 (-1 TRANSPARENT, -2 INVALID)
+        and keeps reserved ones (see
+        :meth:`~n5mscodecs.LabelMultisetArray.from_labels`).
+
     Returns
     -------
     ConversionSummary
+
+    Notes
+    -----
+    Nothing is written before every argument, the source's labels and the
+    scheduler are checked. While it runs, the target holds a writer lock
+    (a second writer is refused with :class:`~n5mscodecs.TargetInUseError`
+    naming the first), its group attributes record an unfinished conversion
+    and every dataset in it carries the incomplete marker (see
+    :mod:`n5mscodecs.n5.writing`), so readers refuse it until it finishes.
     """
     started = time.perf_counter()
+    if overwrite and resume:
+        raise ConfigurationError(
+            "overwrite and resume: pass one of them (resume keeps the blocks, overwrite removes them)")
     source = open_label_source(source, dataset, storage_options=storage_options)
     target = os.fspath(target)
+    storage.refuse_overlap(target, source.path)
     ndim = len(source.shape)
-    block_size = (int(block_size),) * ndim if isinstance(block_size, (int, np.integer)) else tuple(block_size)
-    if len(block_size) != ndim or any(int(b) != b or b < 1 for b in block_size):
-        raise ConfigurationError(f"block_size: {ndim} integers >= 1 required, got {block_size}")
-    block_size = tuple(int(b) for b in block_size)
+    block_size = n5.block_size(block_size, ndim, "block_size")
     keep = check_keep(keep, rule)
+    if reserved not in RESERVED_RULES:
+        raise ConfigurationError(f"reserved must be one of {RESERVED_RULES}, got {reserved!r}")
     if int(lookup_block_size) < 1:
         raise ConfigurationError(f"lookup_block_size: must be >= 1, got {lookup_block_size}")
     resolution = tuple(float(r) for r in (resolution or (1.0,) * ndim))
@@ -233,43 +268,56 @@ def convert(
         raise ConfigurationError(f"resolution/offset: {ndim} values each required")
     job = PyramidJob(target, source, block_size, normalized_factors(factors, source.shape, block_size),
                      n5.compression_attributes(compression), int(max_num_entries), keep, rule,
-                     bool(write_background_blocks), storage_options)
+                     bool(write_background_blocks), storage_options, reserved)
     parameters = {"source": source.description(), "blockSize": list(block_size),
                   "factors": [list(f) for f in job.factors], "compression": job.compression,
                   "maxNumEntries": job.max_num_entries, "keep": keep, "rule": rule,
                   "writeBackgroundBlocks": job.write_background, "resolution": list(resolution),
                   "offset": list(offset), "lookupBlockSize": int(lookup_block_size)}
+    if reserved != "reject":
+        parameters["reserved"] = reserved
     levels = range(job.n_levels)
     blocks_total = sum(int(np.prod(job.grid_shape(level))) for level in levels)
     root = storage.container_root(target, container)
-    if _start(target, parameters, overwrite, resume, storage_options):
-        return _summary(job, 0, blocks_total, started)
-    write_container_version(root, storage_options)
-
-    _write_layout(job, resolution, offset, lookup_block_size)
+    # everything that can be checked is checked before the target is touched
+    check_source_labels(source, block_size, reserved, threads)
     executor, workers, client = _executor(scheduler, threads, target)
-    window = 4 * workers
-    written = 0
     try:
-        first = 1 if job.n_levels > 1 else 0   # level-1 tasks write the level-0 blocks they consume
-        for level in range(first, job.n_levels):
-            written += _run_blocks(executor, job, level, progress, window)
+        with WriterLock(target, storage_options):
+            if _start(target, parameters, overwrite, resume, storage_options):
+                return _summary(job, 0, blocks_total, started)
+            write_container_version(root, storage_options)
+            _write_layout(job, resolution, offset, lookup_block_size)
+            written = 0
+            first = 1 if job.n_levels > 1 else 0   # level-1 tasks write the level-0 blocks they consume
+            for level in range(first, job.n_levels):
+                written += _run_blocks(executor, job, level, progress, 4 * workers)
+            _finish(job, parameters, int(lookup_block_size), threads, progress)
     finally:
         executor.shutdown(wait=True)
         if client is not None:
             client.close()
+    return _summary(job, written, blocks_total, started)
+
+
+def _finish(job, parameters, lookup_block_size, threads, progress):
+    """The label-to-block lookup and ``maxId``, then the datasets' and the source's marks of
+    an unfinished conversion removed (the source's last)."""
+    target, options = job.target, job.storage_options
     bar = progress("label-to-block-mapping", job.n_levels) if progress else _NoProgress()
-    for level in levels:
-        write_label_to_block_mapping(target, level, int(lookup_block_size), job.compression, threads,
-                                     storage_options=storage_options)
+    for level in range(job.n_levels):
+        write_label_to_block_mapping(target, level, lookup_block_size, job.compression, threads,
+                                     storage_options=options)
         bar.update(1)
     bar.close()
+    for level in range(job.n_levels):
+        for dataset in (job.data(level), job.unique_labels(level)):
+            mark_complete(dataset.path, storage_options=options)
     attributes = {"n5": n5.N5_VERSION, "painteraData": {"type": "label"},
-                  "maxId": max_id(_source_labels(target, storage_options), rule),
+                  "maxId": max_id(_source_labels(target, options), job.rule),
                   "labelBlockLookup": LABEL_BLOCK_LOOKUP,
                   CONVERSION_KEY: {"complete": True, "parameters": parameters}}
-    n5.write_attributes(target, attributes, storage_options=storage_options)
-    return _summary(job, written, blocks_total, started)
+    n5.write_attributes(target, attributes, storage_options=options)
 
 
 def _write_layout(job, resolution, offset, lookup_block_size):
@@ -281,15 +329,17 @@ def _write_layout(job, resolution, offset, lookup_block_size):
     }
     for group, document in layout.items():
         n5.write_attributes(storage.join(target, group), document, storage_options=options)
+    marker = incomplete_marker("n5ms convert", FINISH_HINT)
     for level in range(job.n_levels):
         for dataset in (job.data(level), job.unique_labels(level)):
-            n5.write_attributes(dataset.path, dataset.attributes, storage_options=options)
+            write_marked(dataset.path, dataset.attributes, marker, options)
 
 
 def _source_labels(target, options):
     """The distinct labels of the source, from ``unique-labels/s0``: background 0 too
     when a block was skipped as all background (it has no unique-labels block)."""
-    unique_labels = n5.open(storage.join(target, "unique-labels", "s0"), storage_options=options)
+    unique_labels = n5.open(storage.join(target, "unique-labels", "s0"), storage_options=options,
+                            allow_incomplete=True)  # a resumed or finishing conversion's
     labels = block_labels(unique_labels)[0]
     if len(unique_labels.present_blocks()) < np.prod(unique_labels.grid_shape):
         labels = np.append(labels, np.uint64(BACKGROUND))

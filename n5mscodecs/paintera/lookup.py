@@ -78,7 +78,8 @@ def write_label_to_block_mapping(
 ) -> int:
     """Write ``label-to-block-mapping/s{level}`` from ``unique-labels/s{level}``; returns the file count."""
     target = os.fspath(target)
-    unique_labels = n5.open(storage.join(target, "unique-labels", f"s{level}"), storage_options=storage_options)
+    unique_labels = n5.open(storage.join(target, "unique-labels", f"s{level}"), storage_options=storage_options,
+                            allow_incomplete=True)  # written by a conversion that is finishing
     mapping = _mapping_dataset(target, level, lookup_block_size, compression, storage_options)
     storage.remove_tree(mapping.path, storage_options)
     n5.write_attributes(mapping.path, mapping.attributes, storage_options=storage_options)

@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import n5
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, IncompleteError
 from ..multiset import BACKGROUND
 from ..n5 import storage
-from .convert import CONVERSION_KEY
+from .convert import CONVERSION_KEY, FINISH_HINT
 
 if TYPE_CHECKING:
     import dask.array
@@ -200,7 +200,8 @@ def _is_label_source(attributes):
     return isinstance(paintera, dict) and paintera.get("type") == "label"
 
 
-def _interrupted(attributes):
+def interrupted(attributes: dict) -> bool:
+    """Whether ``attributes`` are those of an unfinished ``n5ms convert`` target."""
     state = attributes.get(CONVERSION_KEY)
     return isinstance(state, dict) and not state.get("complete", True)
 
@@ -238,7 +239,7 @@ def find_label_pyramids(path: PathLike, *, storage_options: StorageOptions = Non
     found = []
     for directory, subdirectories, _ in storage.walk(path, options):
         attributes = n5.read_attributes(directory, storage_options=options)
-        if _interrupted(attributes):
+        if interrupted(attributes):
             subdirectories[:] = []
         elif "dimensions" in attributes:
             subdirectories[:] = []
@@ -286,7 +287,8 @@ def open_pyramid(path: PathLike, *, storage_options: StorageOptions = None,
     ConfigurationError
         When ``path`` is none of the above (the message names it), a
         container holds no or several pyramids, a source is an interrupted
-        ``n5ms convert`` target, or an attribute is malformed. Without dask,
+        ``n5ms convert`` target (its subclass ``IncompleteError``, saying how
+        to finish it), or an attribute is malformed. Without dask,
         its subclass ``MissingExtraError`` names the ``dask`` extra.
 
     Examples
@@ -307,8 +309,9 @@ def open_pyramid(path: PathLike, *, storage_options: StorageOptions = None,
     if not storage.exists(path, options):
         raise ConfigurationError(f"{name} does not exist")
     attributes = n5.read_attributes(path, storage_options=options)
-    if _interrupted(attributes):
-        raise ConfigurationError(f"{name}: an interrupted n5ms convert target (finish it with resume=True)")
+    if interrupted(attributes):
+        raise IncompleteError(f"{name}: an interrupted n5ms convert target, INCOMPLETE: {FINISH_HINT} "
+                              "(paintera.convert(..., resume=True) or overwrite=True)")
     if "dimensions" in attributes:  # a single dataset
         if not attributes.get("isLabelMultiset"):
             raise ConfigurationError(f"{name}: not a label multiset dataset")

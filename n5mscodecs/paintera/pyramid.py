@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from ..multiset.array import KeepRule, Rule
+    from ..multiset.array import KeepRule, ReservedRule, Rule
 
 
 @dataclass(frozen=True)
@@ -26,8 +26,11 @@ class PyramidJob:
     """Everything a worker needs to write one block (small and picklable).
 
     Blocks already on disk are kept (a data block is written last, so one on
-    disk is complete): that is how an interrupted run resumes. Blocks skipped
-    as all background are made again then, and skipped again.
+    disk is complete): that is how an interrupted run resumes. What a resumed
+    run skips is checked, not assumed: a data block whose unique-labels
+    block is missing (another writer's removal, a hand-deleted file) gets it
+    again from the data block. Blocks skipped as all background are made
+    again, and skipped again.
     """
 
     target: str
@@ -40,6 +43,7 @@ class PyramidJob:
     rule: Rule = "spec"
     write_background: bool = False  # write all-{0: 1} blocks too (they read the same when missing)
     storage_options: dict[str, Any] | None = field(default=None, repr=False)  # for a URL target; never printed
+    reserved: ReservedRule = "reject"
 
     @property
     def n_levels(self) -> int:
@@ -103,6 +107,7 @@ def normalized_factors(
 
 def _write_block(job, level, grid, block):
     """unique-labels first, then the data block: a data block on disk means both are complete.
+    Returns the number of blocks written (1, or 0 for a skipped block).
 
     Every list of ``block`` is in use (made from labels, by downsampling, or
     assembled from such), so its ids are the block's labels. A block whose
@@ -114,23 +119,46 @@ def _write_block(job, level, grid, block):
     data, unique_labels = job.data(level), job.unique_labels(level)
     if not job.write_background and block.is_background():
         storage.remove(unique_labels.block_path(grid), job.storage_options)
-        return
+        return 0
     unique_labels.write_varlength_block(grid, np.unique(block.ids))
     data.write_block(grid, block, write_background=True)
+    return 1
+
+
+def _done_before(job, level, grid, *, read):
+    """Whether a resumed run finds the block of ``level`` at ``grid`` on disk: (found, the
+    block when ``read`` or when its missing unique-labels block had to be made again)."""
+    data = job.data(level)
+    if not data.has_block(grid):
+        return False, None
+    unique_labels = job.unique_labels(level)
+    block = None
+    if read or not unique_labels.has_block(grid):
+        block = data.read_block(grid)
+    if block is not None and not unique_labels.has_block(grid):
+        unique_labels.write_varlength_block(grid, np.unique(block.ids))
+    return True, block
 
 
 def _source_block(job, grid):
     """Level-0 block ``grid`` from the source labels (or from disk when resuming; a skipped
     background block is made again)."""
+    found, block = _done_before(job, 0, grid, read=True)
+    if found:
+        return block, 0
     data = job.data(0)
-    if data.has_block(grid):  # resuming: done before
-        return data.read_block(grid), 0
     labels = job.source.read(data.block_region(grid))
     if labels.dtype.kind not in "iu":
         raise ConfigurationError(f"source: integer labels required, got dtype {labels.dtype}")
-    block = LabelMultisetArray.from_labels(labels)
-    _write_block(job, 0, grid, block)
-    return block, 1
+    block = LabelMultisetArray.from_labels(labels, reserved=job.reserved, name=f"source block {tuple(grid)}")
+    return block, _write_block(job, 0, grid, block)
+
+
+def _children(job, level, grid):
+    """The blocks of ``level - 1`` that block ``grid`` of ``level`` is made from."""
+    factors, child_grid = job.factors[level], job.grid_shape(level - 1)
+    ranges = [range(g * f, min((g + 1) * f, n)) for g, f, n in zip(grid, factors, child_grid)]
+    return [tuple(r[c] for r, c in zip(ranges, child)) for child in np.ndindex(*[len(r) for r in ranges])]
 
 
 def write_pyramid_block(job: PyramidJob, level: int, grid: Sequence[int]) -> int:
@@ -138,22 +166,21 @@ def write_pyramid_block(job: PyramidJob, level: int, grid: Sequence[int]) -> int
 
     A level-1 block downsamples its level-0 blocks in memory as they are made;
     higher levels read the level below from disk. Returns the number of
-    blocks made (0 when resuming found it done; a block skipped as all
-    background counts as made: its absence is the result).
+    blocks written (0 when resuming found it done).
     """
     data = job.data(level)
-    if data.has_block(grid):  # resuming: done before
-        return 0
     if level == 0:
         return _source_block(job, grid)[1]
+    if _done_before(job, level, grid, read=False)[0]:
+        if level == 1:  # the level-0 blocks it was made from are checked too (made again when missing)
+            missing = [child for child in _children(job, level, grid) if not _done_before(job, 0, child, read=False)[0]]
+            return sum(_source_block(job, child)[1] for child in missing)
+        return 0
     factors = job.factors[level]
     below = job.data(level - 1)
-    child_grid = below.grid_shape
     written = 0
     parts = []
-    children = [range(g * f, min((g + 1) * f, n)) for g, f, n in zip(grid, factors, child_grid)]
-    for child in np.ndindex(*[len(r) for r in children]):
-        child = tuple(r[c] for r, c in zip(children, child))
+    for child in _children(job, level, grid):
         if level == 1:
             block, made = _source_block(job, child)
             written += made
@@ -165,5 +192,4 @@ def write_pyramid_block(job: PyramidJob, level: int, grid: Sequence[int]) -> int
         origin = tuple((c - g * f) * b // f for c, g, f, b in zip(child, grid, factors, job.block_size))
         part = block.downsample(factors, job.max_num_entries, keep=job.keep, rule=job.rule, threads=1)
         parts.append((tuple(slice(o, o + n) for o, n in zip(origin, part.shape)), part))
-    _write_block(job, level, grid, assemble(data.block_shape(grid), parts))
-    return written + 1
+    return written + _write_block(job, level, grid, assemble(data.block_shape(grid), parts))

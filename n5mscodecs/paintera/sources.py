@@ -6,18 +6,24 @@ from __future__ import annotations
 import functools
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import n5
+from .._extras import require
+from .._threads import default_threads
 from ..errors import ConfigurationError
-from ..n5 import storage
+from ..multiset.array import check_label_range
+from ..n5 import grid, storage
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
+    from ..multiset.array import ReservedRule
     from ..n5.storage import PathLike
 
 
@@ -73,6 +79,50 @@ class LabelSource:
         return {"kind": self.kind, "path": self.path, "shape": list(self.shape), "dtype": self.dtype}
 
 
+def check_source_labels(source: LabelSource, block_size: Sequence[int], reserved: ReservedRule = "reject",
+                        threads: int | None = None) -> None:
+    """Refuse (ConfigurationError) a source holding negative or reserved labels unless
+    ``reserved="accept"``, before anything is written: the source is read region by region
+    (``block_size`` regions, in parallel) when its data type can hold such values at all
+    (signed integers, uint64), else nothing is read."""
+    dtype = np.dtype(source.dtype)
+    if reserved == "accept" or not (dtype.kind == "i" or dtype == np.uint64) or not all(source.shape):
+        check_label_range(0, 0, None, reserved=reserved)  # checks the rule's spelling
+        return
+    regions = [grid.block_region(position, block_size, source.shape)
+               for position in np.ndindex(*grid.grid_shape(source.shape, block_size))]
+
+    def extremes(region):
+        labels = source.read(region)
+        return int(labels.min()), int(labels.max())
+
+    with ThreadPoolExecutor(max_workers=default_threads(threads)) as pool:
+        found = list(pool.map(extremes, regions))
+
+    def count_outside(low, high):
+        total = 0
+        for region in regions:
+            labels = source.read(region)
+            outside = np.zeros(labels.shape, bool) if low is None else labels < low
+            total += int(np.count_nonzero(outside if high is None else outside | (labels > high)))
+        return total
+
+    check_label_range(min(lo for lo, _ in found), max(hi for _, hi in found), count_outside,
+                      reserved=reserved, name=f"source {source.path or 'array'}")
+
+
+def _npy_header(path):
+    """(shape, dtype) from a ``.npy`` header, without reading (or allocating) the array."""
+    with open(path, "rb") as f:
+        try:
+            version = np.lib.format.read_magic(f)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read(f)
+        except (ValueError, OSError, EOFError, SyntaxError) as exc:
+            raise ConfigurationError(f"source: {path}: not a readable .npy file ({exc})") from None
+    return shape, dtype
+
+
 def _checked_source(kind, path, shape, dtype, array=None, storage_options=None):
     dtype = np.dtype(dtype)
     if dtype.kind not in "iu":
@@ -102,8 +152,8 @@ def open_label_source(source: LabelSource | np.ndarray | PathLike, dataset: str 
     if lower.endswith((".npy", ".tif", ".tiff")) and storage.is_url(path):
         raise ConfigurationError(f"source: {name}: .npy and TIFF sources must be local files")
     if lower.endswith(".npy"):
-        stored = np.load(path, mmap_mode="r")
-        return _checked_source("npy", path, stored.shape[::-1], stored.dtype)
+        shape, dtype = _npy_header(path)
+        return _checked_source("npy", path, shape[::-1], dtype)
     if lower.endswith((".tif", ".tiff")):
         import tifffile
         with tifffile.TiffFile(path) as tif:
@@ -115,10 +165,7 @@ def open_label_source(source: LabelSource | np.ndarray | PathLike, dataset: str 
             raise ConfigurationError(f"source: {name} is a label multiset dataset, not integer labels")
         return _checked_source("n5", path, stored.shape, stored.dtype, storage_options=options)
     if any(storage.exists(storage.join(path, name), options) for name in (".zarray", "zarr.json")):
-        try:
-            import zarr  # noqa: F401
-        except ImportError as exc:
-            raise ConfigurationError(f"source: {name} is a zarr array; install zarr to read it") from exc
+        require("zarr", "zarr", f"source: {name} is a zarr array; zarr arrays")
         stored = _opened("zarr", path, json.dumps(options, sort_keys=True))
         return _checked_source("zarr", path, stored.shape[::-1], stored.dtype, storage_options=options)
     group = storage.exists(storage.join(path, storage.ATTRIBUTES), options)

@@ -42,6 +42,7 @@ from ..n5 import LabelMultisetDataset, storage
 from ..n5.grid import crop
 from ..n5.header import N5BlockHeader
 from ..n5.varlen import n5_varlen_decode, n5_varlen_encode
+from ..n5.writing import check_complete
 from .attributes import (
     ATTRIBUTES,
     ZARR_JSON,
@@ -143,6 +144,8 @@ class N5Store(WrapperStore):
 
     async def _zarr_json(self, prefix):
         attributes = await self._read_json(prefix + ATTRIBUTES)
+        if attributes is not None and "dimensions" in attributes:
+            check_complete(attributes, f"N5Store: {prefix.rstrip('/') or '/'}")
         if self.labels and attributes is not None and attributes.get("isLabelMultiset"):
             return labels_metadata(attributes, self.fill_label)  # its blocks are decoded in get()
         real = await self._read_json(prefix + ZARR_JSON)

@@ -179,7 +179,7 @@ def test_urls_without_the_remote_extra_name_it(monkeypatch, capsys):
     monkeypatch.setattr(builtins, "__import__", no_fsspec)
     with pytest.raises(ConfigurationError, match=r"'remote' extra: pip install 'n5mscodecs\[remote\]'"):
         n5.open("s3://bucket/x.n5/labels")
-    assert n5ms(["info", "gs://bucket/x.n5"]) == 2  # the CLI reports it, no traceback
+    assert n5ms(["info", "gs://bucket/x.n5"]) == 3  # the missing extra, named; no traceback
     assert "n5mscodecs[remote]" in capsys.readouterr().err
 
 
@@ -343,3 +343,35 @@ def test_refusals_are_storage_errors_at_once(flaky_store, monkeypatch):
     with pytest.raises(StorageError, match=r"flakymem://p.n5/labels/attributes.json: read: access denied"):
         n5.open("flakymem://p.n5/labels")
     assert len(calls) == 1  # not retried
+
+
+class _FailingSource(paintera.LabelSource):
+    """A source whose read of one region fails, as a dropped connection would."""
+
+    def read(self, region):
+        if region[0].start == 16:
+            raise OSError("connection reset")
+        return super().read(region)
+
+
+def test_a_failed_conversion_on_s3_is_incomplete_and_locked_while_running(s3):
+    from n5mscodecs import IncompleteError, TargetInUseError
+    from n5mscodecs.n5.writing import LOCK_NAME, WriterLock
+
+    labels = voronoi_labels((40, 36, 20), 25, seed=5).astype(np.uint32)
+    good = paintera.open_label_source(labels)
+    target = "s3://bucket/failed.n5/labels"
+    with pytest.raises(OSError, match="connection reset"):
+        paintera.convert(_FailingSource("array", None, good.shape, good.dtype, labels), target, block_size=16,
+                         factors=[2], threads=1)
+    assert storage.exists(f"{target}/data/s0/0/0/0")  # blocks were written, and yet:
+    with pytest.raises(IncompleteError, match="INCOMPLETE"):
+        n5.open(f"{target}/data/s0")
+    assert n5ms(["info", target]) == 1
+    with WriterLock(target):  # a running writer's lock object refuses a second one
+        assert storage.exists(f"{target}/{LOCK_NAME}")
+        with pytest.raises(TargetInUseError, match="being written by process"):
+            paintera.convert(labels, target, block_size=16, factors=[2], resume=True)
+    assert not storage.exists(f"{target}/{LOCK_NAME}")
+    paintera.convert(labels, target, block_size=16, factors=[2], resume=True)
+    assert np.array_equal(n5.open(f"{target}/data/s0").read_labels(), labels)

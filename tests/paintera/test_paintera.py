@@ -214,7 +214,7 @@ class FailingSource(LabelSource):
 
 
 def test_interrupted_run_fails_loudly_then_resumes(tmp_path):
-    labels = voronoi_labels((24, 24, 16), 20, seed=2)
+    labels = voronoi_labels((24, 24, 16), 20, seed=2).astype(np.uint32)  # no label scan before the blocks
     target = tmp_path / "r.n5"
     good = open_label_source(labels)
     failing = FailingSource("array", None, good.shape, good.dtype, labels)
@@ -254,7 +254,7 @@ def test_max_num_entries_and_keep_reach_the_datasets(tmp_path):
 def test_reserved_ids_stay_out_of_max_id_and_mapping(tmp_path):
     labels = np.full((4, 4, 4), 7, np.uint64)
     labels[0, 0, 0] = INVALID
-    summary = convert(labels, tmp_path / "x.n5", block_size=4, factors=[])
+    summary = convert(labels, tmp_path / "x.n5", block_size=4, factors=[], reserved="accept")
     assert summary.max_id == 7
     assert set(read_label_to_block_mapping(tmp_path / "x.n5", 0)) == {7}
 
