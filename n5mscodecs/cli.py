@@ -400,7 +400,7 @@ def _argmax_locked(args, source, positions, zarr, resolution, offset):
                 target.write_block(grid, labels)
 
         def convert_block(grid):
-            labels = source.read_block_labels(grid)
+            labels = source.read_block_labels(grid, rule=args.rule)
             if labels is not None:
                 labels[labels == INVALID] = 0   # as missing blocks read: 0 is no label
                 write(grid, labels)
@@ -689,6 +689,8 @@ def build_parser():
     argmax.add_argument("--overwrite", action="store_true")
     argmax.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
     argmax.add_argument("--quiet", action="store_true", help="no progress bar")
+    argmax.add_argument("--rule", choices=("spec", "java"), default="spec",
+                        help="java: the labels Paintera shows (Java's argmax, cached argmax values); default spec")
     argmax.add_argument("--container", help=_CONTAINER_HELP + " (N5 targets)")
     _add_storage_options(argmax)
     argmax.set_defaults(run=cmd_argmax)

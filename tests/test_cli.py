@@ -355,3 +355,14 @@ def test_docs_checker_compares_results_shown_in_comments():
     assert checker.run_block(code, "page.md:10", {}) == [
         "line 12: the comment shows '3', the code gives 2", "line 13: the comment shows '23', the code gives 2"]
     assert checker.README.name == "README.md"
+
+
+def test_argmax_rule_java_exports_what_paintera_shows(tmp_path):
+    from n5mscodecs import LabelMultisetArray
+
+    lists = LabelMultisetArray.from_elements([{2**63 + 5: 2, 10: 2}, {1: 2**31, 2: 5}, {3: 1}, {3: 1}])
+    n5.write(tmp_path / "m.n5/d", lists.reshape(2, 2), (2, 2))
+    for rule, expected in (("spec", [[10, 1], [3, 3]]), ("java", [[2**63 + 5, 2], [3, 3]])):
+        assert main(["argmax", str(tmp_path / "m.n5/d"), str(tmp_path / f"{rule}.n5/a"), "--rule", rule,
+                     "--quiet"]) == 0
+        assert n5.open(tmp_path / f"{rule}.n5/a")[:].tolist() == expected

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     #: One item of a basic index (ints, slices, Ellipsis, None).
     BasicIndex: TypeAlias = "int | np.integer | slice | EllipsisType | None"
     Rule: TypeAlias = Literal["spec", "java"]
-    ArgmaxRule: TypeAlias = Rule
     KeepRule: TypeAlias = Literal["highest", "lowest"]
     ReservedRule: TypeAlias = Literal["reject", "accept"]
 
@@ -51,7 +50,6 @@ TRANSPARENT = 0xFFFFFFFFFFFFFFFF
 #: ``rule=``: "spec" (the data type spec, this package's default) or "java" (exactly what
 #: imglib2-label-multisets and Paintera compute), for argmax, downsampling and convert.
 RULES = ("spec", "java")
-ARGMAX_RULES = RULES
 KEEP_RULES = ("highest", "lowest")
 RESERVED_RULES = ("reject", "accept")
 
@@ -215,7 +213,7 @@ class LabelMultiset:
         """Highest count, ties to the smaller id; INVALID when empty (data type spec)."""
         return self.argmax_rule("spec")
 
-    def argmax_rule(self, rule: ArgmaxRule = "spec") -> int:
+    def argmax_rule(self, rule: Rule = "spec") -> int:
         """Argmax under ``rule`` ("spec" or "java"; see :meth:`LabelMultisetArray.argmax`)."""
         offsets = np.array([0, self._ids.size], np.int64)
         return int(
@@ -457,13 +455,13 @@ class LabelMultisetArray:
 
     # -- computations -------------------------------------------------------
 
-    def argmax_of_lists(self, rule: ArgmaxRule = "spec", threads: int | None = None) -> np.ndarray:
+    def argmax_of_lists(self, rule: Rule = "spec", threads: int | None = None) -> np.ndarray:
         """Argmax of every list (uint64, ``n_lists`` values)."""
         return _kernels.argmax_of_lists(
             self.list_offsets, self.ids, self.counts, check_rule(rule), default_threads(threads)
         )
 
-    def argmax(self, rule: ArgmaxRule = "spec", threads: int | None = None) -> np.ndarray:
+    def argmax(self, rule: Rule = "spec", threads: int | None = None) -> np.ndarray:
         """Per-voxel argmax as a uint64 ndarray of ``shape``, computed once per list.
 
         ``rule="spec"`` (data type spec): highest count wins, ties go to the
@@ -708,7 +706,7 @@ class LabelMultisetArray:
         return self.equals(other)
 
 
-def argmax_elements(elements: ArrayLike, rule: ArgmaxRule = "spec") -> np.ndarray:
+def argmax_elements(elements: ArrayLike, rule: Rule = "spec") -> np.ndarray:
     """Argmax of an object array of elements (a zarr/dask chunk) as uint64 of the same shape.
 
     >>> argmax_elements(np.array([LabelMultiset([4, 2], [1, 3]), LabelMultiset()], dtype=object))

@@ -338,7 +338,7 @@ class LabelMultisetDataset(_Dataset):
         smaller id compared unsigned); missing blocks read as ``fill_label``.
         ``rule="java"``: the labels Paintera shows, bit for bit (Java's argmax,
         and the argmax values a block may cache; see
-        :func:`~n5mscodecs.payload.decode_payload_labels`).
+        ``n5mscodecs.payload.decode_payload_labels``).
 
         >>> import tempfile
         >>> ds = write(tempfile.mkdtemp() + "/labels", np.array([[1, 2], [3, 3]], np.uint64), chunks=(1, 2))
@@ -649,7 +649,7 @@ def write(
     missing blocks; the conversion helper skips all-0 blocks too) unless
     ``write_background_blocks``. Attributes: dataType uint8, compression,
     blockSize, dimensions, isLabelMultiset, maxId (largest id below 2**63,
-    see :func:`max_id`), plus ``attributes``. ``path`` may be a URL
+    see ``n5mscodecs.n5.dataset.max_id``), plus ``attributes``. ``path`` may be a URL
     (see :func:`open`); blocks are then written with many requests in flight.
 
     Everything is checked before anything is written. Until the last block

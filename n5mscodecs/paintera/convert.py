@@ -198,7 +198,7 @@ def convert(
         label-utilities-spark writes (see
         :meth:`~n5mscodecs.LabelMultisetArray.downsample`; ``keep`` is then
         not allowed) and ``maxId`` is Java's signed maximum (see
-        :func:`n5mscodecs.n5.dataset.max_id`).
+        ``n5mscodecs.n5.dataset.max_id``).
     write_background_blocks : bool
         Also write blocks whose voxels are all ``{0: 1}``. By default they are
         skipped, as the conversion helper skips all-0 blocks: a missing block

@@ -29,7 +29,8 @@ class PyramidJob:
     disk is complete): that is how an interrupted run resumes. What a resumed
     run skips is checked, not assumed: a data block whose unique-labels
     block is missing (another writer's removal, a hand-deleted file) gets it
-    again from the data block.
+    again from the data block. Blocks skipped as all background are made
+    again, and skipped again.
     """
 
     target: str

@@ -257,7 +257,8 @@ class N5Store(WrapperStore):
         data = value.to_bytes()
         cropped = dataset.block_shape(grid)
         block = crop(n5_varlen_decode(data, dataset.codec_chain, threads=1), cropped)
-        if not block.has_positive_counts():
+        # as n5.write: no block without positive counts, none of all {0: 1} (read the same missing)
+        if not block.has_positive_counts() or block.is_background():
             if await self._store.exists(key):
                 await self._store.delete(key)
             return

@@ -220,6 +220,10 @@ def test_n5store_writes_java_style_datasets(tmp_path):
     expected = labels.astype(np.uint64)
     expected[0:16, 0:16] = 0   # the missing block, read as Paintera does
     assert np.array_equal(ds[:].argmax(), expected)
+    array[16:32, 16:30] = np.zeros((16, 14), np.uint64)   # all {0: 1}: removed, as n5.write skips it
+    assert ds.read_block_bytes((1, 1)) is None
+    expected[16:32, 16:30] = 0
+    assert np.array_equal(ds.read_labels(), expected)
 
 
 def test_n5store_serves_overstated_boundary_blocks_truncated(tmp_path):
