@@ -171,6 +171,7 @@ def convert(
     storage_options: dict[str, Any] | None = None,
     container: PathLike | None = None,
     reserved: ReservedRule = "reject",
+    level: int = 0,
 ) -> ConversionSummary:
     """Convert integer labels into a Paintera label source (a label multiset pyramid).
 
@@ -178,7 +179,9 @@ def convert(
     ----------
     source : ndarray, path or LabelSource
         Integer labels: an ndarray in N5 order (x, y, z), an N5 dataset (or an
-        N5 group with ``dataset``), a zarr array, ``.npy`` or TIFF file (see
+        N5 group with ``dataset``), a zarr array, an OME-Zarr multiscale label
+        image (its level ``level``; its voxel size and offset are the
+        defaults of ``resolution`` and ``offset``), ``.npy`` or TIFF file (see
         :func:`open_label_source`).
     target : path
         The Paintera source group to create (e.g. ``out.n5/labels``).
@@ -252,7 +255,7 @@ def convert(
     if overwrite and resume:
         raise ConfigurationError(
             "overwrite and resume: pass one of them (resume keeps the blocks, overwrite removes them)")
-    source = open_label_source(source, dataset, storage_options=storage_options)
+    source = open_label_source(source, dataset, storage_options=storage_options, level=level)
     target = os.fspath(target)
     storage.refuse_overlap(target, source.path)
     ndim = len(source.shape)
@@ -262,8 +265,8 @@ def convert(
         raise ConfigurationError(f"reserved must be one of {RESERVED_RULES}, got {reserved!r}")
     if int(lookup_block_size) < 1:
         raise ConfigurationError(f"lookup_block_size: must be >= 1, got {lookup_block_size}")
-    resolution = tuple(float(r) for r in (resolution or (1.0,) * ndim))
-    offset = tuple(float(o) for o in (offset or (0.0,) * ndim))
+    resolution = tuple(float(r) for r in (resolution or source.resolution or (1.0,) * ndim))
+    offset = tuple(float(o) for o in (offset or source.offset or (0.0,) * ndim))
     if len(resolution) != ndim or len(offset) != ndim:
         raise ConfigurationError(f"resolution/offset: {ndim} values each required")
     job = PyramidJob(target, source, block_size, normalized_factors(factors, source.shape, block_size),
