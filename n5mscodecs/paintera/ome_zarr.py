@@ -188,6 +188,7 @@ def to_ome_zarr(
     version: str = DEFAULT_VERSION,
     multisets: bool = False,
     shards: bool | Sequence[int] = True,
+    compressors: Any = "auto",
     name: str | None = None,
     threads: int | None = None,
     overwrite: bool = False,
@@ -216,6 +217,9 @@ def to_ome_zarr(
     shards : bool or tuple
         0.5 only: shard shape (z, y, x), True for :func:`default_shards`, False
         for none. Multiset arrays are not sharded.
+    compressors : optional
+        The arrays' compressors as :func:`zarr.create_array` takes them
+        (default ``"auto"``: zarr's default, zstd).
     name : str, optional
         The multiscale's name (default: the target's last path part).
     threads : int, optional
@@ -296,7 +300,7 @@ def to_ome_zarr(
         if version == "0.5" and shards and not multisets:
             level_shards = default_shards(chunks, shape) if shards is True else tuple(int(s) for s in shards)
         array = _level_array(zarr, group, f"s{level}", shape, chunks, level_shards, multisets, zarr_format,
-                             resume and exists)
+                             resume and exists, compressors)
         w, t = _write_level(array, dataset, chunks, level_shards, multisets, resume and exists, threads,
                             progress, f"level {level}", target)
         written, total = written + w, total + t
@@ -311,19 +315,19 @@ def to_ome_zarr(
                           time.perf_counter() - started)
 
 
-def _level_array(zarr, group, path, shape, chunks, shards, multisets, zarr_format, resuming):
+def _level_array(zarr, group, path, shape, chunks, shards, multisets, zarr_format, resuming, compressors):
     if resuming and path in group:
         return group[path]
     if multisets:
         import n5mscodecs.zarr as nz
 
         return group.create_array(path, shape=shape, chunks=chunks, dtype=nz.LabelMultisetDType(),
-                                  fill_value="0x0", serializer=nz.LabelMultisetZarrCodec(),
+                                  fill_value="0x0", serializer=nz.LabelMultisetZarrCodec(), compressors=compressors,
                                   dimension_names=list("zyx"[3 - len(shape):]), overwrite=True)
     extra = {"dimension_names": list("zyx"[3 - len(shape):])} if zarr_format == 3 else {
         "chunk_key_encoding": {"name": "v2", "separator": "/"}}
     return group.create_array(path, shape=shape, chunks=chunks, shards=shards, dtype="uint64", fill_value=0,
-                              overwrite=True, **extra)
+                              compressors=compressors, overwrite=True, **extra)
 
 
 def _write_level(array, dataset, chunks, shards, multisets, resuming, threads, progress, description, target):
