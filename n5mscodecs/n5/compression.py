@@ -140,6 +140,10 @@ class Gzip(Compressor):
     def configuration(self) -> dict[str, Any]:
         return {"level": self.level if self.level >= 0 else 6}
 
+    def v3_config(self) -> dict[str, Any]:
+        # zarr's gzip codec writes and reads gzip members only; a zlib stream is numcodecs' zlib
+        return {"name": "numcodecs.zlib" if self.use_zlib else "gzip", "configuration": self.configuration()}
+
     def n5_config(self) -> dict[str, Any]:
         return {"type": "gzip", "level": self.level, "useZlib": self.use_zlib}
 

@@ -15,7 +15,8 @@ from ..multiset import INVALID, MAX_ID, LabelMultisetArray, assemble
 from ..payload.layout import c_order
 from . import grid, storage
 from .compression import compressor_from_config
-from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
+from .default import n5_default_decode, n5_default_encode
+from .header import MODE_VARLENGTH, N5BlockHeader
 from .varlen import CodecChain, n5_varlen_decode, n5_varlen_decode_labels, n5_varlen_encode
 from .writing import LOCK_NAME, check_complete, incomplete_marker, mark_complete, write_marked
 
@@ -304,25 +305,7 @@ class ArrayDataset(_Dataset):
 
     def decode_block(self, data: BytesLike, grid_position: Sequence[int]) -> np.ndarray:
         """Decode block bytes (see :meth:`read_block`)."""
-        header = N5BlockHeader.from_bytes(data)
-        if header.mode == MODE_DEFAULT:
-            n = int(np.prod(header.shape, dtype=np.int64))
-        elif header.mode == MODE_VARLENGTH:
-            n = header.num_elements
-        else:
-            raise N5HeaderError("object mode blocks are not supported")
-        nbytes = n * self.dtype.itemsize
-        body = memoryview(data)[header.nbytes:]
-        if self.compressor is None:
-            if len(body) < nbytes:
-                raise N5HeaderError(f"payload has {len(body)} bytes, needs {nbytes}")
-            body = body[:nbytes]
-        else:
-            body = self.compressor.decode(body, nbytes)
-        values = np.frombuffer(body, self.dtype.newbyteorder(">")).astype(self.dtype)
-        if header.mode == MODE_VARLENGTH:
-            return values
-        return values.reshape(header.shape, order="F")
+        return n5_default_decode(data, self.dtype, self.compressor, varlength=True)
 
     def __getitem__(self, key: Selection) -> np.ndarray | np.generic:
         return self.read(key)
@@ -350,12 +333,7 @@ class ArrayDataset(_Dataset):
         return out[view]
 
     def write_block(self, grid_position: Sequence[int], data: ArrayLike) -> None:
-        data = np.asarray(data, self.dtype)
-        header = N5BlockHeader(MODE_DEFAULT, data.shape)
-        payload = data.astype(self.dtype.newbyteorder(">")).tobytes(order="F")
-        if self.compressor is not None:
-            payload = self.compressor.encode(payload)
-        self.write_block_bytes(grid_position, header.to_bytes() + payload)
+        self.write_block_bytes(grid_position, n5_default_encode(data, self.compressor, dtype=self.dtype))
 
     def write_varlength_block(
         self, grid_position: Sequence[int], values: ArrayLike, dims: Iterable[int] | None = None
