@@ -102,7 +102,6 @@ def test_corrupt_block_names_the_block(tmp_path):
 
 
 def test_plain_datasets_pass_through(tmp_path):
-    pytest.importorskip("zarr_n5")
     data = np.arange(24, dtype=np.uint16).reshape(4, 6)
     n5.write_array(tmp_path / "c.n5" / "plain", data, chunks=(3, 4))
     group = zarr.open_group(nz.open_n5_store(tmp_path / "c.n5", multisets="labels"), mode="r")
