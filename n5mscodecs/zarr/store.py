@@ -320,6 +320,8 @@ def open_labels(store: ZarrStore | PathLike, path: str = "", *, storage_options:
     ``zarr.json`` has the ``label_multiset`` data type with the ``n5_varlen``,
     ``n5_label_multiset`` or ``label_multiset`` codec (the codecs decode to
     labels). Missing chunks read as ``fill_label`` (N5) or the fill value's id.
+    A zarr v2-format array (``.zarray``) is a :class:`ConfigurationError` saying how
+    to read it instead.
 
     >>> import tempfile, numpy as np
     >>> from n5mscodecs import n5
@@ -332,6 +334,13 @@ def open_labels(store: ZarrStore | PathLike, path: str = "", *, storage_options:
 
     if not isinstance(store, ZarrStore):  # a location
         store = _location_store(store, storage_options, read_only=True)
+    from zarr.core.sync import sync
+
+    if sync(store.exists(f"{path.strip('/')}/.zarray" if path.strip("/") else ".zarray")):
+        raise ConfigurationError(
+            f"{path or 'the array'} is a zarr v2-format array (.zarray); open_labels reads N5 datasets and "
+            "zarr v3 arrays only. Read its label multisets with zarr.open_array(...) and take their labels "
+            "with n5mscodecs.argmax_elements(...)")
     array = zarr.open_array(N5Store(store, fill_label=fill_label, multisets="labels"), path=path, mode="r")
     if array.dtype != np.uint64:
         raise ConfigurationError(
