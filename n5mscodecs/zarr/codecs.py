@@ -306,7 +306,7 @@ class N5DefaultZarrCodec(_WorkerThreadCodec, ArrayBytesCodec):
         itemsize = 0 if dtype is None else np.dtype(dtype).itemsize
         if isinstance(compressor, Blosc) and itemsize:
             compressor = Blosc(compressor.cname, compressor.clevel, compressor.shuffle, compressor.blocksize,
-                               itemsize)
+                               itemsize, compressor.nthreads)
         codecs = [{"name": "transpose", "configuration": {"order": list(range(ndim))[::-1]}},
                   {"name": "bytes"} if itemsize == 1 else {"name": "bytes", "configuration": {"endian": "big"}}]
         return cls(codecs=codecs if compressor is None else [*codecs, compressor.v3_config()])
