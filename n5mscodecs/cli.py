@@ -623,13 +623,20 @@ def cmd_zarr_json(args):
         return _error(f"{storage.display(args.container)}: no such directory")
     require("zarr", "zarr", "zarr-json")
     from .zarr import write_zarr_json
+    from .zarr.dtype import UNKNOWN_DATA_TYPE_ERROR, zarr_finds_the_data_type
 
     written, skipped = write_zarr_json(args.container, overwrite=args.overwrite, storage_options=options)
     for directory in written:
         print(f"  wrote {storage.display(storage.join(directory, 'zarr.json'))}")
     for directory in skipped:
-        print(f"  skipped {storage.display(directory)} (zarr.json exists, or plain dataset without zarr-n5)")
+        print(f"  skipped {storage.display(directory)} (zarr.json exists, or attributes zarr cannot describe)")
     print(f"{len(written)} zarr.json written, {len(skipped)} skipped; no block was touched")
+    if written and not zarr_finds_the_data_type():
+        import zarr
+
+        print(f"note: zarr {zarr.__version__} (< 3.4.1) does not load data types from entry points: run "
+              "`import n5mscodecs.zarr` before opening label multiset arrays with zarr, which otherwise says "
+              f'"{UNKNOWN_DATA_TYPE_ERROR}" (plain datasets open without it)')
     return EXIT_OK
 
 

@@ -294,8 +294,9 @@ def _decode(data, out, threads, max_decompressed_size, allow_size_mismatch, pixe
     if limit < total:
         starts, ends = layout.decompressed_offsets[:-1], layout.decompressed_offsets[1:]
         needed = max(int(np.searchsorted(starts, limit, "left")), int(np.searchsorted(ends, limit, "right")))
-    job = DecodeJob(payload, target, layout, limit, kernel_threads)
-    run_chunks(current_backend().decoder(job), needed, workers)
+    if needed:  # none for a payload of zero chunks
+        job = DecodeJob(payload, target, layout, limit, kernel_threads)
+        run_chunks(current_backend().decoder(job), needed, workers)
     return result
 
 

@@ -136,9 +136,11 @@ def _read_byte_field(payload, spans, chunk_id, allowed):
     return value
 
 
-def header_problem(payload: np.ndarray) -> Exception:
-    """The error for a header :func:`_chunked.read_header` rejected: the same
-    checks, one step at a time, each naming what is wrong."""
+def _walk_header(payload: np.ndarray) -> ChunkLayout | Exception:
+    """A header :func:`_chunked.read_header` rejected, walked with the same checks one step
+    at a time: the error naming what is wrong, or the layout of a payload with zero chunks
+    (empty ChunkSizes, one DecompressedSizes value: imagecodecs' form for empty input, which
+    libCZI's rules allow), which decodes to nothing."""
     size = payload.shape[0]
     spans = NO_SPANS.copy()
     status, header_size, chunk_id = _chunked.scan_header(payload, spans)
@@ -147,13 +149,17 @@ def header_problem(payload: np.ndarray) -> Exception:
     try:
         compressed_sizes = _read_size_list(payload, spans, _chunked.CHUNK_SIZES)
         decompressed_values = _read_size_list(payload, spans, _chunked.DECOMPRESSED_SIZES)
-        _read_byte_field(payload, spans, _chunked.COMPRESSION_METHOD, {0, 1})
-        _read_byte_field(payload, spans, _chunked.PREPROCESSING, {PREPROCESSING_NONE, PREPROCESSING_HILO})
+        codec = _read_byte_field(payload, spans, _chunked.COMPRESSION_METHOD, {0, 1})
+        preprocessing = _read_byte_field(payload, spans, _chunked.PREPROCESSING,
+                                         {PREPROCESSING_NONE, PREPROCESSING_HILO})
     except ChunkedFormatError as error:
         return error
     chunk_count, listed = compressed_sizes.shape[0], decompressed_values.shape[0]
+    if chunk_count == 0 and listed == 1:
+        return _layout(payload, header_size, codec or 0, -1 if preprocessing is None else preprocessing,
+                       compressed_sizes, compressed_sizes, np.full(1, header_size, np.int64), np.zeros(1, np.int64))
     if chunk_count == 0:
-        return ChunkedFormatError("ChunkSizes: zero chunks")
+        return ChunkedFormatError(f"ChunkSizes: zero chunks, with {listed} DecompressedSizes values (1 expected)")
     if listed == 0:
         return ChunkedFormatError("DecompressedSizes: no values")
     if listed > chunk_count:
@@ -167,12 +173,8 @@ def header_problem(payload: np.ndarray) -> Exception:
     return RuntimeError("chunked header rejected by read_header but not by the step-by-step checks")
 
 
-def parse_header(payload: np.ndarray) -> ChunkLayout:
-    status, header = _chunked.read_header(payload)
-    if status != Status.OK:
-        raise header_problem(payload)
-    (header_size, codec, preprocessing, compressed_sizes, decompressed_sizes, compressed_offsets,
-     decompressed_offsets) = header
+def _layout(payload, header_size, codec, preprocessing, compressed_sizes, decompressed_sizes, compressed_offsets,
+            decompressed_offsets):
     for array in (compressed_sizes, decompressed_sizes, compressed_offsets, decompressed_offsets):
         array.flags.writeable = False
     end = int(compressed_offsets[-1])
@@ -189,6 +191,16 @@ def parse_header(payload: np.ndarray) -> ChunkLayout:
         trailing_bytes=payload.shape[0] - end,
     )
     return ChunkLayout(info, compressed_offsets, decompressed_offsets)
+
+
+def parse_header(payload: np.ndarray) -> ChunkLayout:
+    status, header = _chunked.read_header(payload)
+    if status == Status.OK:
+        return _layout(payload, *header)
+    walked = _walk_header(payload)
+    if isinstance(walked, Exception):
+        raise walked
+    return walked
 
 
 def chunked_info(data: BytesLike) -> ChunkedInfo:

@@ -28,6 +28,7 @@ from .dataset import (
     write_array,
     write_attributes,
 )
+from .default import n5_default_decode, n5_default_encode
 from .header import N5BlockHeader
 from .varlen import CodecChain, N5Varlen, n5_block_header, n5_varlen_decode, n5_varlen_decode_labels, n5_varlen_encode
 from .writing import mark_complete
@@ -47,6 +48,8 @@ __all__ = [
     "write_attributes",
     "mark_complete",
     "N5BlockHeader",
+    "n5_default_decode",
+    "n5_default_encode",
     "CodecChain",
     "N5Varlen",
     "n5_block_header",

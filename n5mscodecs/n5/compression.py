@@ -160,6 +160,10 @@ class Gzip(Compressor):
     def configuration(self) -> dict[str, Any]:
         return {"level": self.level if self.level >= 0 else 6}
 
+    def v3_config(self) -> dict[str, Any]:
+        # zarr's gzip codec writes and reads gzip members only; a zlib stream is numcodecs' zlib
+        return {"name": "numcodecs.zlib" if self.use_zlib else "gzip", "configuration": self.configuration()}
+
     def n5_config(self) -> dict[str, Any]:
         return {"type": "gzip", "level": self.level, "useZlib": self.use_zlib}
 
@@ -209,14 +213,20 @@ class Zstd(Compressor):
 
 
 class Blosc(Compressor):
-    """N5 ``blosc`` (n5-blosc); the blosc header states its own sizes, checked first."""
+    """N5 ``blosc`` (n5-blosc); the blosc header states its own sizes, checked first.
+
+    ``nthreads`` is only written to the N5 attributes (compression always uses one
+    thread): 1 by default, as n5-blosc and z5py write it; None leaves it out, which
+    tensorstore (0.1.86) needs: it refuses a blosc compression with ``nthreads``.
+    """
 
     name = "blosc"
     n5_type = "blosc"
     _SHUFFLE_NAMES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
 
     def __init__(
-        self, cname: str = "lz4", clevel: int = 5, shuffle: int | str = 1, blocksize: int = 0, typesize: int = 1
+        self, cname: str = "lz4", clevel: int = 5, shuffle: int | str = 1, blocksize: int = 0, typesize: int = 1,
+        nthreads: int | None = 1,
     ) -> None:
         self.cname = str(cname)
         self.clevel = int(clevel)
@@ -228,6 +238,7 @@ class Blosc(Compressor):
         self.shuffle = int(shuffle)
         self.blocksize = int(blocksize)
         self.typesize = int(typesize)
+        self.nthreads = None if nthreads is None else int(nthreads)
 
     def encode(self, data: BytesLike) -> bytes:
         """Compress with one blosc thread, as the attributes say (``nthreads: 1``): numcodecs
@@ -272,8 +283,9 @@ class Blosc(Compressor):
                 "typesize": self.typesize, "blocksize": self.blocksize}
 
     def n5_config(self) -> dict[str, Any]:
-        return {"type": "blosc", "cname": self.cname, "clevel": self.clevel,
-                "shuffle": self.shuffle, "blocksize": self.blocksize, "nthreads": 1}
+        config = {"type": "blosc", "cname": self.cname, "clevel": self.clevel,
+                  "shuffle": self.shuffle, "blocksize": self.blocksize}
+        return config if self.nthreads is None else {**config, "nthreads": self.nthreads}
 
 
 _BLOSC_WORKER: list[ThreadPoolExecutor] = []
@@ -368,6 +380,11 @@ class Lz4(Compressor):
     nibble log2(blockSize) - 10), compressed and decompressed lengths and an
     xxHash32 checksum (seed 0x9747b28c, low 28 bits) of the decompressed
     bytes, all little-endian, then the data; an empty block ends the stream.
+
+    z5py writes N5 ``lz4`` as one bare LZ4 block instead (no framing, no size).
+    Data without the ``LZ4Block`` magic is read that way when the expected size is
+    known (every N5 block states it): it must decompress to exactly that size.
+    Encoding writes Java's framing, which z5py cannot read.
     """
 
     name = "n5_lz4"
@@ -405,6 +422,8 @@ class Lz4(Compressor):
 
     def decode(self, data: BytesLike, expected_size: int | None = None, max_size: int | None = None) -> bytes:
         data = as_bytes(data)
+        if data[:8] != self._MAGIC:
+            return self._decode_bare(data, expected_size, max_size)
         limit = _limit(expected_size, max_size)
         parts, produced, pos = [], 0, 0
         while True:
@@ -440,6 +459,22 @@ class Lz4(Compressor):
             parts.append(body)
             produced += decompressed
         out = b"".join(parts)
+        _check_size("lz4", len(out), expected_size, max_size)
+        return out
+
+    def _decode_bare(self, data, expected_size, max_size=None):
+        """z5py's form: one LZ4 block of exactly ``expected_size`` bytes."""
+        if expected_size is None:
+            raise CompressionError("lz4: no LZ4Block magic at byte 0 (a bare LZ4 block, as z5py writes, "
+                                   "is read only where the decompressed size is known)")
+        if expected_size > len(data) * _LZ4_MAX_RATIO + 16:
+            raise CompressionError(f"lz4: a bare LZ4 block of {len(data)} bytes cannot expand to the "
+                                   f"{expected_size} bytes expected")
+        try:
+            out = lz4.block.decompress(data, uncompressed_size=expected_size)
+        except lz4.block.LZ4BlockError as exc:
+            raise CompressionError(f"lz4: no LZ4Block magic at byte 0, and not a bare LZ4 block of {expected_size} "
+                                   f"bytes (z5py's form) either ({exc})") from exc
         _check_size("lz4", len(out), expected_size, max_size)
         return out
 
@@ -488,7 +523,7 @@ def _gzip(conf):
 
 def _blosc_from(conf):
     return Blosc(conf.get("cname", "lz4"), conf.get("clevel", 5), conf.get("shuffle", 1),
-                 conf.get("blocksize", 0), conf.get("typesize", 1))
+                 conf.get("blocksize", 0), conf.get("typesize", 1), conf.get("nthreads", 1))
 
 
 # name -> factory taking the configuration mapping; v3, numcodecs and N5 spellings

@@ -22,6 +22,7 @@ from ..payload.layout import (
 )
 from . import grid, storage
 from .compression import compressor_from_config, max_compressed_size
+from .default import n5_default_decode, n5_default_encode
 from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 from .varlen import MAX_NDIM, CodecChain, n5_varlen_encode, varlen_payload
 from .writing import LOCK_NAME, check_complete, incomplete_marker, mark_complete, write_marked
@@ -423,31 +424,10 @@ class ArrayDataset(_Dataset):
 
     def decode_block(self, data: BytesLike, grid_position: Sequence[int]) -> np.ndarray:
         """Decode block bytes (see :meth:`read_block`)."""
-        header = N5BlockHeader.from_bytes(data)
-        if header.mode == MODE_DEFAULT:
-            if len(header.shape) != self.ndim:
-                raise N5HeaderError(f"header ndim {len(header.shape)}, dataset has {self.ndim}")
-            n = grid.voxels(header.shape)  # Python ints: no int64 wrap-around
-        elif header.mode == MODE_VARLENGTH:
-            n = header.num_elements
-        else:
-            raise N5HeaderError("object mode blocks are not supported")
-        nbytes = n * self.dtype.itemsize
-        if nbytes > self.max_data_bytes(header.mode):  # before inflating anything
-            what = f"dims {list(header.shape)}" if header.mode == MODE_DEFAULT else f"numElements {n}"
-            raise N5HeaderError(f"header {what} need {nbytes} bytes, more than a block of blockSize "
-                                f"{list(self.chunks)} holds ({self.max_data_bytes(header.mode)})")
-        body = memoryview(data)[header.nbytes:]
-        if self.compressor is None:
-            if len(body) < nbytes:
-                raise N5HeaderError(f"payload has {len(body)} bytes, needs {nbytes}")
-            body = body[:nbytes]
-        else:
-            body = self.compressor.decode(body, nbytes)
-        values = np.frombuffer(body, self.dtype.newbyteorder(">")).astype(self.dtype)
-        if header.mode == MODE_VARLENGTH:
-            return values
-        return values.reshape(header.shape, order="F")
+        # header dims at most the block size (Java overstates boundary blocks up to it, zarr pads
+        # to it); varlength blocks bounded too: checked before anything is inflated
+        return n5_default_decode(data, self.dtype, self.compressor, chunk_shape=self.chunks, varlength=True,
+                                 max_varlength_bytes=self.max_data_bytes(MODE_VARLENGTH))
 
     def __getitem__(self, key: Selection) -> np.ndarray | np.generic:
         return self.read(key)
@@ -480,11 +460,8 @@ class ArrayDataset(_Dataset):
         if data.ndim != self.ndim or any(n > b for n, b in zip(data.shape, self.chunks)):
             raise ConfigurationError(f"block {tuple(grid_position)}: shape {data.shape} does not fit blockSize "
                                      f"{list(self.chunks)}")
-        header = N5BlockHeader(MODE_DEFAULT, data.shape)
-        payload = data.astype(self.dtype.newbyteorder(">")).tobytes(order="F")
-        if self.compressor is not None:
-            payload = self.compressor.encode(payload)
-        storage.write_bytes(location, header.to_bytes() + payload, self.storage_options, root=self.root)
+        storage.write_bytes(location, n5_default_encode(data, self.compressor, dtype=self.dtype),
+                            self.storage_options, root=self.root)
 
     def write_varlength_block(
         self, grid_position: Sequence[int], values: ArrayLike, dims: Iterable[int] | None = None

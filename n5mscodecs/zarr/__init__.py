@@ -3,16 +3,30 @@
 Importing this module registers everything with zarr (zarr >= 3.4.1 also finds
 them through entry points; older zarr never loads data type entry points, so
 ``import n5mscodecs.zarr`` before opening label multiset arrays there).
+
+zarr-n5 registers a codec of the same name, ``n5_default``; zarr then picks the
+class its configuration names under ``codecs.n5_default``. This module makes
+:class:`N5DefaultZarrCodec` that configuration's default: a choice made in zarr's
+configuration (``zarr.config.set``, ``ZARR_CODECS__N5_DEFAULT``) still wins.
 """
 
+import zarr as _zarr
 from zarr.core.dtype import data_type_registry as _data_type_registry
 from zarr.registry import register_codec as _register_codec
 
-from .attributes import label_multiset_metadata, labels_metadata, labels_view_metadata, write_zarr_json, zarr_document
+from .attributes import (
+    default_mode_metadata,
+    label_multiset_metadata,
+    labels_metadata,
+    labels_view_metadata,
+    write_zarr_json,
+    zarr_document,
+)
 from .codecs import (
     ZARR_CODECS,
     CziChunkedZarrCodec,
     LabelMultisetZarrCodec,
+    N5DefaultZarrCodec,
     N5LabelMultisetZarrCodec,
     N5VarlenZarrCodec,
     NumcodecsCziChunkedZarrCodec,
@@ -27,6 +41,8 @@ for _name, _cls in ZARR_CODECS.items():
     _register_codec(_name, _cls)
 if LabelMultisetDType._zarr_v3_name not in _data_type_registry.contents:
     _data_type_registry.register(LabelMultisetDType._zarr_v3_name, LabelMultisetDType)
+_zarr.config.update_defaults(
+    {"codecs": {N5DefaultZarrCodec.codec_name: f"{N5DefaultZarrCodec.__module__}.{N5DefaultZarrCodec.__qualname__}"}})
 _install_defaults()
 
 __all__ = [
@@ -36,9 +52,11 @@ __all__ = [
     "labels_metadata",
     "labels_view_metadata",
     "label_multiset_metadata",
+    "default_mode_metadata",
     "write_zarr_json",
     "zarr_document",
     "LabelMultisetDType",
+    "N5DefaultZarrCodec",
     "N5VarlenZarrCodec",
     "CziChunkedZarrCodec",
     "NumcodecsCziChunkedZarrCodec",

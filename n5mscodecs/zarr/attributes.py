@@ -10,6 +10,7 @@ from ..multiset import BACKGROUND
 from ..n5 import N5_VERSION, CodecChain, storage
 from ..n5.dataset import validate_attributes
 from ..n5.storage import ATTRIBUTES
+from .codecs import N5_DATA_TYPES, N5DefaultZarrCodec
 from .dtype import LabelMultisetDType, parse_fill_value
 
 if TYPE_CHECKING:
@@ -67,17 +68,17 @@ def _zarr_attributes(attributes):
     return kept
 
 
-def _default_mode_metadata(attributes, path):
-    try:
-        from zarr_n5.metadata import N5ArrayMetadata, N5GroupMetadata
-    except ImportError as exc:
-        raise ConfigurationError(
-            f"{path}: plain N5 datasets need zarr-n5's n5_default codec (pip install zarr-n5)"
-        ) from exc
-    import zarr_n5  # noqa: F401  (registers the n5_default codec with zarr)
-
-    group = N5GroupMetadata.from_jso(dict(attributes))
-    return N5ArrayMetadata.from_group(group).to_zarr().to_dict()
+def default_mode_metadata(attributes: Mapping[str, Any], path: str = "") -> dict[str, Any]:
+    """The zarr v3 ``zarr.json`` document for a plain N5 dataset's attributes: its data type,
+    fill value 0 (N5's convention) and the ``n5_default`` codec around its compression. For
+    raw, gzip, zstd and blosc it is what zarr-n5 makes (but gzip's level -1, Java's default,
+    is written as 6, zarr-n5 writes zarr's 5)."""
+    data_type = attributes.get("dataType")
+    if data_type not in N5_DATA_TYPES:
+        raise ConfigurationError(f"{path or 'dataset'}: attributes.json: unsupported dataType {data_type!r}")
+    codec = N5DefaultZarrCodec.from_compression(len(attributes["dimensions"]),
+                                                attributes.get("compression", {"type": "raw"}), data_type)
+    return _array_metadata(attributes, data_type, 0, [codec.to_dict()])
 
 
 def zarr_document(attributes: Mapping[str, Any], path: str = "", fill_label: int = BACKGROUND) -> dict[str, Any]:
@@ -86,7 +87,7 @@ def zarr_document(attributes: Mapping[str, Any], path: str = "", fill_label: int
         return {"zarr_format": 3, "node_type": "group", "attributes": _zarr_attributes(attributes)}
     if attributes.get("isLabelMultiset"):
         return label_multiset_metadata(attributes, fill_label)
-    return _default_mode_metadata(attributes, path)
+    return default_mode_metadata(attributes, path)
 
 
 def write_zarr_json(
@@ -97,8 +98,8 @@ def write_zarr_json(
 
     The container then opens with plain ``zarr.open_group``/``zarr.open_array``
     and stays a valid N5 container; no block is touched. Plain numeric
-    datasets get zarr-n5's metadata when zarr-n5 is installed and are skipped
-    otherwise. ``container`` may be a URL (with fsspec's ``storage_options``).
+    datasets get the ``n5_default`` codec (:func:`default_mode_metadata`).
+    ``container`` may be a URL (with fsspec's ``storage_options``).
     Returns ``(written, skipped)`` lists of directories.
     """
     written, skipped = [], []
@@ -135,6 +136,17 @@ def attributes_from_zarr(document: Mapping[str, Any], prefix: str) -> dict[str, 
             base.setdefault("n5", N5_VERSION)
         return base
     codecs = document.get("codecs") or []
+    encoding = document.get("chunk_key_encoding") or {}
+    if encoding.get("name") != "v2" or (encoding.get("configuration") or {}).get("separator") != "/":
+        raise ConfigurationError(
+            "N5Store: N5 block paths need chunk_key_encoding={'name': 'v2', 'separator': '/'}"
+        )
+    base.update({
+        "blockSize": list(document["chunk_grid"]["configuration"]["chunk_shape"]),
+        "dimensions": list(document["shape"]),
+    })
+    if document.get("data_type") in N5_DATA_TYPES:
+        return _plain_attributes(document, codecs, base)
     if (document.get("data_type") == "label_multiset" and len(codecs) > 1
             and codecs[0].get("name") == "n5_varlen"):
         added = ", ".join(codec.get("name", "?") for codec in codecs[1:])
@@ -145,13 +157,9 @@ def attributes_from_zarr(document: Mapping[str, Any], prefix: str) -> dict[str, 
         )
     if document.get("data_type") != "label_multiset" or len(codecs) != 1 or codecs[0].get("name") != "n5_varlen":
         raise ConfigurationError(
-            "N5Store writes label multiset arrays with the n5_varlen codec only "
-            "(use zarr_n5.N5WrapperStore for plain N5 arrays)"
-        )
-    encoding = document.get("chunk_key_encoding") or {}
-    if encoding.get("name") != "v2" or (encoding.get("configuration") or {}).get("separator") != "/":
-        raise ConfigurationError(
-            "N5Store: N5 block paths need chunk_key_encoding={'name': 'v2', 'separator': '/'}"
+            f"N5Store writes arrays of the N5 data types ({', '.join(N5_DATA_TYPES)}) with the n5_default codec "
+            "and label multiset arrays with the n5_varlen codec; got data type "
+            f"{document.get('data_type')!r} with codecs {[codec.get('name') for codec in codecs]}"
         )
     chain = CodecChain(codecs[0]["configuration"]["codecs"])
     if chain.layout.name != "n5_label_multiset" or len(chain.compressors) > 1:
@@ -160,8 +168,26 @@ def attributes_from_zarr(document: Mapping[str, Any], prefix: str) -> dict[str, 
     base.update({
         "dataType": "uint8",
         "compression": {"type": "raw"} if compressor is None else compressor.n5_config(),
-        "blockSize": list(document["chunk_grid"]["configuration"]["chunk_shape"]),
-        "dimensions": list(document["shape"]),
         "isLabelMultiset": True,
+    })
+    return base
+
+
+def _plain_attributes(document, codecs, base):
+    """attributes.json of a plain array written through the store (``base``: its other attributes)."""
+    if len(codecs) != 1 or codecs[0].get("name") != "n5_default":
+        raise ConfigurationError(
+            f"N5Store: an N5 block holds its compression inside the n5_default codec, the array has codecs "
+            f"{[codec.get('name') for codec in codecs]}. Pass serializer=N5DefaultZarrCodec.from_compression(ndim, "
+            "'gzip') (or another N5 compression) and compressors=None"
+        )
+    fill = document.get("fill_value", 0)
+    if fill not in (0, 0.0) or isinstance(fill, bool):  # NaN and the strings of special floats too
+        raise ConfigurationError(
+            f"N5Store: N5 has no fill value (missing blocks read as 0), the array has fill_value {fill!r}")
+    compressor = N5DefaultZarrCodec.from_dict(codecs[0]).compressor
+    base.update({
+        "dataType": document["data_type"],
+        "compression": {"type": "raw"} if compressor is None else compressor.n5_config(),
     })
     return base

@@ -1,8 +1,9 @@
-"""zarr v3 codecs: ``n5_varlen``, ``n5_label_multiset``, ``label_multiset`` (array -> bytes)
-and ``czi_chunked`` (bytes -> bytes).
+"""zarr v3 codecs: ``n5_default``, ``n5_varlen``, ``n5_label_multiset``, ``label_multiset``
+(array -> bytes) and ``czi_chunked`` (bytes -> bytes).
 
-They delegate to the same functions as the numcodecs codecs; this module only
-converts between zarr's chunk buffers (object arrays of elements) and
+They delegate to the same functions as the numcodecs codecs and :mod:`n5mscodecs.n5`;
+this module only converts between zarr's chunk buffers (numeric arrays, object
+arrays of elements) and those functions' arrays and
 :class:`~n5mscodecs.LabelMultisetArray`. In an array of data type ``uint64``
 the label multiset codecs are the read-only *labels view*: chunks decode
 straight to each voxel's argmax label (no element objects) and writes raise
@@ -24,6 +25,8 @@ from zarr.core.common import parse_named_configuration
 from ..czi import CziChunked, chunked_decode, chunked_encode
 from ..errors import ConfigurationError, N5HeaderError, ReadOnlyError
 from ..multiset import LabelMultisetArray
+from ..n5.compression import Blosc, compressor_from_config
+from ..n5.default import n5_default_decode, n5_default_encode
 from ..n5.varlen import CodecChain, n5_block_header, n5_varlen_decode, n5_varlen_decode_labels, n5_varlen_encode
 from ..payload import (
     N5_LAYOUT,
@@ -225,7 +228,138 @@ class N5VarlenZarrCodec(_MultisetCodec):
         return n5_varlen_encode(multisets, self._chain, threads=1)
 
 
-ZARR_CODECS = {cls.codec_name: cls for cls in (N5VarlenZarrCodec, N5LabelMultisetZarrCodec, LabelMultisetZarrCodec)}
+#: The data types of N5's ``dataType`` (zarr v3 names: the same).
+N5_DATA_TYPES = ("uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64", "float32", "float64")
+
+
+def _named(config, what):
+    """``(name, configuration)`` of a zarr v3 codec spelled as a dict or a bare name."""
+    if isinstance(config, str):
+        return config, {}
+    if not isinstance(config, dict) or "name" not in config:
+        raise ConfigurationError(f"n5_default: {what} must be a zarr v3 codec object, got {config!r}")
+    return config["name"], dict(config.get("configuration") or {})
+
+
+@dataclass(frozen=True, init=False)
+class N5DefaultZarrCodec(_WorkerThreadCodec, ArrayBytesCodec):
+    """``n5_default``: N5 default-mode blocks of a numeric array (the companion spec).
+
+    ``codecs`` is the spec's inner chain: a full ``transpose`` (N5 axis order is F
+    order), ``bytes`` big-endian (``endian`` may be left out for 1-byte types), then
+    at most one compressor: any N5 compression the package reads, in the spelling of
+    :mod:`n5mscodecs.n5.compression` (``gzip``; ``numcodecs.zlib`` for N5's gzip with
+    ``useZlib``; ``zstd``; ``blosc``; ``numcodecs.lzma`` for xz; ``numcodecs.bz2``;
+    ``n5_lz4`` for N5's LZ4Block framing). Blocks are decoded and encoded by
+    :func:`~n5mscodecs.n5.n5_default_decode`/``n5_default_encode``, as
+    :func:`n5mscodecs.n5.open` does. Truncated boundary blocks (Java) decode padded
+    with the fill value, padded ones as they are; dims beyond the chunk shape are an
+    error. Encoding writes the full chunk zarr hands over: :class:`~n5mscodecs.zarr.N5Store`
+    truncates boundary blocks to the grid, as Java writes them.
+
+    Examples
+    --------
+    >>> import numpy as np, zarr
+    >>> codec = N5DefaultZarrCodec.from_compression(2, "gzip")
+    >>> codec.to_dict()["configuration"]["codecs"][2]
+    {'name': 'gzip', 'configuration': {'level': 6}}
+    >>> a = zarr.create_array({}, shape=(3, 5), chunks=(2, 2), dtype="uint16", serializer=codec, compressors=None)
+    >>> a[:] = np.arange(15).reshape(3, 5)
+    >>> int(a[2, 4])
+    14
+    """
+
+    codec_name: ClassVar[str] = "n5_default"
+    is_fixed_size = False
+    codecs: tuple = ()
+
+    def __init__(self, *, codecs: Iterable[str | dict[str, Any]]) -> None:
+        codecs = list(codecs)
+        if not 2 <= len(codecs) <= 3:
+            raise ConfigurationError(f"n5_default: codecs must be transpose, bytes and at most one compressor, "
+                                     f"got {len(codecs)} codecs")
+        name, transpose = _named(codecs[0], "codecs[0]")
+        order = transpose.get("order")
+        if name != "transpose" or not isinstance(order, list | tuple) or list(order) != list(range(len(order)))[::-1]:
+            raise ConfigurationError(f"n5_default: the first codec must be a full transpose "
+                                     f"(order [N-1, ..., 0]), got {codecs[0]!r}")
+        name, configuration = _named(codecs[1], "codecs[1]")
+        endian = configuration.get("endian")
+        if name != "bytes" or set(configuration) - {"endian"} or endian not in (None, "big"):
+            raise ConfigurationError(f"n5_default: the second codec must be bytes with endian 'big' (N5 blocks "
+                                     f"are big-endian), got {codecs[1]!r}")
+        compressor = compressor_from_config(codecs[2]) if len(codecs) == 3 else None
+        configs = [{"name": "transpose", "configuration": {"order": list(order)}},
+                   {"name": "bytes", "configuration": {"endian": "big"}} if endian else {"name": "bytes"}]
+        if compressor is not None:
+            configs.append(compressor.v3_config())
+        object.__setattr__(self, "codecs", tuple(configs))
+        object.__setattr__(self, "_compressor", compressor)
+
+    @classmethod
+    def from_compression(cls, ndim: int, compression: Any = None, dtype: Any = None) -> N5DefaultZarrCodec:
+        """The codec of an ``ndim``-dimensional N5 dataset with ``compression`` in any spelling
+        :func:`~n5mscodecs.n5.compression.compressor_from_config` reads (None: raw), e.g. an
+        N5 ``compression`` attribute. With ``dtype``, blosc shuffles by its item size (as
+        zarr-n5 writes it) and 1-byte types get a ``bytes`` codec without ``endian``."""
+        compressor = None if compression is None else compressor_from_config(compression)
+        itemsize = 0 if dtype is None else np.dtype(dtype).itemsize
+        if isinstance(compressor, Blosc) and itemsize:
+            compressor = Blosc(compressor.cname, compressor.clevel, compressor.shuffle, compressor.blocksize,
+                               itemsize, compressor.nthreads)
+        codecs = [{"name": "transpose", "configuration": {"order": list(range(ndim))[::-1]}},
+                  {"name": "bytes"} if itemsize == 1 else {"name": "bytes", "configuration": {"endian": "big"}}]
+        return cls(codecs=codecs if compressor is None else [*codecs, compressor.v3_config()])
+
+    @property
+    def compressor(self):
+        """The N5 compressor (:mod:`n5mscodecs.n5.compression`), None for raw."""
+        return self._compressor
+
+    @classmethod
+    def from_dict(cls, data):
+        _, configuration = parse_named_configuration(data, cls.codec_name, require_configuration=True)
+        if set(configuration) != {"codecs"}:
+            raise ConfigurationError(
+                f"n5_default: configuration must hold exactly 'codecs', got {sorted(configuration)}")
+        return cls(codecs=configuration["codecs"])
+
+    def to_dict(self):
+        return {"name": self.codec_name, "configuration": {"codecs": [dict(c) for c in self.codecs]}}
+
+    def evolve_from_array_spec(self, array_spec):
+        return self
+
+    def validate(self, *, shape, dtype, chunk_grid):
+        ndim = len(self.codecs[0]["configuration"]["order"])
+        if len(shape) != ndim:
+            raise ConfigurationError(f"n5_default: the transpose order is {ndim}-D, the array {len(shape)}-D")
+        native = dtype.to_native_dtype()
+        if native.hasobject or native.name not in N5_DATA_TYPES:
+            raise ConfigurationError(f"n5_default: N5 has no data type {dtype}; one of {', '.join(N5_DATA_TYPES)}")
+        if native.itemsize > 1 and "configuration" not in self.codecs[1]:
+            raise ConfigurationError(f"n5_default: {native.name} needs the bytes codec's endian 'big'")
+
+    def compute_encoded_size(self, input_byte_length, chunk_spec):
+        raise NotImplementedError("n5_default: the output size depends on the data")
+
+    def _decode_sync(self, chunk_bytes, chunk_spec):
+        shape = tuple(chunk_spec.shape)
+        block = n5_default_decode(chunk_bytes.as_numpy_array(), chunk_spec.dtype.to_native_dtype(),
+                                  self._compressor, chunk_shape=shape)
+        if block.shape != shape:  # a truncated boundary block (Java): pad it
+            chunk = np.full(shape, chunk_spec.fill_value, block.dtype)
+            chunk[tuple(slice(0, n) for n in block.shape)] = block
+            block = chunk
+        return chunk_spec.prototype.nd_buffer.from_numpy_array(block)
+
+    def _encode_sync(self, chunk_array, chunk_spec):
+        encoded = n5_default_encode(chunk_array.as_numpy_array(), self._compressor)
+        return chunk_spec.prototype.buffer.from_bytes(encoded)
+
+
+ZARR_CODECS = {cls.codec_name: cls for cls in (N5DefaultZarrCodec, N5VarlenZarrCodec, N5LabelMultisetZarrCodec,
+                                               LabelMultisetZarrCodec)}
 
 
 @dataclass(frozen=True, init=False)

@@ -24,6 +24,18 @@ if TYPE_CHECKING:
 
 _HEX = re.compile(r"^0[xX][0-9a-fA-F]{1,16}$")
 V2_OBJECT_CODEC_ID = "label_multiset_vlen"
+#: What zarr < 3.4.1, which never loads data type entry points, says about a label multiset
+#: array opened without ``import n5mscodecs.zarr`` first.
+UNKNOWN_DATA_TYPE_ERROR = "No Zarr data type found that matches 'label_multiset'"
+
+
+def zarr_finds_the_data_type() -> bool:
+    """Whether the installed zarr finds ``label_multiset`` through its entry point (zarr >= 3.4.1)
+    in a process that never imported ``n5mscodecs.zarr``; older zarr (the newest for Python
+    3.11 is 3.1.6) raises :data:`UNKNOWN_DATA_TYPE_ERROR` there."""
+    import zarr
+
+    return tuple(int(part) for part in re.findall(r"\d+", zarr.__version__)[:3]) >= (3, 4, 1)
 
 
 def parse_fill_value(value: Any) -> LabelMultiset:

@@ -7,8 +7,9 @@ Wraps any zarr store holding an N5 container (``attributes.json`` files):
   N5 compressor, v2 chunk keys with "/"); N5 groups become groups, and
   directories without ``attributes.json`` implicit groups. N5 attributes stay
   in the zarr attributes (the full document under ``"_n5"``, as zarr-n5 does).
-- Plain numeric datasets delegate to zarr-n5's ``n5_default`` codec when
-  ``zarr_n5`` is installed, else opening them raises a clear error.
+- Plain numeric datasets are arrays of their data type with this package's
+  ``n5_default`` codec (:class:`~n5mscodecs.zarr.N5DefaultZarrCodec`), read and
+  written (zarr-n5 is not needed).
 - A real ``zarr.json`` in the container wins (the specs' N5 + zarr pattern).
 - ``multisets="labels"``: the read-only labels view. Every label multiset
   dataset is a plain ``uint64`` array (same shape and chunk grid, ``fill_value``
@@ -22,7 +23,8 @@ Wraps any zarr store holding an N5 container (``attributes.json`` files):
   (label-utilities-spark) or holds a padded payload are served truncated, the
   way Java writes them; writes of boundary chunks are truncated to the grid so
   Java readers can read them, and blocks without any positive count are not
-  stored (Java's serializer writes nothing for them).
+  stored (Java's serializer writes nothing for them). Plain boundary blocks are
+  written truncated the same way.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ from zarr.storage import WrapperStore
 
 from ..errors import ConfigurationError, ReadOnlyError
 from ..multiset import BACKGROUND
-from ..n5 import LabelMultisetDataset, storage
+from ..n5 import ArrayDataset, LabelMultisetDataset, storage
+from ..n5.default import n5_default_encode
 from ..n5.grid import crop
 from ..n5.header import N5BlockHeader
 from ..n5.varlen import n5_varlen_decode, n5_varlen_encode
@@ -157,8 +160,8 @@ class N5Store(WrapperStore):
             return None
         return zarr_document(attributes, prefix, self.fill_label)
 
-    async def _label_dataset_of(self, key):
-        """(dataset, grid position) if ``key`` is a block of a label multiset dataset."""
+    async def _dataset_of(self, key):
+        """(dataset, grid position) if ``key`` is a block of an N5 dataset."""
         parts = key.split("/")
         for n_grid in range(1, len(parts)):
             grid = parts[-n_grid:]
@@ -171,9 +174,11 @@ class N5Store(WrapperStore):
             attributes = self._attributes_cache[prefix]
             if attributes is None:
                 continue
-            if attributes.get("isLabelMultiset") and len(attributes.get("dimensions", ())) == n_grid:
+            if len(attributes.get("dimensions", ())) != n_grid:
+                return None
+            if attributes.get("isLabelMultiset"):
                 return LabelMultisetDataset(prefix, attributes, fill_label=self.fill_label), tuple(map(int, grid))
-            return None
+            return ArrayDataset(prefix, attributes), tuple(map(int, grid))
         return None
 
     # -- reads -------------------------------------------------------------------
@@ -185,8 +190,8 @@ class N5Store(WrapperStore):
         buffer = await self._store.get(key, prototype, byte_range)
         if buffer is None or byte_range is not None:
             return buffer
-        found = await self._label_dataset_of(key)
-        if found is None:
+        found = await self._dataset_of(key)
+        if found is None or isinstance(found[0], ArrayDataset):  # n5_default pads truncated blocks itself
             return buffer
         dataset, grid = found
         if self.labels:
@@ -249,13 +254,19 @@ class N5Store(WrapperStore):
             await self._store.set(prefix + ATTRIBUTES, value.__class__.from_bytes(json.dumps(attributes).encode()))
             self._attributes_cache.pop(prefix.rstrip("/"), None)
             return
-        found = await self._label_dataset_of(key)
+        found = await self._dataset_of(key)
         if found is None:
             await self._store.set(key, value)
             return
         dataset, grid = found
         data = value.to_bytes()
         cropped = dataset.block_shape(grid)
+        if isinstance(dataset, ArrayDataset):
+            if N5BlockHeader.from_bytes(data).shape != cropped:  # a boundary block: truncated, as Java writes it
+                block = crop(dataset.decode_named(dataset.decode_block, data, grid), cropped)
+                data = n5_default_encode(block, dataset.compressor)
+            await self._store.set(key, value.__class__.from_bytes(data))
+            return
         block = crop(n5_varlen_decode(data, dataset.codec_chain, threads=1), cropped)
         # as n5.write: no block without positive counts, none of all {0: 1} (read the same missing)
         if not block.has_positive_counts() or block.is_background():
@@ -310,6 +321,8 @@ def open_labels(store: ZarrStore | PathLike, path: str = "", *, storage_options:
     ``zarr.json`` has the ``label_multiset`` data type with the ``n5_varlen``,
     ``n5_label_multiset`` or ``label_multiset`` codec (the codecs decode to
     labels). Missing chunks read as ``fill_label`` (N5) or the fill value's id.
+    A zarr v2-format array (``.zarray``) is a :class:`ConfigurationError` saying how
+    to read it instead.
 
     >>> import tempfile, numpy as np
     >>> from n5mscodecs import n5
@@ -322,6 +335,13 @@ def open_labels(store: ZarrStore | PathLike, path: str = "", *, storage_options:
 
     if not isinstance(store, ZarrStore):  # a location
         store = _location_store(store, storage_options, read_only=True)
+    from zarr.core.sync import sync
+
+    if sync(store.exists(f"{path.strip('/')}/.zarray" if path.strip("/") else ".zarray")):
+        raise ConfigurationError(
+            f"{path or 'the array'} is a zarr v2-format array (.zarray); open_labels reads N5 datasets and "
+            "zarr v3 arrays only. Read its label multisets with zarr.open_array(...) and take their labels "
+            "with n5mscodecs.argmax_elements(...)")
     array = zarr.open_array(N5Store(store, fill_label=fill_label, multisets="labels"), path=path, mode="r")
     if array.dtype != np.uint64:
         raise ConfigurationError(

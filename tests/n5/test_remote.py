@@ -1,12 +1,15 @@
 """N5 containers on object storage, against real servers the tests start on 127.0.0.1: an
-S3-compatible server (moto in server mode) and http.server (read-only)."""
+S3-compatible server (moto in server mode), a GCS JSON API server (gcp-storage-emulator,
+gcsfs pointed at it through STORAGE_EMULATOR_HOST) and http.server (read-only)."""
 
+import asyncio
 import functools
 import http.server
 import logging
 import os
 import threading
 import time
+import types
 
 import numpy as np
 import pytest
@@ -48,6 +51,73 @@ def s3():
 
 
 @pytest.fixture(scope="module")
+def gcs():
+    """A gcp-storage-emulator server with the bucket "bucket" (in memory); gcsfs, through
+    STORAGE_EMULATOR_HOST, anonymous (no credential lookup, which could ask a metadata server).
+    Yields the server's request handler class, for injecting failures."""
+    emulator = pytest.importorskip("gcp_storage_emulator.server", reason="gcp-storage-emulator is not installed")
+    pytest.importorskip("gcsfs")
+    import fsspec
+
+    # gcsfs reads this at import: its bucket-type probe uses gRPC, which the emulator lacks (60 s time-outs)
+    if os.environ.get("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT") != "false":  # conftest.py sets it unless already set
+        pytest.skip("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT is not 'false': gcsfs would wait on gRPC probes")
+    logging.getLogger("gcp_storage_emulator").setLevel(logging.CRITICAL)  # it logs every 404 as an error
+    read_raw, read_data, http_module = emulator._read_raw_data, emulator._read_data, emulator.server
+    # a backlog of 5 connections (http.server's) drops the SYNs of 16 requests in flight: 1 s retransmits
+    emulator.server = types.SimpleNamespace(HTTPServer=_BackloggedHTTPServer)
+    emulator._read_raw_data = lambda handler: _keep(handler, read_raw(handler))
+    emulator._read_data = lambda handler, query: _exact_upload(handler, read_data(handler, query))
+    server = emulator.create_server("127.0.0.1", 0, in_memory=True, default_bucket="bucket")
+    server.start()
+    server._api._httpd.handle_error = lambda *args: None  # a client closing early is no test failure
+    saved = os.environ.get("STORAGE_EMULATOR_HOST"), fsspec.config.conf.get("gs")
+    os.environ["STORAGE_EMULATOR_HOST"] = f"http://127.0.0.1:{server._api._httpd.server_address[1]}"
+    fsspec.config.conf["gs"] = {"token": "anon"}
+    yield emulator.RequestHandler
+    server.stop()
+    emulator._read_raw_data, emulator._read_data, emulator.server = read_raw, read_data, http_module
+    if saved[0] is None:
+        os.environ.pop("STORAGE_EMULATOR_HOST", None)
+    else:
+        os.environ["STORAGE_EMULATOR_HOST"] = saved[0]
+    if saved[1] is None:
+        fsspec.config.conf.pop("gs", None)
+    else:
+        fsspec.config.conf["gs"] = saved[1]
+
+
+class _BackloggedHTTPServer(http.server.HTTPServer):
+    request_queue_size = 64
+
+
+def _keep(handler, raw):
+    handler.n5ms_raw_body = raw
+    return raw
+
+
+def _exact_upload(handler, parsed):
+    """The uploaded object exactly as sent. The emulator parses gcsfs's multipart uploads
+    (LF line ends) with the email package, which takes a CR ending the object for part of
+    the line break before the closing boundary and drops it (one block in 256 ends so)."""
+    raw = getattr(handler, "n5ms_raw_body", None)
+    if not isinstance(parsed, dict) or "content" not in parsed or raw is None:
+        return parsed
+    boundary = handler.headers.get_param("boundary").encode()
+    closing = raw.rindex(b"\n--" + boundary + b"--")
+    start = raw.index(b"\n\n", raw.index(b"--" + boundary, raw.index(b"--" + boundary) + 1)) + 2
+    parsed["content"] = raw[start:closing]
+    return parsed
+
+
+@pytest.fixture(params=["s3", "gs"])
+def bucket(request):
+    """The URL of the bucket "bucket" on each object store server in turn."""
+    request.getfixturevalue("s3" if request.param == "s3" else "gcs")
+    return f"{request.param}://bucket"
+
+
+@pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """A directory served read-only by http.server; yields (directory, base URL)."""
     root = tmp_path_factory.mktemp("served")
@@ -67,8 +137,8 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 LABELS = (np.arange(20 * 18 * 9, dtype=np.uint64).reshape(20, 18, 9) // 11) % 40
 
 
-def test_label_multisets_on_s3_match_local_files(s3, tmp_path):
-    url = "s3://bucket/match.n5/labels"
+def test_label_multisets_match_local_files(bucket, tmp_path):
+    url = f"{bucket}/match.n5/labels"
     n5.write(url, LABELS, chunks=(8, 8, 4), compression={"type": "gzip", "level": 6})
     local = n5.write(tmp_path / "match.n5" / "labels", LABELS, chunks=(8, 8, 4),
                      compression={"type": "gzip", "level": 6})
@@ -86,11 +156,11 @@ def test_label_multisets_on_s3_match_local_files(s3, tmp_path):
     assert n5.open(url).shape == (4, 18, 9) and len(n5.open(url).present_blocks()) == 3 * 3
 
 
-def test_plain_datasets_on_s3(s3):
+def test_plain_datasets(bucket):
     data = np.random.default_rng(1).integers(0, 60000, (33, 17), dtype=np.uint16)
-    n5.write_array("s3://bucket/plain.n5/raw", data, chunks=(16, 16), compression="zstd")
-    assert np.array_equal(n5.open("s3://bucket/plain.n5/raw")[:], data)
-    assert list(n5.dataset_paths("s3://bucket/plain.n5")) == ["s3://bucket/plain.n5/raw"]
+    n5.write_array(f"{bucket}/plain.n5/raw", data, chunks=(16, 16), compression="zstd")
+    assert np.array_equal(n5.open(f"{bucket}/plain.n5/raw")[:], data)
+    assert list(n5.dataset_paths(f"{bucket}/plain.n5")) == [f"{bucket}/plain.n5/raw"]
 
 
 def test_storage_options_instead_of_environment(s3, monkeypatch):
@@ -145,13 +215,20 @@ def test_cli_on_s3(s3, tmp_path, capsys):
     assert "no such directory" in capsys.readouterr().err
 
 
-def test_zarr_store_on_s3(s3):
+def test_zarr_store(bucket):
     zarr = pytest.importorskip("zarr")
     import n5mscodecs.zarr as nz
 
-    n5.write("s3://bucket/zarr.n5/labels", LABELS, chunks=(8, 8, 8))
-    array = zarr.open_array(nz.open_n5_store("s3://bucket/zarr.n5", read_only=True), path="labels", mode="r")
+    n5.write(f"{bucket}/zarr.n5/labels", LABELS, chunks=(8, 8, 8))
+    array = zarr.open_array(nz.open_n5_store(f"{bucket}/zarr.n5", read_only=True), path="labels", mode="r")
     assert np.array_equal(LabelMultisetArray.from_elements(array[:]).argmax(), LABELS)
+    # a plain dataset written through zarr (n5_default), read back by n5.open
+    root = zarr.open_group(nz.open_n5_store(f"{bucket}/zarr.n5"), mode="r+")
+    plain = root.create_array("plain", shape=(20, 9), chunks=(8, 8), dtype="int16", fill_value=0, compressors=None,
+                              serializer=nz.N5DefaultZarrCodec.from_compression(2, "gzip", "int16"),
+                              chunk_key_encoding={"name": "v2", "separator": "/"})
+    plain[:] = LABELS[:, 0, :].astype(np.int16) - 20
+    assert np.array_equal(n5.open(f"{bucket}/zarr.n5/plain")[:], LABELS[:, 0, :].astype(np.int16) - 20)
 
 
 def test_http_is_read_only(served):
@@ -277,15 +354,16 @@ def test_convert_s3_to_s3_on_a_process_cluster(s3, tmp_path):
             assert remote.read_block_bytes(grid) == ours.read_block_bytes(grid)
 
 
-def test_missing_buckets_keys_and_non_n5_places(s3, capsys):
+def test_missing_buckets_keys_and_non_n5_places(bucket, capsys):
+    scheme = bucket.split(":")[0]
     with pytest.raises(ConfigurationError, match="not an N5 dataset"):
-        n5.open("s3://no-such-bucket/x.n5/labels")
+        n5.open(f"{scheme}://no-such-bucket/x.n5/labels")
     with pytest.raises(ConfigurationError, match="not an N5 dataset"):
-        n5.open("s3://bucket/")
-    assert n5.read_attributes("s3://bucket/no/such/key") == {}
-    assert n5ms(["info", "s3://no-such-bucket/x.n5"]) == 2
+        n5.open(f"{bucket}/")
+    assert n5.read_attributes(f"{bucket}/no/such/key") == {}
+    assert n5ms(["info", f"{scheme}://no-such-bucket/x.n5"]) == 2
     error = capsys.readouterr().err
-    assert error.count("\n") == 1 and error.startswith("n5ms: s3://no-such-bucket/x.n5")
+    assert error.count("\n") == 1 and error.startswith(f"n5ms: {scheme}://no-such-bucket/x.n5")
 
 
 @pytest.fixture()
@@ -387,3 +465,55 @@ def test_ome_zarr_export_from_and_to_s3(s3):
     group = zarr.open_group("s3://bucket/ome.zarr", mode="r", storage_options={"endpoint_url": s3})
     assert np.array_equal(group["s0"][...], labels.T)
     assert group.attrs["ome"]["multiscales"][0]["datasets"][1]["path"] == "s1"
+
+
+# --- GCS (gcp-storage-emulator): what the S3 tests above cover, in small cases -------------
+
+def test_paintera_convert_and_resume_and_cli_on_gcs(gcs, tmp_path, capsys):
+    labels = voronoi_labels((24, 20, 12), 12, seed=5)
+    target = "gs://bucket/paintera.n5/labels"
+    summary = paintera.convert(labels, target, block_size=8, factors=[2], compression="gzip")
+    local = paintera.convert(labels, tmp_path / "p.n5" / "labels", block_size=8, factors=[2], compression="gzip")
+    assert summary.level_shapes == local.level_shapes and summary.blocks_written == local.blocks_written
+    for level in range(2):
+        ours = n5.open(tmp_path / "p.n5" / "labels" / "data" / f"s{level}")
+        remote = n5.open(f"{target}/data/s{level}")
+        for grid in ours.present_blocks():
+            assert remote.read_block_bytes(grid) == ours.read_block_bytes(grid)
+    attributes = n5.read_attributes(target)  # resume after an interruption that lost two blocks
+    attributes["n5mscodecs:conversion"]["complete"] = False
+    n5.write_attributes(target, attributes)
+    storage.remove(f"{target}/data/s0/0/0/0")
+    storage.remove(f"{target}/data/s1/0/0/0")
+    again = paintera.convert(labels, target, block_size=8, factors=[2], compression="gzip", resume=True)
+    assert again.blocks_written == 2
+    assert np.array_equal(n5.open(f"{target}/data/s0").read_labels(), labels)
+    assert n5ms(["info", "gs://bucket/paintera.n5"]) == 0
+    assert "labels/data/s0: label multiset, shape [24, 20, 12]" in capsys.readouterr().out
+    assert n5ms(["argmax", f"{target}/data/s1", "gs://bucket/paintera.n5/argmax"]) == 0
+    assert np.array_equal(n5.open("gs://bucket/paintera.n5/argmax")[:], n5.open(f"{target}/data/s1").read_labels())
+    assert n5ms(["zarr-json", "gs://bucket/paintera.n5"]) == 0
+    assert storage.exists("gs://bucket/paintera.n5/argmax/zarr.json")
+
+
+def test_injected_server_errors_on_gcs_are_retried(gcs, monkeypatch):
+    """The emulator answers 503 to the first reads of one block: the read still succeeds."""
+    import gcsfs.retry
+
+    real_sleep = asyncio.sleep
+    monkeypatch.setattr(gcsfs.retry, "asyncio", types.SimpleNamespace(sleep=lambda _: real_sleep(0.01)))
+    n5.write_array("gs://bucket/flaky.n5/raw", LABELS[:, :, 0], chunks=(8, 8), compression="raw")
+    served_get, failures = gcs.do_GET, []
+
+    def do_get(handler):
+        if "flaky.n5%2Fraw%2F1%2F1" in handler.path and "alt=media" in handler.path and len(failures) < 2:
+            failures.append(handler.path)
+            handler.send_response(503)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
+        served_get(handler)
+
+    monkeypatch.setattr(gcs, "do_GET", do_get)
+    assert np.array_equal(n5.open("gs://bucket/flaky.n5/raw")[:], LABELS[:, :, 0])
+    assert len(failures) == 2

@@ -102,7 +102,6 @@ def test_corrupt_block_names_the_block(tmp_path):
 
 
 def test_plain_datasets_pass_through(tmp_path):
-    pytest.importorskip("zarr_n5")
     data = np.arange(24, dtype=np.uint16).reshape(4, 6)
     n5.write_array(tmp_path / "c.n5" / "plain", data, chunks=(3, 4))
     group = zarr.open_group(nz.open_n5_store(tmp_path / "c.n5", multisets="labels"), mode="r")
@@ -171,3 +170,16 @@ def test_hand_built_chunk_through_the_n5_label_multiset_codec(tmp_path):
     (tmp_path / "a" / "c" / "0" / "0").write_bytes(payload)
     # N5 voxel order: the first axis is fastest
     assert nz.open_labels(tmp_path, "a")[:].tolist() == [[11, 11], [13, 13]]
+
+
+def test_v2_format_arrays_are_refused_saying_how_to_read_them(tmp_path):
+    from n5mscodecs import LabelMultisetVLen, argmax_elements
+
+    array = zarr.create_array(tmp_path / "v2.zarr", shape=(4, 5), chunks=(2, 3), zarr_format=2,
+                              dtype=nz.LabelMultisetDType(), filters=[LabelMultisetVLen()],
+                              fill_value="0xFFFFFFFFFFFFFFFE")
+    array[:] = np.arange(20).reshape(4, 5)
+    for store, path in ((tmp_path / "v2.zarr", ""), (tmp_path, "v2.zarr")):
+        with pytest.raises(ConfigurationError, match=r"zarr v2-format array \(\.zarray\).*argmax_elements"):
+            nz.open_labels(store, path)
+    assert argmax_elements(zarr.open_array(tmp_path / "v2.zarr")[:]).tolist() == np.arange(20).reshape(4, 5).tolist()

@@ -171,21 +171,11 @@ def test_paintera_container_through_n5store():
     assert np.array_equal(argmax, n5.open(root / "scalar_export_s0" / "s0")[:])
 
 
-def test_n5store_plain_datasets_need_zarr_n5(monkeypatch):
+def test_n5store_reads_paintera_plain_datasets():
     root = n5_data("paintera_export_test.n5")
-    store = nz.N5Store(LocalStore(root, read_only=True))
-    group = zarr.open_group(store, mode="r")
-    try:
-        import zarr_n5  # noqa: F401
-    except ImportError:
-        with pytest.raises(ValueError, match="zarr-n5"):
-            group["scalar_export_s0/s0"]
-        return
-    scalar = group["scalar_export_s0/s0"]
-    assert np.array_equal(scalar[:], n5.open(root / "scalar_export_s0" / "s0")[:])
-    monkeypatch.setitem(sys.modules, "zarr_n5.metadata", None)
-    with pytest.raises(ValueError, match="zarr-n5"):
-        zarr.open_group(nz.N5Store(LocalStore(root, read_only=True)), mode="r")["scalar_export_s2/s2"]
+    group = zarr.open_group(nz.N5Store(LocalStore(root, read_only=True)), mode="r")
+    for name in ("scalar_export_s0/s0", "scalar_export_s2/s2"):
+        assert np.array_equal(group[name][:], n5.open(root / name)[:])
 
 
 def test_n5store_implicit_groups(tmp_path):
@@ -276,10 +266,20 @@ def test_cli_zarr_json(tmp_path, capsys):
     n5.write(tmp_path / "c.n5" / "labels", np.arange(12).reshape(3, 4), chunks=(2, 2))
     (tmp_path / "c.n5" / "attributes.json").write_text('{"n5": "4.0.0"}')
     assert main(["zarr-json", str(tmp_path / "c.n5")]) == 0
-    assert "2 zarr.json written" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "2 zarr.json written" in out
     assert argmax_elements(zarr.open_array(tmp_path / "c.n5" / "labels")[:]).tolist() == \
         np.arange(12).reshape(3, 4).tolist()
     assert main(["zarr-json", str(tmp_path / "missing")]) == 2
+    # plain zarr in a new process, without import n5mscodecs.zarr: what the note says
+    from n5mscodecs.zarr.dtype import UNKNOWN_DATA_TYPE_ERROR, zarr_finds_the_data_type
+
+    script = f"import zarr; print(zarr.open_array({str(tmp_path / 'c.n5' / 'labels')!r})[0:1, 1][0])"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    if zarr_finds_the_data_type():
+        assert result.stdout.strip() == "LabelMultiset({1: 1})" and "note:" not in out
+    else:
+        assert UNKNOWN_DATA_TYPE_ERROR in result.stderr and "import n5mscodecs.zarr" in out
 
 
 def test_zarr_threads_sizes_zarrs_pool():
