@@ -1,6 +1,6 @@
 # Unaligned little- and big-endian loads and stores, shared by the kernels
 # (byte by byte: any alignment, any host byte order; compilers fuse them).
-from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 
 
 cdef inline uint32_t load_u32_le(const uint8_t* p) noexcept nogil:
@@ -32,3 +32,11 @@ cdef inline void store_u32_be(uint8_t* p, uint32_t v) noexcept nogil:
 cdef inline void store_u64_le(uint8_t* p, uint64_t v) noexcept nogil:
     store_u32_le(p, <uint32_t>(v & 0xFFFFFFFFULL))
     store_u32_le(p + 4, <uint32_t>(v >> 32))
+
+
+cdef inline uint16_t load_u16_be(const uint8_t* p) noexcept nogil:
+    return <uint16_t>((<uint16_t>p[0] << 8) | p[1])
+
+
+cdef inline uint64_t load_u64_be(const uint8_t* p) noexcept nogil:
+    return (<uint64_t>load_u32_be(p) << 32) | (<uint64_t>load_u32_be(p + 4))

@@ -50,6 +50,7 @@ def n5_default_decode(
     chunk_shape: Sequence[int] | None = None,
     varlength: bool = False,
     max_varlength_bytes: int | None = None,
+    native: bool = True,
 ) -> np.ndarray:
     """Decode one block to an N5-order array of its header dims (native byte order).
 
@@ -58,6 +59,9 @@ def n5_default_decode(
     is decompressed. ``varlength``: also read varlength blocks (mode 0x0001, as 1-d
     arrays of ``numElements`` values); otherwise they are an error. ``max_varlength_bytes``:
     the most bytes such a block may claim (checked before anything is decompressed).
+    ``native=False`` returns the stored big-endian values as they are (a view of the
+    decompressed bytes, read-only for raw blocks): a reader that copies them into place
+    anyway swaps the bytes in that one copy.
 
     >>> import numpy as np
     >>> block = n5_default_encode(np.arange(6, dtype=np.int32).reshape(2, 3))
@@ -91,7 +95,9 @@ def n5_default_decode(
         body = body[:nbytes]
     else:
         body = compressor.decode(body, nbytes)
-    values = np.frombuffer(body, dtype.newbyteorder(">")).astype(dtype)
+    values = np.frombuffer(body, dtype.newbyteorder(">"))
+    if native:
+        values = values.astype(dtype)
     if header.mode == MODE_VARLENGTH:
         return values
     return values.reshape(header.shape, order="F")
