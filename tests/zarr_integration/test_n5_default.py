@@ -221,14 +221,16 @@ def test_z5py_and_tensorstore_read_what_n5store_wrote(tmp_path):
     tensorstore = pytest.importorskip("tensorstore")
     root = open_root(tmp_path / "w.n5", "w")
     data = plain("int16")
-    for name in ("raw", "gzip"):
+    for name in COMPRESSIONS:
         array = root.create_array(name, shape=SHAPE, chunks=CHUNKS, dtype="int16", fill_value=0, compressors=None,
                                   serializer=nz.N5DefaultZarrCodec.from_compression(3, COMPRESSIONS[name], "int16"),
                                   chunk_key_encoding={"name": "v2", "separator": "/"})
         array[:] = data
-        assert np.array_equal(z5py.File(str(tmp_path / "w.n5"), "r")[name][:], data.T)  # z5py: C order
-        spec = {"driver": "n5", "kvstore": {"driver": "file", "path": str(tmp_path / "w.n5" / name)}}
-        assert np.array_equal(tensorstore.open(spec).result().read().result(), data)
+        if name != "lz4":  # z5py reads bare LZ4 blocks only (docs/format_notes.md)
+            assert np.array_equal(z5py.File(str(tmp_path / "w.n5"), "r")[name][:], data.T), name  # C order
+        if name not in ("lz4", "blosc"):  # tensorstore: no N5 lz4; blosc attributes with nthreads refused
+            spec = {"driver": "n5", "kvstore": {"driver": "file", "path": str(tmp_path / "w.n5" / name)}}
+            assert np.array_equal(tensorstore.open(spec).result().read().result(), data), name
 
 
 def test_n5store_reads_what_z5py_and_tensorstore_wrote(tmp_path):
