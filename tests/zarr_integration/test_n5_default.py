@@ -237,13 +237,17 @@ def test_n5store_reads_what_z5py_and_tensorstore_wrote(tmp_path):
     z5py = pytest.importorskip("z5py")
     tensorstore = pytest.importorskip("tensorstore")
     data = plain("float32")
-    z5py.File(str(tmp_path / "t.n5"), "a").create_dataset("z5py", data=data.T, chunks=CHUNKS[::-1],
-                                                           compression="gzip")
-    spec = {"driver": "n5", "kvstore": {"driver": "file", "path": str(tmp_path / "t.n5" / "tensorstore")},
-            "metadata": {"dimensions": list(SHAPE), "blockSize": list(CHUNKS), "dataType": "float32",
-                         "compression": {"type": "zstd", "level": 3}}}
-    tensorstore.open(spec, create=True).result()[...] = data
-    assert header_dims(tmp_path / "t.n5" / "tensorstore" / "2" / "1" / "1") == (0, (4, 4, 3))  # padded
+    container = z5py.File(str(tmp_path / "t.n5"), "a")
+    for name in ("raw", "gzip", "bzip2", "xz", "lz4", "blosc"):  # z5py's lz4: a bare LZ4 block
+        container.create_dataset(f"z5py-{name}", data=data.T, chunks=CHUNKS[::-1], compression=name)
+    for name in ("raw", "gzip", "zlib", "bzip2", "xz", "zstd"):
+        spec = {"driver": "n5", "kvstore": {"driver": "file", "path": str(tmp_path / "t.n5" / f"ts-{name}")},
+                "metadata": {"dimensions": list(SHAPE), "blockSize": list(CHUNKS), "dataType": "float32",
+                             "compression": COMPRESSIONS[name]}}
+        tensorstore.open(spec, create=True).result()[...] = data
+    assert header_dims(tmp_path / "t.n5" / "ts-raw" / "2" / "1" / "1") == (0, (4, 4, 3))  # padded
     root = open_root(tmp_path / "t.n5")
-    for name in ("z5py", "tensorstore"):
+    names = sorted(root.array_keys())
+    assert len(names) == 12
+    for name in names:
         assert np.array_equal(root[name][:], data), name
