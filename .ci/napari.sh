@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The napari reader in a real viewer: installs napari with a Qt binding into the venv the README's
 # test command made (.venv, Python 3.11) and runs tests/test_napari.py, which adds the Paintera layer
-# to napari.Viewer(show=False) on Qt's offscreen platform (no display needed). Fails if that test
+# to napari.Viewer(show=False) on Qt's offscreen platform (no display needed), beside napari-ome-zarr's
+# layer of an OME-Zarr export. Fails if that test
 # skips, so a broken napari install cannot pass unnoticed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
-.venv/bin/pip install -q "napari[pyqt6]"
+.venv/bin/pip install -q "napari[pyqt6]" napari-ome-zarr
 echo "napari: installed in $((SECONDS - started)) s"
 export QT_QPA_PLATFORM=offscreen
 .venv/bin/python -m pytest -q -p no:cacheprovider -ra tests/test_napari.py | tee /tmp/n5ms-napari.log

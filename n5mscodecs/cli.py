@@ -303,21 +303,25 @@ def cmd_convert(args):
                       "or --resume to finish an interrupted conversion)")
     _check_tiff(args.source)
     factors = args.scale
-    if factors is None and args.resolution is not None:
-        source = paintera.sources.open_label_source(args.source, args.dataset, storage_options=options)
-        block = (args.block_size,) * len(source.shape)
-        factors = anisotropic_factors(source.shape, block, args.resolution)
-        print(f"  downsampling factors for resolution {list(args.resolution)}: "
-              + " ".join(",".join(map(str, f)) for f in factors))
+    if factors is None:
+        source = paintera.sources.open_label_source(args.source, args.dataset, storage_options=options,
+                                                    level=args.level)
+        resolution = args.resolution or source.resolution  # an OME-Zarr source gives its own
+        if resolution is not None:
+            block = (args.block_size,) * len(source.shape)
+            factors = anisotropic_factors(source.shape, block, resolution)
+            print(f"  downsampling factors for resolution {list(resolution)}: "
+                  + " ".join(",".join(map(str, f)) for f in factors))
     print(f"n5ms convert {storage.display(args.source)} -> {storage.display(args.target)}")
     try:
         summary = paintera.convert(
             args.source, args.target, dataset=args.dataset, block_size=args.block_size, factors=factors,
             compression=args.compression, max_num_entries=args.max_num_entries, keep=args.keep,
+            rule=args.rule, write_background_blocks=args.write_background_blocks,
             resolution=args.resolution, offset=args.offset, lookup_block_size=args.lookup_block_size,
             threads=args.threads, scheduler=args.scheduler, overwrite=args.overwrite, resume=args.resume,
             progress=_progress(not args.quiet), storage_options=options, container=args.container,
-            reserved=args.reserved)
+            reserved=args.reserved, level=args.level)
     except (Exception, KeyboardInterrupt) as exc:
         refused = isinstance(exc, (FileExistsError, ConfigurationError, MissingExtraError))
         if not refused and storage.exists(args.target, options):
@@ -399,7 +403,7 @@ def _argmax_locked(args, source, positions, zarr, resolution, offset):
                 target.write_block(grid, labels)
 
         def convert_block(grid):
-            labels = source.read_block_labels(grid)
+            labels = source.read_block_labels(grid, rule=args.rule)
             if labels is not None:
                 labels[labels == INVALID] = 0   # as missing blocks read: 0 is no label
                 write(grid, labels)
@@ -431,7 +435,8 @@ def cmd_preview(args):
     path, options = args.source, args.storage_options
     if "dimensions" not in n5.read_attributes(path, storage_options=options):
         path = storage.join(path, "data", args.level)
-    dataset = n5.open(path, storage_options=options)
+    # missing blocks as INVALID: the picture shows where there is no data (hatched)
+    dataset = n5.open(path, fill_label=INVALID, storage_options=options)
     if not isinstance(dataset, n5.LabelMultisetDataset):
         return _error(f"{dataset.name}: not a label multiset dataset")
     if dataset.ndim == 3:
@@ -462,7 +467,8 @@ def _block_count(dataset):
 def _describe(dataset):
     present_blocks = dataset.present_blocks()
     present = len(present_blocks)
-    compression = dataset.attributes.get("compression", {}).get("type", "raw")
+    compressor = dataset.compressor  # parsed and checked when the dataset was opened
+    compression = "raw" if compressor is None else compressor.n5_type or compressor.name
     if dataset.shape == (paintera.LOOKUP_DIMENSION,):
         ids = dataset.chunks[0]
         return f"label-to-block mapping, {compression}, {present} files of {ids} ids each", None
@@ -484,8 +490,8 @@ def _describe(dataset):
 
 def _describe_source(path, attributes, options):
     """Lines about a Paintera label source group (None when ``attributes`` are not one's)."""
-    painteraData = attributes.get("painteraData")
-    if not isinstance(painteraData, dict) or painteraData.get("type") != "label":
+    paintera_data = attributes.get("painteraData")
+    if not isinstance(paintera_data, dict) or paintera_data.get("type") != "label":
         return None
     lines = [f"Paintera label source, maxId {attributes.get('maxId', '?')}"]
     data = storage.join(path, "data")
@@ -498,6 +504,9 @@ def _describe_source(path, attributes, options):
     if levels:
         lines.append(f"  {len(levels)} levels: " + " ".join(
             f"s{k}={level.get('dimensions')}" for k, level in enumerate(levels)))
+    state = attributes.get(paintera.CONVERSION_KEY)
+    if state is not None and not isinstance(state, dict):
+        lines.append(f"  {paintera.CONVERSION_KEY}: not a JSON object ({state!r}); not written by n5ms convert")
     return lines
 
 
@@ -584,6 +593,30 @@ def cmd_info(args):
     return EXIT_OK
 
 
+def cmd_ome_zarr(args):
+    options = args.storage_options
+    require("zarr", "ome-zarr", "OME-Zarr export")
+    print(f"n5ms ome-zarr {storage.display(args.source)} -> {storage.display(args.target)} (NGFF {args.ngff})")
+    shards = False if args.no_shards else (args.shards[::-1] if args.shards else True)
+    try:
+        summary = paintera.to_ome_zarr(
+            args.source, args.target, version=args.ngff, multisets=args.multisets, shards=shards, name=args.name,
+            threads=args.threads, overwrite=args.overwrite, resume=args.resume,
+            progress=_progress(not args.quiet, unit="chunk"), storage_options=options)
+    except (Exception, KeyboardInterrupt) as exc:
+        refused = isinstance(exc, (FileExistsError, ConfigurationError, MissingExtraError))
+        if not refused and storage.exists(args.target, options):
+            print(f"n5ms: export stopped; {storage.display(args.target)} is incomplete: rerun with "
+                  "--resume to finish it (same arguments) or --overwrite to start again", file=sys.stderr)
+        raise
+    print(f"  wrote {storage.display(summary.target)}: {len(summary.level_shapes)} levels "
+          + " ".join(f"s{k}={list(shape)}" for k, shape in enumerate(summary.level_shapes)) + " (z, y, x)")
+    pieces = "shards" if shards and args.ngff == "0.5" and not args.multisets else "chunks"
+    print(f"    {summary.chunks_written} {pieces} written ({summary.chunks_total} in the grids), "
+          f"{summary.seconds:.2f} s")
+    return EXIT_OK
+
+
 def cmd_zarr_json(args):
     options = args.storage_options
     if not storage.is_directory(args.container, options):
@@ -644,6 +677,9 @@ def build_parser():
     convert.add_argument("source", help="N5 dataset (or group with --dataset), zarr array, .npy or TIFF")
     convert.add_argument("target", help="the Paintera source group to create, e.g. out.n5/labels")
     convert.add_argument("--dataset", help="dataset inside an N5 group SOURCE")
+    convert.add_argument("--level", type=_int_at_least(0), default=0,
+                         help="level of an OME-Zarr multiscale SOURCE (default 0); its scale and translation "
+                              "are the defaults of --resolution and --offset")
     convert.add_argument("--block-size", type=_int_at_least(1), default=64)
     convert.add_argument("--scale", type=_factors, action="append",
                          help="factors of one more level, e.g. 2 or 2,2,1 (repeat). Default: halve until the "
@@ -653,8 +689,14 @@ def build_parser():
     convert.add_argument("--compression", type=compression_config, default="gzip", help=_COMPRESSION_HELP)
     convert.add_argument("--max-num-entries", type=_max_num_entries, default=-1,
                          help="cut downsampled lists to this many entries (default -1: no cut)")
-    convert.add_argument("--keep", choices=("highest", "lowest"), default="highest",
-                         help="entries kept by --max-num-entries (lowest: Java since 2024)")
+    convert.add_argument("--keep", choices=("highest", "lowest"), default=None,
+                         help="entries kept by --max-num-entries with --rule spec (default: highest)")
+    convert.add_argument("--rule", choices=("spec", "java"), default="spec",
+                         help="java: downsampled lists exactly as Java's label-utilities-spark writes them "
+                              "(signed id order, wrapping counts, its --max-num-entries cut); default spec")
+    convert.add_argument("--write-background-blocks", action="store_true",
+                         help="also write blocks whose voxels are all 0 (skipped by default, as Java does: "
+                              "a missing block reads as 0)")
     convert.add_argument("--resolution", type=_resolution, help="voxel size x,y,z")
     convert.add_argument("--offset", type=_triple, help="offset x,y,z (negative values allowed: --offset -10,0,0)")
     convert.add_argument("--lookup-block-size", type=_int_at_least(1), default=10000,
@@ -676,7 +718,7 @@ def build_parser():
     argmax = commands.add_parser(
         "argmax", help="label multiset dataset -> uint64 N5 (or .zarr) dataset",
         description="Write the argmax labels (highest count wins) of a label multiset dataset as uint64. "
-                    "Voxels without an entry (INVALID, e.g. missing blocks) become 0. An N5 target keeps "
+                    "Missing blocks and voxels without an entry (INVALID) become 0. An N5 target keeps "
                     "the N5 axis order (x, y, z); a TARGET ending in .zarr is a zarr v3 array in C order, "
                     "axes (z, y, x). Resolution and offset are copied (for zarr as attributes, z, y, x).")
     argmax.add_argument("source")
@@ -684,6 +726,8 @@ def build_parser():
     argmax.add_argument("--overwrite", action="store_true")
     argmax.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
     argmax.add_argument("--quiet", action="store_true", help="no progress bar")
+    argmax.add_argument("--rule", choices=("spec", "java"), default="spec",
+                        help="java: the labels Paintera shows (Java's argmax, cached argmax values); default spec")
     argmax.add_argument("--container", help=_CONTAINER_HELP + " (N5 targets)")
     _add_storage_options(argmax)
     argmax.set_defaults(run=cmd_argmax)
@@ -704,6 +748,31 @@ def build_parser():
     size.add_argument("--scale", type=_int_at_least(1), default=None, help="pixels per voxel (nearest neighbour)")
     _add_storage_options(preview)
     preview.set_defaults(run=cmd_preview)
+    ome = commands.add_parser(
+        "ome-zarr", help="Paintera label source -> OME-Zarr multiscale labels image (NGFF 0.4 or 0.5)",
+        description="Export a Paintera label source (or label multiset pyramid or dataset) as an OME-Zarr "
+                    "multiscale labels image: uint64 argmax labels per level (INVALID and missing blocks as 0), "
+                    "axes z, y, x, scale and translation from Paintera's resolution, offset and "
+                    "downsamplingFactors. Written as IMAGE.zarr/labels/NAME, it points back to the image.")
+    ome.add_argument("source", help="Paintera label source, label multiset pyramid or dataset (N5)")
+    ome.add_argument("target", help="the labels image to write, e.g. labels.zarr or image.zarr/labels/cells")
+    ome.add_argument("--ngff", choices=("0.4", "0.5"), default="0.5",
+                     help="NGFF version: 0.4 (zarr v2 arrays) or 0.5 (zarr v3, sharded; default)")
+    ome.add_argument("--multisets", action="store_true",
+                     help="write the label multisets (lossless zarr v3 label_multiset arrays, an extension that "
+                          "generic NGFF readers cannot decode; 0.5 only)")
+    sharding = ome.add_mutually_exclusive_group()
+    sharding.add_argument("--shards", type=lambda text: tuple(int(v) for v in _numbers(text, int)),
+                          help="shard shape x,y,z (0.5; default: whole blocks up to 64 MiB per shard)")
+    sharding.add_argument("--no-shards", action="store_true", help="no sharding (0.5)")
+    ome.add_argument("--name", help="the multiscale's name (default: the target's name)")
+    ome.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
+    existing = ome.add_mutually_exclusive_group()
+    existing.add_argument("--overwrite", action="store_true", help="replace an existing target")
+    existing.add_argument("--resume", action="store_true", help="finish an interrupted export")
+    ome.add_argument("--quiet", action="store_true", help="no progress bars")
+    _add_storage_options(ome)
+    ome.set_defaults(run=cmd_ome_zarr)
     zarr_json = commands.add_parser("zarr-json", help="write zarr.json beside each attributes.json (N5 + zarr)")
     zarr_json.add_argument("container")
     zarr_json.add_argument("--overwrite", action="store_true", help="replace existing zarr.json files")

@@ -25,6 +25,10 @@ class ChunkedFormatError(N5msCodecsError):
     """A CZI chunked (mode 7) payload is malformed."""
 
 
+class LookupFormatError(N5msCodecsError):
+    """A Paintera label-to-block-mapping file is malformed."""
+
+
 class ConfigurationError(N5msCodecsError):
     """A codec or dataset configuration is invalid."""
 

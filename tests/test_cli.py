@@ -81,8 +81,8 @@ def test_slice_picture_hatches_voxels_without_entry(tmp_path):
     labels = np.ones((8, 8, 2), np.uint64)
     labels[:4, :4] = INVALID
     n5.write(tmp_path / "m.n5/s0", labels, chunks=(4, 4, 2), reserved="accept")
-    (tmp_path / "m.n5/s0/1/1/0").unlink()                 # a missing block reads as INVALID too
-    dataset = n5.open(tmp_path / "m.n5/s0")
+    (tmp_path / "m.n5/s0/1/1/0").unlink()                 # a missing block, read as INVALID as n5ms preview does
+    dataset = n5.open(tmp_path / "m.n5/s0", fill_label=INVALID)
     picture, n_labels, most = slice_picture(dataset, 2, 0)
     assert n_labels == 1 and most == 1
     greys = {tuple(c) for c in picture[:4, :4].reshape(-1, 3).tolist()}
@@ -355,3 +355,14 @@ def test_docs_checker_compares_results_shown_in_comments():
     assert checker.run_block(code, "page.md:10", {}) == [
         "line 12: the comment shows '3', the code gives 2", "line 13: the comment shows '23', the code gives 2"]
     assert checker.README.name == "README.md"
+
+
+def test_argmax_rule_java_exports_what_paintera_shows(tmp_path):
+    from n5mscodecs import LabelMultisetArray
+
+    lists = LabelMultisetArray.from_elements([{2**63 + 5: 2, 10: 2}, {1: 2**31, 2: 5}, {3: 1}, {3: 1}])
+    n5.write(tmp_path / "m.n5/d", lists.reshape(2, 2), (2, 2))
+    for rule, expected in (("spec", [[10, 1], [3, 3]]), ("java", [[2**63 + 5, 2], [3, 3]])):
+        assert main(["argmax", str(tmp_path / "m.n5/d"), str(tmp_path / f"{rule}.n5/a"), "--rule", rule,
+                     "--quiet"]) == 0
+        assert n5.open(tmp_path / f"{rule}.n5/a")[:].tolist() == expected

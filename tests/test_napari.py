@@ -213,3 +213,46 @@ def test_layer_in_a_napari_viewer(converted):
         env.setdefault("QT_QPA_PLATFORM", "offscreen")
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "viewer ok" in result.stdout, result.stdout + result.stderr[-3000:]
+
+
+def test_napari_ome_zarr_shows_the_export_as_our_reader_shows_the_source(converted, tmp_path):
+    """napari-ome-zarr's reader on an OME-Zarr export, ours on the N5 source, in one viewer:
+    the same levels, voxel sizes and labels (issue 31)."""
+    if importlib.util.find_spec("napari") is None or importlib.util.find_spec("napari_ome_zarr") is None:
+        pytest.skip("napari and napari-ome-zarr are not installed (CI's napari step installs them)")
+    if _qt_binding() is None:
+        pytest.skip("no Qt binding (PyQt5/PyQt6/PySide2/PySide6) is installed for napari")
+    pytest.importorskip("zarr")
+    from n5mscodecs.paintera import to_ome_zarr
+
+    root, _ = converted
+    to_ome_zarr(root / "labels", tmp_path / "labels.zarr", version="0.4")
+    script = textwrap.dedent(f"""
+        import npe2, numpy as np
+        pm = npe2.PluginManager.instance()
+        pm.discover()
+        try:
+            pm.get_manifest("n5mscodecs")
+        except KeyError:
+            pm.register(npe2.PluginManifest.from_file({str(MANIFEST)!r}))
+        import napari
+        viewer = napari.Viewer(show=False)
+        (ours,) = viewer.open({str(root / "labels")!r}, plugin="n5mscodecs")
+        (theirs,) = viewer.open({str(tmp_path / "labels.zarr")!r}, plugin="napari-ome-zarr")
+        assert type(theirs).__name__ == "Labels" and theirs.multiscale, theirs
+        assert [tuple(s) for s in theirs.level_shapes] == [tuple(s) for s in ours.level_shapes]
+        assert np.allclose(theirs.scale, ours.scale), (theirs.scale, ours.scale)
+        # napari-ome-zarr 0.10 applies only the first transform of datasets[0] (the scale), so its
+        # layer starts at the world origin; ours at the source's offset (docs/ome_zarr.md)
+        for voxel in ([0, 0, 0], [3, 7, 11]):
+            shift = np.subtract(ours.data_to_world(voxel), theirs.data_to_world(voxel))
+            assert np.allclose(shift, ours.translate), (voxel, shift)
+        assert np.array_equal(np.asarray(theirs.data[1]), np.asarray(ours.data[1]))
+        viewer.close()
+        print("same place")
+    """)
+    env = dict(os.environ)
+    if not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY"):
+        env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "same place" in result.stdout, result.stdout + result.stderr[-3000:]

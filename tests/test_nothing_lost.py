@@ -201,11 +201,11 @@ def test_an_overwrite_that_fails_leaves_a_dataset_readers_refuse(tmp_path, monke
     calls = []
     real = n5.LabelMultisetDataset.write_block
 
-    def dying_write_block(self, grid, data):
+    def dying_write_block(self, grid, data, **options):
         calls.append(grid)
         if len(calls) == 5:
             raise OSError("disk full")
-        return real(self, grid, data)
+        return real(self, grid, data, **options)
 
     monkeypatch.setattr(n5.LabelMultisetDataset, "write_block", dying_write_block)
     with pytest.raises(OSError, match="disk full"):

@@ -15,6 +15,7 @@ from n5mscodecs import (
     n5_varlen_decode,
     n5_varlen_encode,
 )
+from n5mscodecs.n5.compression import Blosc, Lz4
 
 CHAINS = [["n5_label_multiset"], ["n5_label_multiset", "gzip"], ["n5_label_multiset", "zstd"],
           ["label_multiset", {"type": "bzip2"}], ["n5_label_multiset", {"type": "xz"}],
@@ -119,14 +120,15 @@ def test_xz_header_claiming_a_huge_dictionary_allocates_little():
 def test_lz4_block_claiming_more_than_lz4_can_expand():
     magic = b"LZ4Block"
     block = magic + struct.pack("<Biii", 0x20 | 15, 1, 1 << 25, 0) + b"\x00"
+    # the compressor's own check (inside n5_varlen, numElements is bounded before it runs)
     with pytest.raises(N5msCodecsError, match="more than LZ4 can expand"):
-        n5_varlen_decode(hand_varlen_block((1,), block, 1 << 25), ["n5_label_multiset", {"type": "lz4"}])
+        Lz4().decode(block, 1 << 25)
 
 
 def test_blosc_header_claiming_more_than_blosc_can_expand():
     header = bytes([2, 1, 1, 1]) + struct.pack("<III", 1 << 30, 1 << 16, 40) + b"\x00" * 24
     with pytest.raises(N5msCodecsError, match="more than blosc can expand"):
-        n5_varlen_decode(hand_varlen_block((1,), header, 1 << 30), ["n5_label_multiset", {"type": "blosc"}])
+        Blosc().decode(header, 1 << 30)
 
 
 def test_unbuilt_source_checkout_says_what_to_run(tmp_path):

@@ -27,6 +27,7 @@ ctypedef fused out_index_t:
 
 
 DEF INSERTION_SORT_MAX = 16
+cdef uint64_t SIGN_BIT = 0x8000000000000000ULL   # flips signed int64 order to unsigned order
 
 
 cdef struct Entry:
@@ -71,6 +72,17 @@ cdef inline bint before_lowest(const Entry* a, const Entry* b) noexcept nogil:
     return a.count < b.count or (a.count == b.count and a.id < b.id)
 
 
+cdef int compare_java_cut(const void* a, const void* b) noexcept nogil:
+    # Java's LabelMultisetEntryList.sortByCount: int32 count ascending, ties: larger signed id first
+    cdef int32_t x = <int32_t>(<const Entry*>a).count
+    cdef int32_t y = <int32_t>(<const Entry*>b).count
+    cdef int64_t i = <int64_t>(<const Entry*>a).id
+    cdef int64_t j = <int64_t>(<const Entry*>b).id
+    if x != y:
+        return -1 if x < y else 1
+    return (i < j) - (i > j)
+
+
 cdef int compare_highest(const void* a, const void* b) noexcept nogil:
     if before_highest(<const Entry*>a, <const Entry*>b):
         return -1
@@ -96,6 +108,36 @@ cdef void sort_by_id(Entry* e, Py_ssize_t n) noexcept nogil:
             e[j + 1] = e[j]
             j -= 1
         e[j + 1] = tmp
+
+
+cdef void sort_by_signed_id(Entry* e, Py_ssize_t n) noexcept nogil:
+    """Sort by id compared as Java's signed int64 (flipping the sign bit maps that order to unsigned)."""
+    cdef Py_ssize_t k
+    for k in range(n):
+        e[k].id ^= SIGN_BIT
+    sort_by_id(e, n)
+    for k in range(n):
+        e[k].id ^= SIGN_BIT
+
+
+cdef Py_ssize_t java_entries(Entry* e, Py_ssize_t n, Py_ssize_t max_num_entries) noexcept nogil:
+    """``LabelMultisetTypeDownscaler``'s list of one window: ids merged in signed order with int32
+    counts that wrap, cut to the first ``max_num_entries`` of Java's count order; an empty
+    window becomes ``{0: 0}``. Returns the new length (``e`` holds room for one entry)."""
+    cdef Py_ssize_t k
+    if n == 0:
+        e[0].id = 0
+        e[0].count = 0
+        return 1
+    sort_by_signed_id(e, n)
+    n = merge_sorted(e, n)
+    for k in range(n):
+        e[k].count &= 0xFFFFFFFFULL
+    if max_num_entries > 0 and n > max_num_entries:
+        qsort(e, n, sizeof(Entry), compare_java_cut)
+        n = max_num_entries
+        sort_by_signed_id(e, n)
+    return n
 
 
 cdef Py_ssize_t merge_sorted(Entry* e, Py_ssize_t n) noexcept nogil:
@@ -216,7 +258,7 @@ cdef int append_list(Buffer* window, const int64_t* list_offsets, const uint64_t
 def downsample_lists(const index_t[:, :, :] index, const int64_t[::1] list_offsets,
                      const uint64_t[::1] ids, const uint32_t[::1] counts,
                      int f0, int f1, int f2, Py_ssize_t max_num_entries, bint keep_lowest,
-                     out_index_t[:, :, ::1] out_index):
+                     bint java_rule, out_index_t[:, :, ::1] out_index):
     """Multiset union of every ``f0 x f1 x f2`` window of ``index`` (partial at the upper edges).
 
     ``out_index`` (shape ``ceil(shape / f)``) receives each output voxel's
@@ -224,6 +266,8 @@ def downsample_lists(const index_t[:, :, :] index, const int64_t[::1] list_offse
     saturate at 2**32 - 1), cut to ``max_num_entries`` when positive (highest
     counts kept, or lowest with ``keep_lowest``; ties: smaller id), and
     identical lists are stored once, numbered in first-use order (C order).
+    ``java_rule`` makes each window's list the one Java's ``LabelMultisetTypeDownscaler``
+    writes instead (see ``java_entries``; ``keep_lowest`` is then ignored).
 
     Returns ``(status, list_offsets, ids, counts)``; status ``Status.ERR_NO_MEMORY``
     gives None arrays.
@@ -279,7 +323,12 @@ def downsample_lists(const index_t[:, :, :] index, const int64_t[::1] list_offse
                     if status != OK:
                         break
                     n = window.size
-                    if n > 1:
+                    if java_rule:
+                        if buffer_reserve(&window, 1) != OK:
+                            status = ERR_NO_MEMORY
+                            break
+                        n = java_entries(window.data, n, max_num_entries)
+                    elif n > 1:
                         sort_by_id(window.data, n)
                         n = merge_sorted(window.data, n)
                         n = keep_entries(window.data, n, max_num_entries, keep_lowest)

@@ -38,9 +38,10 @@ def argmax_of_lists(const int64_t[::1] list_offsets, const uint64_t[::1] ids,
     """Argmax per list.
 
     Default rule (data type spec): highest count, ties to the smaller unsigned
-    id, empty list -> INVALID. ``java_rule`` mirrors ``LabelUtils.getArgMax``:
-    only positive counts compete and ties go to the smaller *signed* id, so a
-    list of zero counts also gives INVALID.
+    id, empty list -> INVALID. ``java_rule`` is ``LabelUtils.getArgMax``: the
+    running best starts as (INVALID, count 0) and ids and counts compare as
+    Java's signed int64/int32, so counts >= 2**31 never win and a zero-count
+    id below INVALID in signed order (ids in [2**63, 2**64 - 3]) does.
     """
     cdef Py_ssize_t n_lists = list_offsets.shape[0] - 1
     result = np.empty(n_lists, dtype=np.uint64)
@@ -56,7 +57,7 @@ def argmax_of_lists(const int64_t[::1] list_offsets, const uint64_t[::1] ids,
             c = counts[e]
             label = ids[e]
             if java_rule:
-                if c > best_count or (c == best_count and c > 0 and <int64_t>label < <int64_t>best):
+                if <int32_t>c > <int32_t>best_count or (c == best_count and <int64_t>label < <int64_t>best):
                     best = label
                     best_count = c
             else:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     MultisetsLike: TypeAlias = "LabelMultisetArray | ArrayLike"
     #: One item of a basic index (ints, slices, Ellipsis, None).
     BasicIndex: TypeAlias = "int | np.integer | slice | EllipsisType | None"
-    ArgmaxRule: TypeAlias = Literal["spec", "java"]
+    Rule: TypeAlias = Literal["spec", "java"]
     KeepRule: TypeAlias = Literal["highest", "lowest"]
     ReservedRule: TypeAlias = Literal["reject", "accept"]
 
@@ -47,7 +47,9 @@ OUTSIDE = 0xFFFFFFFFFFFFFFFD
 INVALID = 0xFFFFFFFFFFFFFFFE
 TRANSPARENT = 0xFFFFFFFFFFFFFFFF
 
-ARGMAX_RULES = ("spec", "java")
+#: ``rule=``: "spec" (the data type spec, this package's default) or "java" (exactly what
+#: imglib2-label-multisets and Paintera compute), for argmax, downsampling and convert.
+RULES = ("spec", "java")
 KEEP_RULES = ("highest", "lowest")
 RESERVED_RULES = ("reject", "accept")
 
@@ -99,10 +101,24 @@ def _index_dtype(n_lists):
     return np.int32 if n_lists < 2**31 else np.int64
 
 
-def _check_rule(rule):
-    if rule not in ARGMAX_RULES:
-        raise ConfigurationError(f"argmax rule must be one of {ARGMAX_RULES}, got {rule!r}")
+def check_rule(rule):
+    """True for ``rule="java"``: the one switch to Java's behaviour (argmax, downsampling, convert)."""
+    if rule not in RULES:
+        raise ConfigurationError(f"rule must be one of {RULES}, got {rule!r}")
     return rule == "java"
+
+
+def check_keep(keep, rule):
+    """The cut's ``keep`` under ``rule``: "highest" by default; None under Java's rule, which
+    fixes its own cut."""
+    java = check_rule(rule)
+    if keep is None:
+        return None if java else "highest"
+    if keep not in KEEP_RULES:
+        raise ConfigurationError(f"keep must be one of {KEEP_RULES}, got {keep!r}")
+    if java:
+        raise ConfigurationError('keep: rule="java" cuts lists as Java does; keep applies to rule="spec" only')
+    return keep
 
 
 class LabelMultiset:
@@ -197,11 +213,11 @@ class LabelMultiset:
         """Highest count, ties to the smaller id; INVALID when empty (data type spec)."""
         return self.argmax_rule("spec")
 
-    def argmax_rule(self, rule: ArgmaxRule = "spec") -> int:
+    def argmax_rule(self, rule: Rule = "spec") -> int:
         """Argmax under ``rule`` ("spec" or "java"; see :meth:`LabelMultisetArray.argmax`)."""
         offsets = np.array([0, self._ids.size], np.int64)
         return int(
-            _kernels.argmax_of_lists(offsets, self._ids, self._counts, _check_rule(rule), 1)[0]
+            _kernels.argmax_of_lists(offsets, self._ids, self._counts, check_rule(rule), 1)[0]
         )
 
     def as_dict(self) -> dict[int, int]:
@@ -439,22 +455,23 @@ class LabelMultisetArray:
 
     # -- computations -------------------------------------------------------
 
-    def argmax_of_lists(self, rule: ArgmaxRule = "spec", threads: int | None = None) -> np.ndarray:
+    def argmax_of_lists(self, rule: Rule = "spec", threads: int | None = None) -> np.ndarray:
         """Argmax of every list (uint64, ``n_lists`` values)."""
         return _kernels.argmax_of_lists(
-            self.list_offsets, self.ids, self.counts, _check_rule(rule), default_threads(threads)
+            self.list_offsets, self.ids, self.counts, check_rule(rule), default_threads(threads)
         )
 
-    def argmax(self, rule: ArgmaxRule = "spec", threads: int | None = None) -> np.ndarray:
+    def argmax(self, rule: Rule = "spec", threads: int | None = None) -> np.ndarray:
         """Per-voxel argmax as a uint64 ndarray of ``shape``, computed once per list.
 
         ``rule="spec"`` (data type spec): highest count wins, ties go to the
         smaller id compared unsigned, an empty list gives INVALID.
-        ``rule="java"`` (imglib2 ``LabelUtils.getArgMax``): ties go to the
-        smaller id compared as *signed* int64, and only positive counts
-        compete, so a list whose counts are all zero gives INVALID. The rules
-        differ on ties between a regular id and a reserved one (ids >= 2**63,
-        e.g. INVALID, are negative in Java) and on lists with only zero counts.
+        ``rule="java"`` (imglib2 ``LabelUtils.getArgMax``, bit for bit): ids
+        and counts compare as Java's signed int64/int32 and the running best
+        starts as (INVALID, count 0). So counts >= 2**31 never win, a list of
+        zero counts gives INVALID unless it holds an id in [2**63, 2**64 - 3]
+        (below INVALID in signed order), and ties between a regular id and an
+        id >= 2**63 go to the latter. See docs/format_notes.md.
         """
         return per_voxel(self.argmax_of_lists(rule, threads), self.index)
 
@@ -508,12 +525,26 @@ class LabelMultisetArray:
         take = _entry_positions(self.list_offsets, self.used_lists(), None)
         return bool(np.any(self.counts[take] > 0))
 
+    def is_background(self) -> bool:
+        """True if every voxel is the singleton ``{0: 1}``: what a missing N5 block reads as
+        (Java's ``N5LabelMultisets``, Paintera), so writers need not write such a block.
+
+        >>> LabelMultisetArray.from_labels(np.zeros((2, 2), np.uint64)).is_background()
+        True
+        """
+        used = self.used_lists()
+        starts = self.list_offsets[used]
+        if np.any(self.list_offsets[used + 1] - starts != 1):
+            return False
+        return bool(np.all(self.ids[starts] == BACKGROUND) and np.all(self.counts[starts] == 1))
+
     def downsample(
         self,
         factors: int | Sequence[int],
         max_num_entries: int = -1,
         *,
-        keep: KeepRule = "highest",
+        keep: KeepRule | None = None,
+        rule: Rule = "spec",
         threads: int | None = None,
     ) -> LabelMultisetArray:
         """Multiset union of every window of ``factors`` voxels (counts summed per id).
@@ -528,11 +559,17 @@ class LabelMultisetArray:
             Window size per axis (>= 1); arrays of 1 to 3 dimensions.
         max_num_entries : int
             When positive, every list is cut to this many entries.
-        keep : {"highest", "lowest"}
-            Which entries a cut keeps: the highest counts (ties: smaller id;
-            the original intent, and what elf does) or the lowest counts
-            (ties: smaller id; what Java's ``LabelMultisetTypeDownscaler``
-            does since 2024, for compatibility).
+        keep : {"highest", "lowest"}, optional
+            Which entries a cut keeps under ``rule="spec"``: the highest
+            counts (the default; ties: smaller id; the original intent, and
+            what elf does) or the lowest counts (ties: smaller id).
+        rule : {"spec", "java"}
+            ``"java"``: every list exactly as Java's
+            ``LabelMultisetTypeDownscaler`` (label-utilities-spark, the
+            conversion helper) writes it: ids in signed int64 order, counts
+            summed modulo ``2**32``, the cut keeping the lowest int32 counts
+            (ties: the larger signed id), and ``{0: 0}`` for a window whose
+            lists are all empty. See docs/format_notes.md.
         threads : int, optional
             Slabs along the first axis downsampled in parallel (default:
             every core, only for outputs above about a million voxels).
@@ -545,9 +582,11 @@ class LabelMultisetArray:
         ((1, 2), LabelMultiset({1: 3, 3: 1}), LabelMultiset({2: 2}))
         >>> a.downsample(2, max_num_entries=1)[0, 0], a.downsample(2, 1, keep="lowest")[0, 0]
         (LabelMultiset({1: 3}), LabelMultiset({3: 1}))
+        >>> a.downsample(2, max_num_entries=1, rule="java")[0, 0]
+        LabelMultiset({3: 1})
         """
-        if keep not in KEEP_RULES:
-            raise ConfigurationError(f"keep must be one of {KEEP_RULES}, got {keep!r}")
+        keep = check_keep(keep, rule)
+        java = rule == "java"
         if not 1 <= self.ndim <= 3:
             raise ConfigurationError(f"downsample: arrays of 1 to 3 dimensions, got {self.ndim}")
         factors = _downsampling_factors(factors, self.ndim)
@@ -569,7 +608,7 @@ class LabelMultisetArray:
                                  _index_dtype(int(np.prod(out_shape))))
             status, offsets, ids, counts = _downsample_kernel.downsample_lists(
                 region, self.list_offsets, self.ids, self.counts, *factors3,
-                max_num_entries, keep == "lowest", out_index)
+                max_num_entries, keep == "lowest", java, out_index)
             if status:
                 raise MemoryError("downsample: out of memory")
             return out_index, offsets, ids, counts
@@ -667,7 +706,7 @@ class LabelMultisetArray:
         return self.equals(other)
 
 
-def argmax_elements(elements: ArrayLike, rule: ArgmaxRule = "spec") -> np.ndarray:
+def argmax_elements(elements: ArrayLike, rule: Rule = "spec") -> np.ndarray:
     """Argmax of an object array of elements (a zarr/dask chunk) as uint64 of the same shape.
 
     >>> argmax_elements(np.array([LabelMultiset([4, 2], [1, 3]), LabelMultiset()], dtype=object))

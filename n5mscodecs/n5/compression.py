@@ -2,8 +2,9 @@
 
 Every compressor decodes *bounded*: it is told how many bytes to expect (the
 header's ``numElements`` for varlength blocks, the block shape for default
-blocks) and never produces more, so a decompression bomb costs at most the
-expected size. Configurations are accepted in three spellings:
+blocks) or, for the outer stages of a chain, the most it may produce
+(``max_size``), and never produces more, so a decompression bomb costs at most
+that size. Configurations are accepted in three spellings:
 
 - zarr v3: ``{"name": "gzip", "configuration": {"level": 6}}`` (or just ``"gzip"``)
 - numcodecs: ``{"id": "gzip", "level": 6}``
@@ -14,8 +15,11 @@ from __future__ import annotations
 
 import bz2
 import lzma
+import os
 import struct
+import threading
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import lz4.block
@@ -59,11 +63,24 @@ _BLOSC_MAX_RATIO = 1 << 16
 _BLOSC_TYPESIZE = "typesize" in (_blosc.compress.__doc__ or "")
 
 
-def _check_size(name, got, expected):
+def _check_size(name, got, expected, max_size=None):
     if expected is not None and got != expected:
         raise CompressionError(
             f"{name}: payload decompressed to {got} bytes, header expects {expected}"
         )
+    if max_size is not None and got > max_size:
+        raise CompressionError(f"{name}: payload decompresses past the {max_size} bytes its block can hold")
+
+
+def _limit(expected_size, max_size):
+    """The most output a decode may produce: the exact size if known, else ``max_size`` (or None)."""
+    return expected_size if expected_size is not None else max_size
+
+
+def max_compressed_size(size: int) -> int:
+    """An upper bound of the compressed size of ``size`` bytes for every N5 compressor
+    (incompressible input grows by at most 1% plus framing)."""
+    return size + size // 100 + (1 << 16)
 
 
 class Compressor:
@@ -75,7 +92,9 @@ class Compressor:
     def encode(self, data: BytesLike) -> bytes:
         raise NotImplementedError
 
-    def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
+    def decode(self, data: BytesLike, expected_size: int | None = None, max_size: int | None = None) -> bytes:
+        """Decompress ``data``: exactly ``expected_size`` bytes when given, else at most ``max_size``
+        (when given); more output is a :class:`CompressionError`, raised before it is produced."""
         raise NotImplementedError
 
     def configuration(self) -> dict[str, Any]:
@@ -116,9 +135,10 @@ class Gzip(Compressor):
         compressor = _deflate.compressobj(self.level, _deflate.DEFLATED, wbits)
         return compressor.compress(data) + compressor.flush()
 
-    def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
+    def decode(self, data: BytesLike, expected_size: int | None = None, max_size: int | None = None) -> bytes:
         data = as_bytes(data)
-        budget = None if expected_size is None else expected_size + 1
+        limit = _limit(expected_size, max_size)
+        budget = None if limit is None else limit + 1
         parts, produced = [], 0
         try:
             while data and (budget is None or produced < budget):
@@ -134,7 +154,7 @@ class Gzip(Compressor):
         except (zlib.error, _deflate.error) as exc:
             raise CompressionError(f"gzip: corrupt compressed data ({exc})") from exc
         out = b"".join(parts)
-        _check_size(self.name, len(out), expected_size)
+        _check_size(self.name, len(out), expected_size, max_size)
         return out
 
     def configuration(self) -> dict[str, Any]:
@@ -161,25 +181,28 @@ class Zstd(Compressor):
     def encode(self, data: BytesLike) -> bytes:
         return zstandard.ZstdCompressor(level=self.level, write_checksum=self.checksum).compress(data)
 
-    def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
-        window = 0 if expected_size is None else min(1 << 31, max(_ZSTD_MIN_WINDOW, 1 << expected_size.bit_length()))
+    def decode(self, data: BytesLike, expected_size: int | None = None, max_size: int | None = None) -> bytes:
+        bound = _limit(expected_size, max_size)
+        window = 0 if bound is None else min(1 << 31, max(_ZSTD_MIN_WINDOW, 1 << bound.bit_length()))
         try:
             reader = zstandard.ZstdDecompressor(max_window_size=window).stream_reader(
                 as_bytes(data), read_across_frames=True
             )
-            parts, produced = [], 0
-            limit = expected_size + 1 if expected_size is not None else None
-            while limit is None or produced < limit:
-                step = _READ_STEP if limit is None else min(_READ_STEP, limit - produced)
-                part = reader.read(step)
-                if not part:
-                    break
-                parts.append(part)
-                produced += len(part)
+            if bound is None:
+                out = reader.readall()
+            else:
+                # one buffer, filled in place (pages are touched only as output arrives)
+                buffer = np.empty(bound + 1, np.uint8)
+                view, produced = memoryview(buffer), 0
+                while produced <= bound:
+                    n = reader.readinto(view[produced:produced + _READ_STEP])
+                    if not n:
+                        break
+                    produced += n
+                out = buffer[:produced]
         except zstandard.ZstdError as exc:
             raise CompressionError(f"zstd: corrupt compressed data ({exc})") from exc
-        out = b"".join(parts)
-        _check_size(self.name, len(out), expected_size)
+        _check_size(self.name, len(out), expected_size, max_size)
         return out
 
     def configuration(self) -> dict[str, Any]:
@@ -218,6 +241,14 @@ class Blosc(Compressor):
         self.nthreads = None if nthreads is None else int(nthreads)
 
     def encode(self, data: BytesLike) -> bytes:
+        """Compress with one blosc thread, as the attributes say (``nthreads: 1``): numcodecs
+        uses its global thread pool when called from the main thread, whose output is not
+        byte-deterministic, and one internal thread from any other thread."""
+        if threading.current_thread() is threading.main_thread():
+            return _blosc_worker().submit(self._encode, data).result()
+        return self._encode(data)
+
+    def _encode(self, data):
         data = as_bytes(data)
         args = (self.cname.encode(), self.clevel, self.shuffle, self.blocksize)
         if self.typesize > 1 and len(data) % self.typesize == 0:
@@ -227,7 +258,7 @@ class Blosc(Compressor):
             return _blosc.compress(data, *args, self.typesize)
         return _blosc.compress(data, *args)  # typesize 1 (or numcodecs < 0.16 and a partial last item)
 
-    def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
+    def decode(self, data: BytesLike, expected_size: int | None = None, max_size: int | None = None) -> bytes:
         data = as_bytes(data)
         if len(data) < 16:
             raise CompressionError(f"blosc: {len(data)} bytes cannot hold the 16-byte blosc header")
@@ -235,7 +266,7 @@ class Blosc(Compressor):
         nbytes, _, cbytes = struct.unpack_from("<III", data, 4)
         if cbytes > len(data):
             raise CompressionError(f"blosc: header claims {cbytes} compressed bytes, block has {len(data)}")
-        _check_size(self.name, nbytes, expected_size)
+        _check_size(self.name, nbytes, expected_size, max_size)
         if nbytes > max(cbytes - 16, 1) * _BLOSC_MAX_RATIO:
             raise CompressionError(f"blosc: header claims {nbytes} bytes from {cbytes} compressed bytes, "
                                    "more than blosc can expand")
@@ -257,6 +288,20 @@ class Blosc(Compressor):
         return config if self.nthreads is None else {**config, "nthreads": self.nthreads}
 
 
+_BLOSC_WORKER: list[ThreadPoolExecutor] = []
+_BLOSC_WORKER_LOCK = threading.Lock()
+if hasattr(os, "register_at_fork"):  # a forked child has no such thread: it makes its own
+    os.register_at_fork(after_in_child=_BLOSC_WORKER.clear)
+
+
+def _blosc_worker():
+    """The thread that compresses main-thread blosc requests (created on first use)."""
+    with _BLOSC_WORKER_LOCK:
+        if not _BLOSC_WORKER:
+            _BLOSC_WORKER.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="n5ms-blosc"))
+        return _BLOSC_WORKER[0]
+
+
 class _StreamCompressor(Compressor):
     """Shared bounded decode for the stdlib's incremental decompressors."""
 
@@ -265,16 +310,18 @@ class _StreamCompressor(Compressor):
 
     _errors = ()
 
-    def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
+    def decode(self, data: BytesLike, expected_size: int | None = None, max_size: int | None = None) -> bytes:
         decompressor = self._decompressor()
+        limit = _limit(expected_size, max_size)
         try:
-            out = decompressor.decompress(as_bytes(data),
-                                          -1 if expected_size is None else expected_size + 1)
+            out = decompressor.decompress(as_bytes(data), -1 if limit is None else limit + 1)
         except self._errors as exc:
             raise CompressionError(f"{self.n5_type}: corrupt compressed data ({exc})") from exc
+        if limit is not None and len(out) > limit:  # stopped early: more output than allowed
+            _check_size(self.n5_type, len(out), expected_size, max_size)
         if not decompressor.eof:  # data missing, or only the stream's check and footer
             raise CompressionError(f"{self.n5_type}: compressed stream is truncated")
-        _check_size(self.n5_type, len(out), expected_size)
+        _check_size(self.n5_type, len(out), expected_size, max_size)
         return out
 
 
@@ -373,10 +420,11 @@ class Lz4(Compressor):
         parts.append(self._MAGIC + struct.pack("<Biii", 0x10 | self._level, 0, 0, 0))
         return b"".join(parts)
 
-    def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
+    def decode(self, data: BytesLike, expected_size: int | None = None, max_size: int | None = None) -> bytes:
         data = as_bytes(data)
         if data[:8] != self._MAGIC:
-            return self._decode_bare(data, expected_size)
+            return self._decode_bare(data, expected_size, max_size)
+        limit = _limit(expected_size, max_size)
         parts, produced, pos = [], 0, 0
         while True:
             if len(data) - pos < self._HEADER:
@@ -395,8 +443,8 @@ class Lz4(Compressor):
             if decompressed > compressed * _LZ4_MAX_RATIO + 16:
                 raise CompressionError(f"lz4: block claims {decompressed} bytes from {compressed} compressed bytes, "
                                        "more than LZ4 can expand")
-            if expected_size is not None and produced + decompressed > expected_size:
-                raise CompressionError(f"lz4: payload decompresses past the {expected_size} bytes expected")
+            if limit is not None and produced + decompressed > limit:
+                raise CompressionError(f"lz4: payload decompresses past the {limit} bytes expected")
             body = data[pos:pos + compressed]
             pos += compressed
             if method == 0x20:
@@ -411,10 +459,10 @@ class Lz4(Compressor):
             parts.append(body)
             produced += decompressed
         out = b"".join(parts)
-        _check_size("lz4", len(out), expected_size)
+        _check_size("lz4", len(out), expected_size, max_size)
         return out
 
-    def _decode_bare(self, data, expected_size):
+    def _decode_bare(self, data, expected_size, max_size=None):
         """z5py's form: one LZ4 block of exactly ``expected_size`` bytes."""
         if expected_size is None:
             raise CompressionError("lz4: no LZ4Block magic at byte 0 (a bare LZ4 block, as z5py writes, "
@@ -427,7 +475,7 @@ class Lz4(Compressor):
         except lz4.block.LZ4BlockError as exc:
             raise CompressionError(f"lz4: no LZ4Block magic at byte 0, and not a bare LZ4 block of {expected_size} "
                                    f"bytes (z5py's form) either ({exc})") from exc
-        _check_size("lz4", len(out), expected_size)
+        _check_size("lz4", len(out), expected_size, max_size)
         return out
 
     def configuration(self) -> dict[str, Any]:
@@ -449,12 +497,12 @@ class NumcodecsCompressor(Compressor):
     def encode(self, data: BytesLike) -> bytes:
         return as_bytes(self.codec.encode(data))
 
-    def decode(self, data: BytesLike, expected_size: int | None = None) -> bytes:
+    def decode(self, data: BytesLike, expected_size: int | None = None, max_size: int | None = None) -> bytes:
         try:
             out = as_bytes(self.codec.decode(data))
         except Exception as exc:  # foreign codecs raise anything; report it as ours
             raise CompressionError(f"{self.name}: cannot decode ({exc})") from exc
-        _check_size(self.name, len(out), expected_size)
+        _check_size(self.name, len(out), expected_size, max_size)
         return out
 
     def configuration(self) -> dict[str, Any]:

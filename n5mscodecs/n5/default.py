@@ -49,13 +49,15 @@ def n5_default_decode(
     *,
     chunk_shape: Sequence[int] | None = None,
     varlength: bool = False,
+    max_varlength_bytes: int | None = None,
 ) -> np.ndarray:
     """Decode one block to an N5-order array of its header dims (native byte order).
 
     ``chunk_shape``: the dataset's block size; a block of another ndim, or whose dims
     exceed it, is an :class:`~n5mscodecs.errors.N5HeaderError` raised before anything
     is decompressed. ``varlength``: also read varlength blocks (mode 0x0001, as 1-d
-    arrays of ``numElements`` values); otherwise they are an error.
+    arrays of ``numElements`` values); otherwise they are an error. ``max_varlength_bytes``:
+    the most bytes such a block may claim (checked before anything is decompressed).
 
     >>> import numpy as np
     >>> block = n5_default_encode(np.arange(6, dtype=np.int32).reshape(2, 3))
@@ -76,6 +78,9 @@ def n5_default_decode(
             count *= n
     elif header.mode == MODE_VARLENGTH and varlength:
         count = header.num_elements
+        if max_varlength_bytes is not None and count * dtype.itemsize > max_varlength_bytes:
+            raise N5HeaderError(f"header numElements {count} need {count * dtype.itemsize} bytes, more than "
+                                f"the {max_varlength_bytes} a block of this dataset may hold")
     else:
         raise N5HeaderError(f"mode 0x{header.mode:04x} blocks are not supported, expected 0x0000 (default)")
     nbytes = count * dtype.itemsize

@@ -20,6 +20,14 @@ if TYPE_CHECKING:
     _Block = TypeVar("_Block", np.ndarray, LabelMultisetArray)
 
 
+def voxels(shape: Sequence[int]) -> int:
+    """The number of voxels of ``shape`` (a Python int: never wraps around as int64 would)."""
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
 def grid_shape(shape: Sequence[int], chunks: Sequence[int]) -> tuple[int, ...]:
     return tuple(-(-s // b) for s, b in zip(shape, chunks))
 

@@ -10,22 +10,31 @@ with fsspec's ``storage_options`` (endpoint, credentials, ``anon``) and the
 standard environment variables (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
 ...); an object store replaces an object in one request, which is atomic too.
 ``http(s)`` locations are read-only.
+
+The container root is a boundary. A local location is *confined* to its root (the
+``root`` passed, else the nearest of it and its parents named ``*.n5``): a read,
+write or removal whose resolved path leads outside the resolved root (through a
+symbolic link inside the container) raises :class:`StorageError`; readers may opt
+out (``confine=False``). Only regular files are read, up to a size bound: a FIFO,
+a device or a directory where a file should be is an error naming it, never a
+hang. Written files get the permissions a plain ``open()`` would give (``0o666``
+less the umask).
 """
 
 from __future__ import annotations
 
-import builtins
 import json
 import os
 import posixpath
 import re
+import secrets
 import shutil
-import tempfile
+import stat
 import time
 from typing import TYPE_CHECKING
 
 from .._threads import default_threads
-from ..errors import ConfigurationError, MissingExtraError, StorageError
+from ..errors import ConfigurationError, MissingExtraError, N5msCodecsError, StorageError
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterator, Mapping
@@ -36,9 +45,17 @@ _TEMPORARY_PREFIX = ".tmp-"  # atomic local writes: a temporary file, renamed ov
 #: Requests in flight by default when reading or writing many blocks of a URL.
 REMOTE_REQUESTS = 16
 #: Attempts of a URL request that fails in a way that may pass (5xx, dropped connections,
-#: timeouts), with exponential backoff from RETRY_DELAY seconds; then StorageError.
+#: timeouts), with exponential backoff from RETRY_DELAY seconds; then StorageError. These are
+#: the only retries: s3fs's and botocore's own are turned off for the filesystems made here.
 ATTEMPTS = 5
 RETRY_DELAY = 0.1
+#: Seconds to connect, and to wait for each read of a response, for s3:// and http(s)://
+#: locations (unless storage options set them). A server that accepts and never answers
+#: costs at most :func:`worst_case_seconds` before the StorageError.
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 15.0
+#: Largest JSON document (``attributes.json``) read.
+MAX_JSON_BYTES = 1 << 26
 
 #: A location: a local path (a string or an :class:`os.PathLike`) or a URL string.
 PathLike: TypeAlias = str | os.PathLike[str]
@@ -64,6 +81,33 @@ def local_path(location: PathLike) -> str:
     return location[len("file://"):] if location.startswith("file://") else location
 
 
+def worst_case_seconds() -> float:
+    """Longest a URL request can take before its :class:`StorageError` when the server accepts
+    connections and never answers (or never accepts them): :data:`ATTEMPTS` times the
+    connect and read time-outs, plus the backoff between attempts. A refused connection
+    or a non-transient error (access denied, a bad client configuration) fails sooner."""
+    backoff = sum(RETRY_DELAY * 2**k for k in range(ATTEMPTS - 1))
+    return ATTEMPTS * (CONNECT_TIMEOUT + READ_TIMEOUT) + backoff
+
+
+def _bounded_options(location, options):
+    """``options`` with this module's time-outs and single attempts for the protocols that take
+    them (the caller's own settings win): retries are counted once, in :func:`_retrying`."""
+    options = dict(options or {})
+    scheme = location.split("://", 1)[0].lower()
+    if scheme in ("s3", "s3a"):
+        config = {"connect_timeout": CONNECT_TIMEOUT, "read_timeout": READ_TIMEOUT,
+                  "retries": {"total_max_attempts": 1, "mode": "standard"}}
+        options["config_kwargs"] = {**config, **dict(options.get("config_kwargs") or {})}
+    elif scheme in ("http", "https"):
+        import aiohttp
+
+        client = dict(options.get("client_kwargs") or {})
+        client.setdefault("timeout", aiohttp.ClientTimeout(sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT))
+        options["client_kwargs"] = client
+    return options
+
+
 def _filesystem(location: str, options: StorageOptions):
     try:
         import fsspec
@@ -72,7 +116,10 @@ def _filesystem(location: str, options: StorageOptions):
             f"{display(location)}: URLs need the 'remote' extra: pip install 'n5mscodecs[remote]'"
         ) from None
     try:
-        return fsspec.core.url_to_fs(location, **dict(options or {}))
+        fs, path = fsspec.core.url_to_fs(location, **_bounded_options(location, options))
+        if type(fs).__module__.startswith("s3fs"):
+            fs.retries = 1  # s3fs repeats failed calls itself (5 times by default)
+        return fs, path
     except ImportError as exc:  # the protocol's package (s3fs, gcsfs, aiohttp) is missing
         raise MissingExtraError(
             f"{display(location)}: {exc}; pip install 'n5mscodecs[remote]' brings s3fs, gcsfs and aiohttp"
@@ -81,12 +128,34 @@ def _filesystem(location: str, options: StorageOptions):
         raise ConfigurationError(f"{display(location)}: {exc}") from None
 
 
+_PERMANENT = (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError,
+              NotImplementedError)
+# transient errors of the HTTP stacks, by class name (the packages are optional)
+_TRANSIENT_NAMES = {
+    "EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError",
+    "ResponseStreamingError", "IncompleteReadError", "ClientConnectionError", "ClientConnectorError",
+    "ServerDisconnectedError", "ServerTimeoutError", "ClientPayloadError", "ClientOSError", "FSTimeoutError",
+}
+
+
 def _transient(error: BaseException) -> bool:
-    """Whether a failed request may pass when repeated (missing objects and refusals do not)."""
-    if isinstance(error, FileNotFoundError | PermissionError | ConfigurationError | NotImplementedError):
+    """Whether a failed request may pass when repeated: dropped or refused connections,
+    time-outs, 5xx and 429 answers. Missing objects, refusals and client errors (a bad
+    endpoint, credentials where they cannot go) do not."""
+    if isinstance(error, _PERMANENT) or isinstance(error, ConfigurationError):
         return False
-    module = type(error).__module__.split(".")[0]
-    return isinstance(error, OSError | TimeoutError) or module in ("aiohttp", "botocore", "aiobotocore", "requests")
+    if isinstance(error, TimeoutError | ConnectionError):
+        return True
+    if any(cls.__name__ in _TRANSIENT_NAMES for cls in type(error).__mro__):
+        return True
+    wrapped = getattr(error, "kwargs", {}).get("error") if isinstance(getattr(error, "kwargs", None), dict) else None
+    if wrapped is not None:  # botocore's HTTPClientError wraps what the HTTP client raised
+        return _transient(wrapped)
+    status = getattr(error, "status", None) or getattr(error, "status_code", None)
+    if isinstance(status, int):
+        return status >= 500 or status == 429
+    # s3fs turns server errors it has no better class for into plain OSError
+    return type(error) is OSError
 
 
 def _retrying(location: str, operation: str, request):
@@ -100,15 +169,15 @@ def _retrying(location: str, operation: str, request):
             raise
         except PermissionError:
             raise StorageError(f"{display(location)}: {operation}: access denied") from None
+        except N5msCodecsError:
+            raise
         except Exception as error:
+            detail = display(str(error).splitlines()[0]) if str(error) else ""
+            reason = type(error).__name__ + (f": {detail}" if detail else "")
             if not _transient(error):
-                raise
+                raise StorageError(f"{display(location)}: {operation} failed ({reason}); not retried") from None
             if attempt == ATTEMPTS:
-                detail = display(str(error).splitlines()[0]) if str(error) else ""
-                raise StorageError(
-                    f"{display(location)}: {operation} failed {ATTEMPTS} times ({type(error).__name__}"
-                    + (f": {detail}" if detail else "") + ")"
-                ) from None
+                raise StorageError(f"{display(location)}: {operation} failed {ATTEMPTS} times ({reason})") from None
             time.sleep(delay)
             delay *= 2
 
@@ -194,23 +263,101 @@ def container_root(location: PathLike, container: PathLike | None = None) -> str
     return next((p for p in lineage if name(p).lower().endswith(".n5")), None)
 
 
-def read_bytes(location: PathLike, options: StorageOptions = None) -> bytes | None:
-    """The bytes at ``location``, or None when there is nothing."""
+def _inside(path: str, root: str) -> bool:
+    real, real_root = os.path.realpath(path), os.path.realpath(root)
+    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def check_confined(location: PathLike, operation: str, root: PathLike | None = None) -> None:
+    """Raise :class:`StorageError` when the local ``location`` resolves outside its container
+    root (``root``, else the nearest of it and its parents named ``*.n5``; nothing to check
+    without one, or for a URL, whose keys cannot be links)."""
     if is_url(location):
-        fs, path = _filesystem(location, options)
-        try:
-            return _retrying(location, "read", lambda: fs.cat_file(path))
-        except FileNotFoundError:
-            return None
+        return
+    path = os.path.abspath(local_path(location))
+    root = container_root(path) if root is None else os.path.abspath(local_path(root))
+    if root is not None and not _inside(path, root):
+        raise StorageError(
+            f"{display(location)}: {operation}: resolves to {os.path.realpath(path)}, outside the container "
+            f"root {display(root)} (a symbolic link inside the container); refusing to follow it"
+        )
+
+
+def _file_kind(mode):
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _read_local(location, max_size):
+    path = local_path(location)
     try:
-        with builtins.open(local_path(location), "rb") as f:
-            return f.read()
+        # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
+    except NotADirectoryError:
+        raise StorageError(f"{display(location)}: read: a parent of it is a file, not a directory") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StorageError(f"{display(location)}: read: {_file_kind(info.st_mode)}, not a regular file")
+        if max_size is not None and info.st_size > max_size:
+            raise StorageError(f"{display(location)}: read: {info.st_size} bytes, more than the {max_size} "
+                               "it can need")
+        data = f.read() if max_size is None else f.read(max_size + 1)
+    if max_size is not None and len(data) > max_size:  # grew while being read
+        raise StorageError(f"{display(location)}: read: more than the {max_size} bytes it can need")
+    return data
 
 
-def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None) -> None:
-    """Write ``data`` at ``location`` atomically (creating parent directories)."""
+def read_bytes(location: PathLike, options: StorageOptions = None, *, max_size: int | None = None,
+               root: PathLike | None = None, confine: bool = True) -> bytes | None:
+    """The bytes at ``location``, or None when there is nothing.
+
+    At most ``max_size`` bytes are read (more is a :class:`StorageError`); a local location
+    must be a regular file inside its container root (see the module docs; ``confine=False``
+    reads through links that leave it)."""
+    if is_url(location):
+        fs, path = _filesystem(location, options)
+        if max_size is None:
+            request = lambda: fs.cat_file(path)  # noqa: E731
+        else:
+            request = lambda: fs.cat_file(path, start=0, end=max_size + 1)  # noqa: E731
+        try:
+            data = _retrying(location, "read", request)
+        except FileNotFoundError:
+            return None
+        if max_size is not None and len(data) > max_size:
+            raise StorageError(f"{display(location)}: read: more than the {max_size} bytes it can need")
+        return data
+    if confine:
+        check_confined(location, "read", root)
+    return _read_local(location, max_size)
+
+
+def _create_new(directory):
+    """``(fd, path)`` of a new file in ``directory``, created the way ``open()`` creates one
+    (mode 0o666 less the umask; mkstemp's 0o600 would hide it from the group)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        path = os.path.join(directory, f"{_TEMPORARY_PREFIX}{secrets.token_hex(8)}")
+        try:
+            return os.open(path, flags, 0o666), path
+        except FileExistsError:
+            continue
+
+
+def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None, *,
+                root: PathLike | None = None) -> None:
+    """Write ``data`` at ``location`` atomically (creating parent directories) inside its
+    container root (see :func:`check_confined`)."""
     if is_url(location):
         fs, path = _writable(location, options)
         data = bytes(data)
@@ -218,8 +365,9 @@ def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None)
         return
     target = local_path(location)
     directory = os.path.dirname(target)
+    check_confined(target, "write", root)
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=_TEMPORARY_PREFIX)
+    fd, tmp = _create_new(directory)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -229,19 +377,32 @@ def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None)
         raise
 
 
-def read_json(location: PathLike, options: StorageOptions = None) -> Any:
-    """The parsed JSON document at ``location``, or None when there is none."""
-    data = read_bytes(location, options)
-    return None if data is None else json.loads(data)
+def read_json(location: PathLike, options: StorageOptions = None, *, confine: bool = True) -> Any:
+    """The parsed JSON document at ``location``, or None when there is none; a file that is
+    not JSON (empty, truncated) is a :class:`ConfigurationError` naming it."""
+    data = read_bytes(location, options, max_size=MAX_JSON_BYTES, confine=confine)
+    if data is None:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
+        raise ConfigurationError(f"{display(location)}: not valid JSON ({exc})") from None
 
 
 def write_json(location: PathLike, document: Any, options: StorageOptions = None) -> None:
     write_bytes(location, json.dumps(document, indent=2).encode(), options)
 
 
-def read_attributes(location: PathLike, options: StorageOptions = None) -> dict[str, Any]:
-    """The parsed ``attributes.json`` of the group or dataset ``location`` ({} when there is none)."""
-    return read_json(join(location, ATTRIBUTES), options) or {}
+def read_attributes(location: PathLike, options: StorageOptions = None, *, confine: bool = True) -> dict[str, Any]:
+    """The parsed ``attributes.json`` of the group or dataset ``location`` ({} when there is
+    none); a document that is not a JSON object is a :class:`ConfigurationError` naming it."""
+    location = join(location, ATTRIBUTES)
+    document = read_json(location, options, confine=confine)
+    if document is None:
+        return {}
+    if not isinstance(document, dict):
+        raise ConfigurationError(f"{display(location)}: expected a JSON object, got {type(document).__name__}")
+    return document
 
 
 def write_attributes(location: PathLike, document: Mapping[str, Any], options: StorageOptions = None) -> None:
@@ -292,6 +453,7 @@ def remove(location: PathLike, options: StorageOptions = None) -> None:
         except FileNotFoundError:
             pass
         return
+    check_confined(location, "remove")
     try:
         os.unlink(local_path(location))
     except FileNotFoundError:
@@ -307,6 +469,9 @@ def remove_tree(location: PathLike, options: StorageOptions = None) -> None:
         except FileNotFoundError:
             pass
         return
+    check_confined(location, "remove")
+    if os.path.islink(local_path(location)):
+        raise StorageError(f"{display(location)}: remove: a symbolic link; refusing to remove what it leads to")
     try:
         shutil.rmtree(local_path(location))
     except FileNotFoundError:
@@ -344,6 +509,7 @@ def remove_temporary_files(location: PathLike, options: StorageOptions = None) -
 def make_directory(location: PathLike, options: StorageOptions = None) -> None:
     """Create ``location`` as a directory (object stores have none: nothing to do there)."""
     if not is_url(location):
+        check_confined(location, "create")
         os.makedirs(local_path(location), exist_ok=True)
 
 

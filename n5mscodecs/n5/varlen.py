@@ -4,7 +4,9 @@ A block is an :class:`~n5mscodecs.N5BlockHeader` (mode, ndim,
 dims, numElements; big-endian) followed by the payload of the inner chain:
 one array-to-bytes codec (``n5_label_multiset``, or ``label_multiset``)
 then zero or more N5 compressors. ``numElements`` is the payload size in
-bytes *before* compression.
+bytes *before* compression; it is checked against what a block of that many
+voxels can need (:func:`~n5mscodecs.payload.max_payload_size`) before
+anything is decompressed, and every stage of the chain is bounded.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from numcodecs.abc import Codec
 from .._buffers import read_bytes
 from ..errors import ConfigurationError, N5HeaderError
 from ..payload.layout import (
+    MAX_ENTRIES_PER_VOXEL,
     N5_LAYOUT,
     ZARR_LAYOUT,
     check_out,
@@ -24,9 +27,11 @@ from ..payload.layout import (
     decode_payload_labels,
     encode_payload,
     fill_out,
+    max_payload_size,
     multiset_input,
 )
-from .compression import compressor_from_config
+from .compression import compressor_from_config, max_compressed_size
+from .grid import voxels
 from .header import MODE_VARLENGTH, N5BlockHeader
 
 if TYPE_CHECKING:
@@ -35,13 +40,15 @@ if TYPE_CHECKING:
 
     from .._buffers import BytesLike
     from ..multiset import LabelMultisetArray
-    from ..multiset.array import MultisetsLike
+    from ..multiset.array import MultisetsLike, Rule
     from .compression import Compressor, CompressorConfig
 
     #: An inner codec chain: a parsed :class:`CodecChain` or its codec configurations.
     CodecsLike: TypeAlias = "CodecChain | Iterable[CompressorConfig]"
 
 DEFAULT_CODECS = ({"name": "n5_label_multiset"},)
+#: Dimensions a block header may have (numpy's oldest supported limit).
+MAX_NDIM = 32
 _ARRAY_CODECS = {"n5_label_multiset": N5_LAYOUT, "label_multiset": ZARR_LAYOUT}
 
 
@@ -86,10 +93,17 @@ class CodecChain:
             payload = compressor.encode(payload)
         return payload
 
-    def decompress(self, data: BytesLike, payload_size: int | None) -> BytesLike:
+    def decompress(self, data: BytesLike, payload_size: int) -> BytesLike:
+        """The payload of ``payload_size`` bytes (numElements) under the compressors' layers;
+        each outer layer may produce at most what compressing the layer below can take."""
+        bounds = [payload_size]
+        for _ in self.compressors[1:]:
+            bounds.append(max_compressed_size(bounds[-1]))
         for position, compressor in reversed(list(enumerate(self.compressors))):
-            # only the innermost output has a known size (numElements)
-            data = compressor.decode(data, payload_size if position == 0 else None)
+            if position == 0:
+                data = compressor.decode(data, payload_size)
+            else:
+                data = compressor.decode(data, max_size=bounds[position])
         return data
 
 
@@ -117,22 +131,39 @@ def n5_block_header(data: BytesLike) -> N5BlockHeader:
     return N5BlockHeader.from_bytes(read_bytes(data, "block"))
 
 
-def _varlen_payload(data, chain, shape):
-    """``(payload, shape)`` of a varlength block: the header checked, the body decompressed."""
+def varlen_payload(
+    data: BytesLike, chain: CodecChain, shape: Sequence[int] | None = None, *,
+    max_voxels: int | None = None, max_entries: int = MAX_ENTRIES_PER_VOXEL,
+) -> tuple[N5BlockHeader, BytesLike]:
+    """``(header, payload)`` of a varlength block: the header checked, the body decompressed.
+
+    ``numElements`` may be at most what ``max_voxels`` voxels (default: those of ``shape``,
+    else of the header dims) can need with ``max_entries`` entries per voxel on average
+    (:func:`~n5mscodecs.payload.max_payload_size`); a larger claim is rejected before
+    anything is decompressed.
+    """
     buf = read_bytes(data, "block")
     header = N5BlockHeader.from_bytes(buf)
     if header.mode != MODE_VARLENGTH:
         raise N5HeaderError(f"n5_varlen: mode is 0x{header.mode:04x}, expected 0x0001 (varlength)")
-    if shape is None:
-        shape = header.shape
-    elif len(shape) != len(header.shape):
+    if shape is None and len(header.shape) > MAX_NDIM:
+        raise N5HeaderError(f"n5_varlen: ndim is {len(header.shape)}, more than {MAX_NDIM}")
+    if shape is not None and len(shape) != len(header.shape):
         raise N5HeaderError(f"n5_varlen: ndim is {len(header.shape)}, expected {len(shape)}")
+    if max_voxels is None:
+        max_voxels = voxels(header.shape if shape is None else shape)
+    bound = max_payload_size(max_voxels, chain.layout, max_entries)
+    if header.num_elements > bound:
+        raise N5HeaderError(
+            f"n5_varlen: numElements {header.num_elements} exceeds the {bound} bytes a block of "
+            f"{max_voxels} voxels can need (at most {max_entries} entries per voxel on average)"
+        )
     body = buf[header.nbytes:]
     if not chain.compressors and body.size != header.num_elements:
         raise N5HeaderError(
             f"n5_varlen: numElements is {header.num_elements} but the raw payload has {body.size} bytes"
         )
-    return chain.decompress(body, header.num_elements), shape
+    return header, chain.decompress(body, header.num_elements)
 
 
 def n5_varlen_decode(
@@ -153,8 +184,8 @@ def n5_varlen_decode(
     [[3, 4]]
     """
     chain = _chain(codecs)
-    payload, shape = _varlen_payload(data, chain, shape)
-    return decode_payload(payload, shape, chain.layout, threads=threads)
+    header, payload = varlen_payload(data, chain, shape)
+    return decode_payload(payload, header.shape if shape is None else shape, chain.layout, threads=threads)
 
 
 def n5_varlen_decode_labels(
@@ -164,19 +195,22 @@ def n5_varlen_decode_labels(
     shape: Sequence[int] | None = None,
     threads: int | None = None,
     order: str = "K",
+    rule: Rule = "spec",
 ) -> np.ndarray:
     """Decode one varlength block straight to its argmax labels (uint64, N5 axis order).
 
     Equal to ``n5_varlen_decode(...).argmax()`` without building the lists
-    (see :func:`~n5mscodecs.payload.decode_payload_labels`, also for ``order``).
+    (see :func:`~n5mscodecs.payload.decode_payload_labels`, also for ``order``
+    and ``rule="java"``).
 
     >>> block = n5_varlen_encode(np.array([[3, 4]], np.uint64), [{"name": "n5_label_multiset"}, "gzip"])
     >>> n5_varlen_decode_labels(block, [{"name": "n5_label_multiset"}, "gzip"]).tolist()
     [[3, 4]]
     """
     chain = _chain(codecs)
-    payload, shape = _varlen_payload(data, chain, shape)
-    return decode_payload_labels(payload, shape, chain.layout, threads=threads, order=order)
+    header, payload = varlen_payload(data, chain, shape)
+    return decode_payload_labels(payload, header.shape if shape is None else shape, chain.layout,
+                                 threads=threads, order=order, rule=rule)
 
 
 class N5Varlen(Codec):

@@ -1,6 +1,6 @@
 """What every writer in the package does so that nothing half-done passes for finished data.
 
-- **The incomplete marker.** A dataset being written carries :data:`INCOMPLETE_KEY`
+- **The incomplete marker.** A dataset being written carries ``n5mscodecs:incomplete``
   in its ``attributes.json`` from before its first block until after its last;
   :func:`n5mscodecs.n5.open`, the zarr store view and the Paintera readers refuse
   it with :class:`~n5mscodecs.IncompleteError` (a killed writer would otherwise
@@ -12,8 +12,8 @@
   ``TARGET/.n5ms-lock`` while they write. Locally it is an ``flock`` (the
   system releases it when the process dies, so a killed writer never leaves
   a stale lock); on object stores, which have no locks, it is an object that
-  the writer refreshes every :data:`HEARTBEAT_SECONDS` and that counts as
-  abandoned after :data:`STALE_SECONDS` without a refresh.
+  the writer refreshes every 30 s and that counts as abandoned after
+  120 s without a refresh.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from .lookup import (
     write_label_to_block_mapping,
 )
 from .multiscale import LabelPyramid, find_label_pyramids, open_pyramid
+from .ome_zarr import OmeZarrSummary, ome_zarr_level, to_ome_zarr
 from .pyramid import PyramidJob, write_pyramid_block
 from .sources import LabelSource, open_label_source
 
@@ -53,6 +54,9 @@ __all__ = [
     "LabelPyramid",
     "find_label_pyramids",
     "open_pyramid",
+    "OmeZarrSummary",
+    "ome_zarr_level",
+    "to_ome_zarr",
     "PyramidJob",
     "write_pyramid_block",
     "LabelSource",

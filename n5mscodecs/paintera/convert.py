@@ -13,10 +13,10 @@ import numpy as np
 from .. import n5
 from .._extras import require
 from ..errors import ConfigurationError
-from ..multiset import MAX_ID
-from ..multiset.array import KEEP_RULES, RESERVED_RULES
+from ..multiset import BACKGROUND
+from ..multiset.array import RESERVED_RULES, check_keep
 from ..n5 import storage
-from ..n5.dataset import write_container_version
+from ..n5.dataset import max_id, write_container_version
 from ..n5.writing import LOCK_NAME, WriterLock, incomplete_marker, mark_complete, write_marked
 from .lookup import LABEL_BLOCK_LOOKUP, block_labels, write_label_to_block_mapping
 from .pyramid import PyramidJob, normalized_factors, write_pyramid_block
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     import distributed
 
-    from ..multiset.array import KeepRule, ReservedRule
+    from ..multiset.array import KeepRule, ReservedRule, Rule
     from ..n5.compression import CompressorConfig
     from ..n5.storage import PathLike
     from .sources import LabelSource
@@ -157,7 +157,9 @@ def convert(
     factors: Sequence[int | Sequence[int]] | None = None,
     compression: CompressorConfig = "gzip",
     max_num_entries: int = -1,
-    keep: KeepRule = "highest",
+    keep: KeepRule | None = None,
+    rule: Rule = "spec",
+    write_background_blocks: bool = False,
     resolution: Sequence[float] | None = None,
     offset: Sequence[float] | None = None,
     lookup_block_size: int = 10000,
@@ -169,6 +171,7 @@ def convert(
     storage_options: dict[str, Any] | None = None,
     container: PathLike | None = None,
     reserved: ReservedRule = "reject",
+    level: int = 0,
 ) -> ConversionSummary:
     """Convert integer labels into a Paintera label source (a label multiset pyramid).
 
@@ -176,7 +179,9 @@ def convert(
     ----------
     source : ndarray, path or LabelSource
         Integer labels: an ndarray in N5 order (x, y, z), an N5 dataset (or an
-        N5 group with ``dataset``), a zarr array, ``.npy`` or TIFF file (see
+        N5 group with ``dataset``), a zarr array, an OME-Zarr multiscale label
+        image (its level ``level``; its voxel size and offset are the
+        defaults of ``resolution`` and ``offset``), ``.npy`` or TIFF file (see
         :func:`open_label_source`).
     target : path
         The Paintera source group to create (e.g. ``out.n5/labels``).
@@ -191,6 +196,16 @@ def convert(
     max_num_entries, keep
         Cut downsampled lists to this many entries (-1: no cut); see
         :meth:`~n5mscodecs.LabelMultisetArray.downsample`.
+    rule : {"spec", "java"}
+        ``"java"``: downsampled levels hold exactly the lists Java's
+        label-utilities-spark writes (see
+        :meth:`~n5mscodecs.LabelMultisetArray.downsample`; ``keep`` is then
+        not allowed) and ``maxId`` is Java's signed maximum (see
+        ``n5mscodecs.n5.dataset.max_id``).
+    write_background_blocks : bool
+        Also write blocks whose voxels are all ``{0: 1}``. By default they are
+        skipped, as the conversion helper skips all-0 blocks: a missing block
+        reads as exactly that.
     resolution, offset : tuple, optional
         Voxel size and offset in world units (N5 order) for ``data``.
     lookup_block_size : int
@@ -240,27 +255,27 @@ def convert(
     if overwrite and resume:
         raise ConfigurationError(
             "overwrite and resume: pass one of them (resume keeps the blocks, overwrite removes them)")
-    source = open_label_source(source, dataset, storage_options=storage_options)
+    source = open_label_source(source, dataset, storage_options=storage_options, level=level)
     target = os.fspath(target)
     storage.refuse_overlap(target, source.path)
     ndim = len(source.shape)
     block_size = n5.block_size(block_size, ndim, "block_size")
-    if keep not in KEEP_RULES:
-        raise ConfigurationError(f"keep must be one of {KEEP_RULES}, got {keep!r}")
+    keep = check_keep(keep, rule)
     if reserved not in RESERVED_RULES:
         raise ConfigurationError(f"reserved must be one of {RESERVED_RULES}, got {reserved!r}")
     if int(lookup_block_size) < 1:
         raise ConfigurationError(f"lookup_block_size: must be >= 1, got {lookup_block_size}")
-    resolution = tuple(float(r) for r in (resolution or (1.0,) * ndim))
-    offset = tuple(float(o) for o in (offset or (0.0,) * ndim))
+    resolution = tuple(float(r) for r in (resolution or source.resolution or (1.0,) * ndim))
+    offset = tuple(float(o) for o in (offset or source.offset or (0.0,) * ndim))
     if len(resolution) != ndim or len(offset) != ndim:
         raise ConfigurationError(f"resolution/offset: {ndim} values each required")
     job = PyramidJob(target, source, block_size, normalized_factors(factors, source.shape, block_size),
-                     n5.compression_attributes(compression), int(max_num_entries), keep,
-                     storage_options, reserved)
+                     n5.compression_attributes(compression), int(max_num_entries), keep, rule,
+                     bool(write_background_blocks), storage_options, reserved)
     parameters = {"source": source.description(), "blockSize": list(block_size),
                   "factors": [list(f) for f in job.factors], "compression": job.compression,
-                  "maxNumEntries": job.max_num_entries, "keep": keep, "resolution": list(resolution),
+                  "maxNumEntries": job.max_num_entries, "keep": keep, "rule": rule,
+                  "writeBackgroundBlocks": job.write_background, "resolution": list(resolution),
                   "offset": list(offset), "lookupBlockSize": int(lookup_block_size)}
     if reserved != "reject":
         parameters["reserved"] = reserved
@@ -298,14 +313,11 @@ def _finish(job, parameters, lookup_block_size, threads, progress):
                                      storage_options=options)
         bar.update(1)
     bar.close()
-    labels = n5.open(storage.join(target, "unique-labels", "s0"), storage_options=options, allow_incomplete=True)
-    all_labels = np.unique(block_labels(labels)[0])
-    regular = all_labels[all_labels <= MAX_ID]
-    max_id = int(regular.max()) if regular.size else 0
     for level in range(job.n_levels):
         for dataset in (job.data(level), job.unique_labels(level)):
             mark_complete(dataset.path, storage_options=options)
-    attributes = {"n5": n5.N5_VERSION, "painteraData": {"type": "label"}, "maxId": max_id,
+    attributes = {"n5": n5.N5_VERSION, "painteraData": {"type": "label"},
+                  "maxId": max_id(_source_labels(target, options), job.rule),
                   "labelBlockLookup": LABEL_BLOCK_LOOKUP,
                   CONVERSION_KEY: {"complete": True, "parameters": parameters}}
     n5.write_attributes(target, attributes, storage_options=options)
@@ -326,11 +338,20 @@ def _write_layout(job, resolution, offset, lookup_block_size):
             write_marked(dataset.path, dataset.attributes, marker, options)
 
 
+def _source_labels(target, options):
+    """The distinct labels of the source, from ``unique-labels/s0``: background 0 too
+    when a block was skipped as all background (it has no unique-labels block)."""
+    unique_labels = n5.open(storage.join(target, "unique-labels", "s0"), storage_options=options,
+                            allow_incomplete=True)  # a resumed or finishing conversion's
+    labels = block_labels(unique_labels)[0]
+    if len(unique_labels.present_blocks()) < np.prod(unique_labels.grid_shape):
+        labels = np.append(labels, np.uint64(BACKGROUND))
+    return np.unique(labels)
+
+
 def _summary(job, written, blocks_total, started):
     attributes = _group_attributes(job.target, job.storage_options)
-    labels = n5.open(storage.join(job.target, "unique-labels", "s0"), storage_options=job.storage_options,
-                     allow_incomplete=True)
-    n_labels = int(np.unique(block_labels(labels)[0]).size)
+    n_labels = int(_source_labels(job.target, job.storage_options).size)
     return ConversionSummary(job.target, [job.level_shape(level) for level in range(job.n_levels)],
                              written, blocks_total, int(attributes.get("maxId", 0)), n_labels,
                              time.perf_counter() - started)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import n5
-from ..multiset import MAX_ID
+from ..errors import LookupFormatError
 from ..n5 import storage
 
 if TYPE_CHECKING:
@@ -52,8 +52,11 @@ def label_to_block_mapping_blocks(unique_labels: ArrayDataset, lookup_block_size
     interval (int64 min per axis, int64 inclusive max per axis), big-endian.
     """
     labels, grids = block_labels(unique_labels)
-    regular = labels <= MAX_ID  # reserved ids (>= 2**63 - 4 in Java's signed view) have no lookup
-    labels, grids = labels[regular], grids[regular]
+    # Paintera finds an id's file as a Java long divided by the block size, in a dataset
+    # spanning [0, 2**63 - 1]: ids >= 2**63 (negative longs, the reserved ones included)
+    # can have no file there
+    listed = labels < np.uint64(LOOKUP_DIMENSION + 1)
+    labels, grids = labels[listed], grids[listed]
     order = np.lexsort(grids.T[::-1].tolist() + [labels]) if labels.size else np.zeros(0, np.int64)
     labels, grids = labels[order], grids[order]
     block = np.array(unique_labels.chunks, np.int64)
@@ -107,12 +110,28 @@ def read_label_to_block_mapping(
     for name in storage.list_names(path, options):
         if not name.isdigit():
             continue
-        body = mapping.read_block((int(name),)).tobytes()
-        position = 0
-        while position < len(body):
-            label, n = struct.unpack_from(">qi", body, position)
-            position += 12
-            values = np.frombuffer(body, ">i8", count=n * 2 * ndim, offset=position).reshape(n, 2 * ndim)
-            position += 16 * ndim * n
-            result[label] = [(tuple(int(x) for x in v[:ndim]), tuple(int(x) for x in v[ndim:])) for v in values]
+        body = mapping.read_block((int(name),))
+        if body is not None:
+            result.update(parse_mapping_file(body.tobytes(), ndim, mapping.block_name((int(name),))))
+    return result
+
+
+def parse_mapping_file(body: bytes, ndim: int, name: str) -> dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]]:
+    """``{id: [(min, max), ...]}`` of one label-to-block-mapping file's bytes (see
+    :func:`label_to_block_mapping_blocks`); every count is checked against the bytes left,
+    so a crafted file is a :class:`LookupFormatError` naming ``name`` and the byte."""
+    result = {}
+    position, interval = 0, 16 * ndim
+    while position < len(body):
+        if len(body) - position < 12:
+            raise LookupFormatError(f"{name}: id and count at byte {position} need 12 bytes, "
+                                    f"{len(body) - position} left")
+        label, n = struct.unpack_from(">qi", body, position)
+        position += 12
+        if n < 0 or n * interval > len(body) - position:
+            raise LookupFormatError(f"{name}: id {label} at byte {position - 12}: count {n} of "
+                                    f"{interval}-byte intervals does not fit the {len(body) - position} bytes left")
+        values = np.frombuffer(body, ">i8", count=n * 2 * ndim, offset=position).reshape(n, 2 * ndim)
+        position += interval * n
+        result[label] = [(tuple(int(x) for x in v[:ndim]), tuple(int(x) for x in v[ndim:])) for v in values]
     return result

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from .. import n5
 from ..errors import ConfigurationError, IncompleteError
-from ..multiset import INVALID
+from ..multiset import BACKGROUND
 from ..n5 import storage
 from .convert import CONVERSION_KEY, FINISH_HINT
 
@@ -90,7 +90,7 @@ class LabelPyramid:
     voxel_sizes: tuple[tuple[float, ...], ...]
     offsets: tuple[tuple[float, ...], ...]
     downsampling_factors: tuple[tuple[float, ...], ...]
-    fill_label: int = INVALID
+    fill_label: int = BACKGROUND
     max_id: int | None = None
     storage_options: StorageOptions = field(default=None, repr=False)  # for URLs; never printed
 
@@ -255,7 +255,7 @@ def find_label_pyramids(path: PathLike, *, storage_options: StorageOptions = Non
 
 
 def open_pyramid(path: PathLike, *, storage_options: StorageOptions = None,
-                 fill_label: int = INVALID) -> LabelPyramid:
+                 fill_label: int = BACKGROUND) -> LabelPyramid:
     """Open a Paintera label pyramid as lazy dask label arrays with voxel sizes and offsets.
 
     Parameters
@@ -275,8 +275,8 @@ def open_pyramid(path: PathLike, *, storage_options: StorageOptions = None,
     storage_options : dict, optional
         fsspec's options for a URL.
     fill_label : int
-        What missing blocks of label multiset levels read as (default INVALID,
-        as Paintera shows them).
+        What missing blocks of label multiset levels read as (default 0: the
+        singleton ``{0: 1}``, as Paintera reads them).
 
     Returns
     -------

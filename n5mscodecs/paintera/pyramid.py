@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import n5
 from ..errors import ConfigurationError
-from ..multiset import LabelMultisetArray, assemble
+from ..multiset import BACKGROUND, LabelMultisetArray, assemble
 from ..n5 import storage
 from .sources import LabelSource
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from ..multiset.array import KeepRule, ReservedRule
+    from ..multiset.array import KeepRule, ReservedRule, Rule
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,8 @@ class PyramidJob:
     disk is complete): that is how an interrupted run resumes. What a resumed
     run skips is checked, not assumed: a data block whose unique-labels
     block is missing (another writer's removal, a hand-deleted file) gets it
-    again from the data block.
+    again from the data block. Blocks skipped as all background are made
+    again, and skipped again.
     """
 
     target: str
@@ -39,6 +40,8 @@ class PyramidJob:
     compression: dict[str, Any]
     max_num_entries: int
     keep: KeepRule
+    rule: Rule = "spec"
+    write_background: bool = False  # write all-{0: 1} blocks too (they read the same when missing)
     storage_options: dict[str, Any] | None = field(default=None, repr=False)  # for a URL target; never printed
     reserved: ReservedRule = "reject"
 
@@ -104,13 +107,22 @@ def normalized_factors(
 
 def _write_block(job, level, grid, block):
     """unique-labels first, then the data block: a data block on disk means both are complete.
+    Returns the number of blocks written (1, or 0 for a skipped block).
 
-    Every list of ``block`` is in use and has positive counts (made from
-    labels, by downsampling, or assembled from such), so the ids are the
-    block's labels and the block is always written.
+    Every list of ``block`` is in use (made from labels, by downsampling, or
+    assembled from such), so its ids are the block's labels. A block whose
+    voxels are all ``{0: 1}`` is not written (unless ``job.write_background``):
+    it reads the same when missing, as the conversion helper's Java skips it,
+    and it gets no unique-labels block either (its only id is background 0,
+    which Paintera never looks up).
     """
-    job.unique_labels(level).write_varlength_block(grid, np.unique(block.ids))
-    job.data(level).write_block(grid, block)
+    data, unique_labels = job.data(level), job.unique_labels(level)
+    if not job.write_background and block.is_background():
+        storage.remove(unique_labels.block_path(grid), job.storage_options)
+        return 0
+    unique_labels.write_varlength_block(grid, np.unique(block.ids))
+    data.write_block(grid, block, write_background=True)
+    return 1
 
 
 def _done_before(job, level, grid, *, read):
@@ -129,7 +141,8 @@ def _done_before(job, level, grid, *, read):
 
 
 def _source_block(job, grid):
-    """Level-0 block ``grid`` from the source labels (or from disk when resuming)."""
+    """Level-0 block ``grid`` from the source labels (or from disk when resuming; a skipped
+    background block is made again)."""
     found, block = _done_before(job, 0, grid, read=True)
     if found:
         return block, 0
@@ -138,8 +151,7 @@ def _source_block(job, grid):
     if labels.dtype.kind not in "iu":
         raise ConfigurationError(f"source: integer labels required, got dtype {labels.dtype}")
     block = LabelMultisetArray.from_labels(labels, reserved=job.reserved, name=f"source block {tuple(grid)}")
-    _write_block(job, 0, grid, block)
-    return block, 1
+    return block, _write_block(job, 0, grid, block)
 
 
 def _children(job, level, grid):
@@ -173,11 +185,11 @@ def write_pyramid_block(job: PyramidJob, level: int, grid: Sequence[int]) -> int
             block, made = _source_block(job, child)
             written += made
         else:
+            # a missing block below was skipped as all background: it reads as {0: 1} voxels
             block = below.read_block(child)
             if block is None:
-                raise ConfigurationError(f"{below.block_name(child)}: block missing below level {level}")
+                block = LabelMultisetArray.full(below.block_shape(child), BACKGROUND)
         origin = tuple((c - g * f) * b // f for c, g, f, b in zip(child, grid, factors, job.block_size))
-        part = block.downsample(factors, job.max_num_entries, keep=job.keep, threads=1)
+        part = block.downsample(factors, job.max_num_entries, keep=job.keep, rule=job.rule, threads=1)
         parts.append((tuple(slice(o, o + n) for o, n in zip(origin, part.shape)), part))
-    _write_block(job, level, grid, assemble(data.block_shape(grid), parts))
-    return written + 1
+    return written + _write_block(job, level, grid, assemble(data.block_shape(grid), parts))

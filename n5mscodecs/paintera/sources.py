@@ -3,6 +3,7 @@ from an ndarray, an N5 dataset, a zarr array, a ``.npy`` or a TIFF file (N5 axis
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -64,6 +65,9 @@ class LabelSource:
     dtype: str
     array: np.ndarray | None = field(default=None, repr=False)
     storage_options: dict[str, Any] | None = field(default=None, repr=False)  # for URLs; never printed
+    #: Voxel size and offset (N5 order) the source itself gives (an OME-Zarr level's), else None.
+    resolution: tuple[float, ...] | None = None
+    offset: tuple[float, ...] | None = None
 
     def read(self, region: tuple[slice, ...]) -> np.ndarray:
         """The labels of ``region`` (a tuple of slices, N5 order) as an ndarray."""
@@ -133,9 +137,10 @@ def _checked_source(kind, path, shape, dtype, array=None, storage_options=None):
 
 
 def open_label_source(source: LabelSource | np.ndarray | PathLike, dataset: str | None = None, *,
-                      storage_options: dict[str, Any] | None = None) -> LabelSource:
+                      storage_options: dict[str, Any] | None = None, level: int = 0) -> LabelSource:
     """A :class:`LabelSource` from an ndarray (N5 order), an N5 dataset or group + ``dataset``,
-    a zarr array, a ``.npy`` file or a TIFF file. N5 datasets and zarr arrays may be URLs
+    a zarr array, an OME-Zarr multiscale image (its ``level``, with the level's voxel size
+    and offset), a ``.npy`` file or a TIFF file. N5 datasets and zarr arrays may be URLs
     (with fsspec's ``storage_options``)."""
     if isinstance(source, LabelSource):
         return source
@@ -145,6 +150,12 @@ def open_label_source(source: LabelSource | np.ndarray | PathLike, dataset: str 
     if dataset:
         path = storage.join(path, dataset)
     options = storage_options
+    from .ome_zarr import ome_zarr_level  # (a cycle at import time: ome_zarr uses the converter's readers)
+
+    if storage.is_directory(path, options) and (found := ome_zarr_level(path, level, storage_options=options)):
+        array_path, resolution, offset = found
+        opened = open_label_source(array_path, storage_options=options)
+        return dataclasses.replace(opened, resolution=resolution, offset=offset)
     name = storage.display(path)
     if not storage.exists(path, options):
         raise FileNotFoundError(f"source: {name} does not exist")

@@ -60,6 +60,17 @@ def scan_list_data(const uint8_t[::1] list_data):
     return status, pos, n_lists, n_entries
 
 
+def mark_list_starts(const uint8_t[::1] list_data, uint8_t[::1] is_list_start):
+    """Set ``is_list_start[byte_offset // 4]`` (pre-filled with 0) to 1 at every list start
+    of list data already validated by ``scan_list_data``."""
+    cdef Py_ssize_t size = list_data.shape[0]
+    cdef Py_ssize_t pos = 0
+    with nogil:
+        while pos < size:
+            is_list_start[pos >> 2] = 1
+            pos += 4 + 12 * <Py_ssize_t>load_u32_le(&list_data[pos])
+
+
 def split_list_data(const uint8_t[::1] list_data, int64_t[::1] list_offsets,
                     uint64_t[::1] ids, uint32_t[::1] counts, int32_t[::1] slot_of_word):
     """Fill the CSR arrays from list data already validated by ``scan_list_data``.

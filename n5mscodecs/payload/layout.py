@@ -31,7 +31,7 @@ from .._status import Status
 from .._threads import default_threads
 from ..errors import ConfigurationError, InputTypeError, LabelMultisetFormatError
 from ..multiset import LabelMultisetArray
-from ..multiset.array import representative_lists
+from ..multiset.array import check_rule, representative_lists
 from . import _kernels
 
 if TYPE_CHECKING:
@@ -41,10 +41,15 @@ if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
     from .._buffers import BytesLike
-    from ..multiset.array import MultisetsLike
+    from ..multiset.array import MultisetsLike, Rule
 
 _MAX_N5_OFFSET = 2**31 - 1
 _MAX_ZARR_OFFSET = 2**32 - 1
+#: Entries per voxel a payload may average when nothing tighter is known (see
+#: :func:`max_payload_size`); a dataset's ``maxNumEntries`` or ``downsamplingFactors``
+#: may raise it up to :data:`MAX_ENTRIES_PER_VOXEL_CAP`.
+MAX_ENTRIES_PER_VOXEL = 64
+MAX_ENTRIES_PER_VOXEL_CAP = 4096
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,37 @@ class Layout:
 
 N5_LAYOUT = Layout("n5_label_multiset", True, True, "F", _MAX_N5_OFFSET)
 ZARR_LAYOUT = Layout("label_multiset", False, False, "C", _MAX_ZARR_OFFSET)
+
+
+def max_payload_size(n_voxels: int, layout: Layout, max_entries: int = MAX_ENTRIES_PER_VOXEL) -> int:
+    """The most payload bytes a block of ``n_voxels`` voxels can need: the argMax table (N5
+    layout, at most one label per voxel), one offset per voxel and at most one list per voxel
+    of at most ``max_entries`` entries (``numEntries``, then 12 bytes per entry).
+
+    Readers reject a larger ``numElements`` before decompressing anything, so a block's
+    memory is bounded by its voxel count whatever its header claims.
+
+    >>> max_payload_size(2, N5_LAYOUT, max_entries=1)
+    60
+    """
+    n = int(n_voxels)
+    argmax_table = 4 + 8 * n if layout.has_argmax_header else 0
+    return argmax_table + 4 * n + n * (4 + 12 * int(max_entries))
+
+
+def entries_bound(attributes: dict[str, Any]) -> int:
+    """Entries per voxel a label multiset dataset's blocks may average (see
+    :func:`max_payload_size`): :data:`MAX_ENTRIES_PER_VOXEL`, raised to the dataset's
+    positive ``maxNumEntries`` or, without one, to the voxels a voxel of a downsampled level
+    covers (the product of ``downsamplingFactors``); never above :data:`MAX_ENTRIES_PER_VOXEL_CAP`."""
+    bound = attributes.get("maxNumEntries")
+    if not (isinstance(bound, int) and not isinstance(bound, bool) and bound > 0):
+        factors = attributes.get("downsamplingFactors")
+        bound = 1
+        if isinstance(factors, list) and all(isinstance(f, int | float) and 1 <= f < 2**31 for f in factors):
+            for f in factors:
+                bound = min(bound * int(f), MAX_ENTRIES_PER_VOXEL_CAP)
+    return max(MAX_ENTRIES_PER_VOXEL, min(bound, MAX_ENTRIES_PER_VOXEL_CAP))
 
 
 def multiset_input(data: MultisetsLike, what: str = "data") -> LabelMultisetArray | np.ndarray:
@@ -131,6 +167,8 @@ def _split_payload(data, shape, layout):
         argmax_size = int.from_bytes(buf[:4].tobytes(), "big", signed=True)
         if argmax_size < 0:
             raise LabelMultisetFormatError(f"{name}: argMaxSize is negative ({argmax_size})")
+        if argmax_size > n_voxels:
+            raise LabelMultisetFormatError(f"{name}: argMaxSize {argmax_size} exceeds the {n_voxels} voxels")
         table_start = 4 + 8 * argmax_size
         if table_start > size:
             raise LabelMultisetFormatError(
@@ -174,6 +212,10 @@ def decode_payload(
     status, position, n_lists, n_entries = _kernels.scan_list_data(list_data)
     if status:
         _raise_list_data_error(status, position, list_data, layout)
+    if n_lists > table.size // 4:  # more lists than voxels: some are unreferenced
+        flat_index, list_offsets, ids, counts = _referenced_lists(table, list_data, layout)
+        index = flat_index.reshape(shape, order=layout.order)
+        return LabelMultisetArray(index, list_offsets, ids, counts, validate=False)
     list_offsets = np.empty(n_lists + 1, np.int64)
     ids = np.empty(n_entries, np.uint64)
     counts = np.empty(n_entries, np.uint32)
@@ -190,8 +232,33 @@ def decode_payload(
     return LabelMultisetArray(index, list_offsets, ids, counts, validate=False)
 
 
+def _referenced_lists(table, list_data, layout):
+    """``(flat index, list_offsets, ids, counts)`` of only the lists some voxel refers to
+    (in stored order), for list data that holds more lists than voxels: a crafted payload
+    then costs one bit per list word, never arrays or objects per unreferenced list."""
+    is_list_start = np.zeros(list_data.size // 4 + 1, np.uint8)
+    _kernels.mark_list_starts(list_data, is_list_start)
+    offsets = np.frombuffer(table, ">i4" if layout.big_endian_offsets else "<u4").astype(np.int64)
+    usable = (offsets >= 0) & (offsets < list_data.size) & (offsets % 4 == 0)
+    usable[usable] = is_list_start[offsets[usable] // 4].astype(bool)
+    if not usable.all():
+        bad = np.flatnonzero(~usable)
+        _raise_offset_error(bad.size, int(bad[0]), table, list_data, layout)
+    starts, flat_index = np.unique(offsets, return_inverse=True)
+    words = np.frombuffer(list_data, "<u4")  # lists are 4 + 12 n bytes: the data is whole words
+    lengths = words[starts // 4].astype(np.int64)
+    list_offsets = np.zeros(starts.size + 1, np.int64)
+    np.cumsum(lengths, out=list_offsets[1:])
+    # word of each entry's id: past the list's count, 3 words per entry
+    first = starts // 4 + 1
+    entry = np.repeat(first - 3 * list_offsets[:-1], lengths) + 3 * np.arange(list_offsets[-1])
+    ids = words[entry].astype(np.uint64) | (words[entry + 1].astype(np.uint64) << np.uint64(32))
+    return flat_index.reshape(-1).astype(np.int32), list_offsets, ids, words[entry + 2].copy()
+
+
 def decode_payload_labels(
-    data: BytesLike, shape: Iterable[int], layout: Layout, *, threads: int | None = None, order: str = "K"
+    data: BytesLike, shape: Iterable[int], layout: Layout, *, threads: int | None = None, order: str = "K",
+    rule: Rule = "spec",
 ) -> np.ndarray:
     """Decode a payload straight to each voxel's argmax label (uint64 ndarray of ``shape``).
 
@@ -202,10 +269,25 @@ def decode_payload_labels(
     voxel order (F-contiguous for N5), ``"C"`` returns a C-contiguous array
     (3-D N5 blocks are written that way directly, tile by tile). Same errors
     as :func:`decode_payload`.
+
+    ``rule="java"``: the labels Paintera shows, as ``LabelUtils.fromBytes``
+    gives them: the argmax values cached in an N5 payload (as elf and older
+    conversion helpers wrote; ``argMaxSize`` at least the voxel count) as stored, else
+    ``decode_payload(...).argmax(rule="java")``.
     """
     if order not in ("K", "C"):
         raise ConfigurationError(f"order must be 'K' or 'C', got {order!r}")
+    if check_rule(rule):
+        return _java_labels(data, shape, layout, threads, order)
     shape, table, list_data = _split_payload(data, shape, layout)
+    status, position, n_lists, _ = _kernels.scan_list_data(list_data)
+    if status:
+        _raise_list_data_error(status, position, list_data, layout)
+    if n_lists > table.size // 4:  # more lists than voxels: argmax of the referenced lists only
+        flat_index, list_offsets, ids, counts = _referenced_lists(table, list_data, layout)
+        labels = LabelMultisetArray(flat_index.reshape(shape, order=layout.order), list_offsets, ids, counts,
+                                    validate=False).argmax()
+        return c_order(labels, default_threads(threads)) if order == "C" else labels
     words = list_data.size // 4 + 1
     label_of_word = np.empty(words, np.uint64)
     is_list_start = np.zeros(words, np.uint8)
@@ -228,6 +310,22 @@ def decode_payload_labels(
         return flat.reshape(shape)
     labels = flat.reshape(shape, order=layout.order)
     return c_order(labels, default_threads(threads)) if order == "C" else labels
+
+
+def _java_labels(data, shape, layout, threads, order):
+    multisets = decode_payload(data, shape, layout, threads=threads)
+    n_voxels = multisets.size
+    cached = None
+    if layout.has_argmax_header:
+        buf = read_bytes(data, "payload")
+        # Java reads argMaxSize values and indexes them by voxel (fewer would fail there)
+        if int.from_bytes(buf[:4].tobytes(), "big", signed=True) >= n_voxels > 0:
+            cached = np.frombuffer(buf, ">u8", n_voxels, 4).astype(np.uint64)
+    if cached is None:
+        labels = multisets.argmax(rule="java", threads=threads)
+    else:
+        labels = cached.reshape(multisets.shape, order=layout.order)
+    return c_order(labels) if order == "C" else labels
 
 
 def _first_bad_offset(table, list_data, is_list_start, layout):

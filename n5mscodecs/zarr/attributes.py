@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError
-from ..multiset import INVALID
+from ..multiset import BACKGROUND
 from ..n5 import N5_VERSION, CodecChain, storage
+from ..n5.dataset import validate_attributes
 from ..n5.storage import ATTRIBUTES
 from .codecs import N5_DATA_TYPES, N5DefaultZarrCodec
 from .dtype import LabelMultisetDType, parse_fill_value
@@ -36,14 +37,14 @@ def _array_metadata(attributes, data_type, fill_value, codecs):
     }
 
 
-def label_multiset_metadata(attributes: Mapping[str, Any], fill_label: int = INVALID) -> dict[str, Any]:
+def label_multiset_metadata(attributes: Mapping[str, Any], fill_label: int = BACKGROUND) -> dict[str, Any]:
     """The zarr v3 ``zarr.json`` document for an N5 label multiset dataset's attributes."""
     inner = CodecChain([{"name": "n5_label_multiset"}, attributes.get("compression", {"type": "raw"})]).v3_configs()
     return _array_metadata(attributes, "label_multiset", f"0x{fill_label:016X}",
                            [{"name": "n5_varlen", "configuration": {"codecs": inner}}])
 
 
-def labels_metadata(attributes: Mapping[str, Any], fill_label: int = INVALID) -> dict[str, Any]:
+def labels_metadata(attributes: Mapping[str, Any], fill_label: int = BACKGROUND) -> dict[str, Any]:
     """The ``zarr.json`` of an N5 label multiset dataset's labels view: a plain uint64 array
     whose chunks :class:`~n5mscodecs.zarr.N5Store` (``multisets="labels"``) decodes to
     little-endian argmax labels."""
@@ -80,7 +81,7 @@ def default_mode_metadata(attributes: Mapping[str, Any], path: str = "") -> dict
     return _array_metadata(attributes, data_type, 0, [codec.to_dict()])
 
 
-def zarr_document(attributes: Mapping[str, Any], path: str = "", fill_label: int = INVALID) -> dict[str, Any]:
+def zarr_document(attributes: Mapping[str, Any], path: str = "", fill_label: int = BACKGROUND) -> dict[str, Any]:
     """The zarr v3 metadata document equivalent to an N5 ``attributes.json``."""
     if "dimensions" not in attributes:
         return {"zarr_format": 3, "node_type": "group", "attributes": _zarr_attributes(attributes)}
@@ -90,7 +91,7 @@ def zarr_document(attributes: Mapping[str, Any], path: str = "", fill_label: int
 
 
 def write_zarr_json(
-    container: PathLike, *, fill_label: int = INVALID, overwrite: bool = False,
+    container: PathLike, *, fill_label: int = BACKGROUND, overwrite: bool = False,
     storage_options: Mapping[str, Any] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Write a ``zarr.json`` next to every ``attributes.json`` of an N5 container.
@@ -110,6 +111,8 @@ def write_zarr_json(
             skipped.append(directory)
             continue
         attributes = storage.read_attributes(directory, storage_options)
+        if "dimensions" in attributes:  # a malformed dataset is an error naming it, not a skip
+            validate_attributes(attributes, storage.display(directory))
         try:
             document = zarr_document(attributes, directory, fill_label)
         except ConfigurationError:

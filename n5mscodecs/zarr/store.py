@@ -39,7 +39,7 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.storage import WrapperStore
 
 from ..errors import ConfigurationError, ReadOnlyError
-from ..multiset import INVALID
+from ..multiset import BACKGROUND
 from ..n5 import ArrayDataset, LabelMultisetDataset, storage
 from ..n5.default import n5_default_encode
 from ..n5.grid import crop
@@ -73,8 +73,8 @@ class N5Store(WrapperStore):
     store : zarr.abc.store.Store
         The store holding the N5 container (e.g. ``zarr.storage.LocalStore``).
     fill_label : int
-        Missing blocks read as ``{fill_label: 1}``: INVALID (Paintera) by
-        default; 0 is what Java's ``N5LabelMultisets`` uses.
+        Missing blocks read as ``{fill_label: 1}``: ``{0: 1}`` by default, as
+        Java's ``N5LabelMultisets`` and Paintera read them.
     multisets : {"elements", "labels"}
         ``"elements"``: label multiset datasets are arrays of the
         ``label_multiset`` data type (read-write). ``"labels"``: the read-only
@@ -93,7 +93,7 @@ class N5Store(WrapperStore):
     ('uint64', [[1, 2], [3, 3]])
     """
 
-    def __init__(self, store: ZarrStore, *, fill_label: int = INVALID, multisets: str = "elements") -> None:
+    def __init__(self, store: ZarrStore, *, fill_label: int = BACKGROUND, multisets: str = "elements") -> None:
         if multisets not in ("elements", "labels"):
             raise ConfigurationError(f"multisets must be 'elements' or 'labels', got {multisets!r}")
         super().__init__(store)
@@ -268,7 +268,8 @@ class N5Store(WrapperStore):
             await self._store.set(key, value.__class__.from_bytes(data))
             return
         block = crop(n5_varlen_decode(data, dataset.codec_chain, threads=1), cropped)
-        if not block.has_positive_counts():
+        # as n5.write: no block without positive counts, none of all {0: 1} (read the same missing)
+        if not block.has_positive_counts() or block.is_background():
             if await self._store.exists(key):
                 await self._store.delete(key)
             return
@@ -302,7 +303,7 @@ def _location_store(location, storage_options, read_only):
 
 
 def open_n5_store(location: PathLike, *, storage_options: Mapping[str, Any] | None = None, read_only: bool = False,
-                  fill_label: int = INVALID, multisets: str = "elements") -> N5Store:
+                  fill_label: int = BACKGROUND, multisets: str = "elements") -> N5Store:
     """An :class:`N5Store` over an N5 container at a local path (zarr's ``LocalStore``) or a URL
     (zarr's ``FsspecStore``: the same fsspec file systems and ``storage_options`` as
     :mod:`n5mscodecs.n5`; ``http(s)`` is read-only)."""
@@ -311,7 +312,7 @@ def open_n5_store(location: PathLike, *, storage_options: Mapping[str, Any] | No
 
 
 def open_labels(store: ZarrStore | PathLike, path: str = "", *, storage_options: Mapping[str, Any] | None = None,
-                fill_label: int = INVALID) -> Array:
+                fill_label: int = BACKGROUND) -> Array:
     """Open a label multiset array as a read-only zarr array of uint64 argmax labels.
 
     ``store`` is a zarr store or a local path / URL of the container; ``path``

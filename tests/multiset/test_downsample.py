@@ -40,6 +40,42 @@ def reference_downsample(array, factors, max_num_entries=-1, keep="highest"):
     return result
 
 
+def signed(value, bits):
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def reference_java_window(elements, max_num_entries):
+    """One window as Java's LabelMultisetTypeDownscaler writes it, with Python integers:
+    [(id, count), ...] in signed id order, counts modulo 2**32, its cut, {0: 0} when empty."""
+    total = {}
+    for element in elements:
+        for label, count in zip(element.ids.tolist(), element.counts.tolist()):
+            total[label] = (total.get(label, 0) + count) % 2**32
+    entries = sorted(total.items(), key=lambda item: signed(item[0], 64))
+    if 0 < max_num_entries < len(entries):
+        by_count = sorted(entries, key=lambda item: (signed(item[1], 32), -signed(item[0], 64)))
+        entries = sorted(by_count[:max_num_entries], key=lambda item: signed(item[0], 64))
+    return entries or [(0, 0)]
+
+
+@pytest.mark.parametrize("max_num_entries", [-1, 1, 3])
+def test_java_rule_matches_python_model_of_the_java_downscaler(max_num_entries):
+    rng = np.random.default_rng(max_num_entries + 5)
+    array = random_lists(rng, (9, 7, 5))
+    edge_ids = np.array([2**63, 2**63 + 1, 2**64 - 3, 2**63 - 1], np.uint64)
+    swap = rng.random(array.ids.size) < 0.3
+    ids = np.where(swap, rng.choice(edge_ids, array.ids.size), array.ids)
+    counts = np.where(rng.random(array.ids.size) < 0.2, np.uint32(2**31 + 7), array.counts).astype(np.uint32)
+    array = LabelMultisetArray(array.index, array.list_offsets, ids, counts)
+    result = array.downsample((2, 3, 2), max_num_entries, rule="java")
+    elements = array.to_object_array()
+    for out in np.ndindex(*result.shape):
+        window = elements[tuple(slice(o * f, (o + 1) * f) for o, f in zip(out, (2, 3, 2)))].reshape(-1)
+        element = result[out]
+        assert list(zip(element.ids.tolist(), element.counts.tolist())) == reference_java_window(
+            window, max_num_entries)
+
+
 def as_dicts(array):
     """Per voxel {id: count} in stored order (to check sorting and merging too)."""
     out = np.empty(array.shape, object)
@@ -153,7 +189,7 @@ def test_bad_keep_and_dimensions():
 
 def paintera_s0_with_missing_blocks_as_java_reads_them():
     """s0 with missing blocks as {0: 0}: what Java's downscaler writes for windows without data."""
-    s0 = n5.open(n5_data(f"{PAINTERA}/s0"))[:]  # missing blocks read as {INVALID: 1}
+    s0 = n5.open(n5_data(f"{PAINTERA}/s0"), fill_label=INVALID)[:]  # missing blocks as {INVALID: 1}
     assert INVALID not in n5.open(n5_data(f"{PAINTERA}/s1"))[:].unique_labels()
     ids, counts = s0.ids.copy(), s0.counts.copy()
     missing = ids == INVALID
@@ -169,6 +205,26 @@ def test_downsampling_paintera_s0_reproduces_s1():
     assert result.shape == s1.shape == (50, 50, 50)
     assert result == s1  # every voxel the same multiset
     assert np.array_equal(result.argmax(), s1.argmax())
+
+
+def test_java_rule_with_missing_blocks_as_no_data_reproduces_paintera_s1_entry_for_entry():
+    """Paintera's downsampler skipped the missing s0 blocks: empty windows, which Java writes as {0: 0}."""
+    s0 = n5.open(n5_data(f"{PAINTERA}/s0"), fill_label=INVALID)[:]
+    (position,) = np.flatnonzero(s0.ids == INVALID)
+    offsets = s0.list_offsets.copy()
+    offsets[np.searchsorted(offsets, position, side="right"):] -= 1   # that list becomes empty
+    no_data = LabelMultisetArray(s0.index, offsets, np.delete(s0.ids, position), np.delete(s0.counts, position))
+    s1 = n5.open(n5_data(f"{PAINTERA}/s1"))[:]
+    result = no_data.downsample(2, rule="java")
+    assert stored_lists(result) == stored_lists(s1)   # entry for entry, in Java's order
+    assert ([0], [0]) in stored_lists(result)
+
+
+def stored_lists(array):
+    """Every voxel's list as stored: ``[(ids, counts), ...]`` in C order."""
+    bounds = array.list_offsets.tolist()
+    lists = [(array.ids[a:b].tolist(), array.counts[a:b].tolist()) for a, b in zip(bounds[:-1], bounds[1:])]
+    return [lists[k] for k in array.index.ravel().tolist()]
 
 
 def test_downsampling_paintera_s1_reproduces_s2_with_partial_windows():

@@ -20,11 +20,15 @@ def reference_argmax(entries, rule):
         if rule == "spec":
             if count > best_count or (count == best_count and label < best):
                 best, best_count = label, count
-        else:
-            signed = lambda x: x - 2**64 if x >= 2**63 else x  # noqa: E731
-            if count > best_count or (count == best_count and count > 0 and signed(label) < signed(best)):
+        else:   # LabelUtils.getArgMax: Java's signed long ids and int counts
+            count = count - 2**32 if count >= 2**31 else count
+            if count > best_count or (count == best_count and signed(label) < signed(best)):
                 best, best_count = label, count
     return best
+
+
+def signed(label):
+    return label - 2**64 if label >= 2**63 else label
 
 
 def test_fixed_contract_names_and_dtypes():
@@ -47,6 +51,8 @@ def test_argmax_rules_against_reference(rule):
         [(2**63 + 5, 2), (10, 2)],             # tie, reserved-range id: unsigned 10, signed 2**63+5
         [(INVALID, 4), (1, 4)],                # INVALID is -2 in Java
         [(8, 1), (8, 5), (3, 5)],              # duplicates kept as stored
+        [(2**63 + 1, 0), (3, 0)],              # a zero count below INVALID (signed): java picks it
+        [(1, 2**31), (2, 5)],                  # 2**31 is negative in Java: never wins
     ]
     a = lists_array(lists, np.arange(len(lists)))
     expected = [reference_argmax(entries, rule) for entries in lists]
@@ -63,7 +69,9 @@ def test_argmax_rules_differ_where_documented():
 
 def test_argmax_random_lists_match_reference():
     rng = np.random.default_rng(1)
-    lists = [[(int(rng.integers(0, 6)), int(rng.integers(0, 4))) for _ in range(rng.integers(0, 7))]
+    ids = [0, 1, 2, 3, 4, 5, 2**63 - 1, 2**63, 2**63 + 2, 2**64 - 4, INVALID, 2**64 - 1]
+    counts = [0, 1, 2, 3, 2**31 - 1, 2**31, 2**32 - 1]
+    lists = [[(ids[rng.integers(len(ids))], counts[rng.integers(len(counts))]) for _ in range(rng.integers(0, 7))]
              for _ in range(300)]
     a = lists_array(lists, np.arange(300))
     for rule in ("spec", "java"):

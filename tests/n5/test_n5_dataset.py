@@ -139,8 +139,22 @@ def test_blocks_without_positive_counts_are_not_written(tmp_path):
     n5.write(tmp_path / "z", lists, chunks=(2, 1))
     assert not (tmp_path / "z" / "0" / "0").exists()
     assert (tmp_path / "z" / "1" / "0").exists()
-    assert n5.open(tmp_path / "z")[0, 0] .as_dict() == {INVALID: 1}
-    assert n5.open(tmp_path / "z", fill_label=0)[0, 0].as_dict() == {0: 1}
+    assert n5.open(tmp_path / "z")[0, 0] .as_dict() == {0: 1}
+    assert n5.open(tmp_path / "z", fill_label=INVALID)[0, 0].as_dict() == {INVALID: 1}
+
+
+def test_background_blocks_are_skipped_unless_asked(tmp_path):
+    labels = np.zeros((4, 6), np.uint64)
+    labels[3, 5] = 7
+    n5.write(tmp_path / "s", labels, chunks=(2, 2))
+    assert sorted(n5.open(tmp_path / "s").present_blocks()) == [(1, 2)]
+    assert np.array_equal(n5.open(tmp_path / "s").read_labels(), labels)
+    # {0: 2} is not what a missing block reads as: written
+    doubled = LabelMultisetArray(np.zeros((2, 2), np.int32), [0, 1], np.zeros(1, np.uint64), [2])
+    n5.write(tmp_path / "d", doubled, chunks=(2, 2))
+    assert n5.open(tmp_path / "d").present_blocks() == [(0, 0)]
+    n5.write(tmp_path / "a", labels, chunks=(2, 2), write_background_blocks=True)
+    assert len(n5.open(tmp_path / "a").present_blocks()) == 6
 
 
 def test_overstated_and_padded_boundary_blocks_are_read(tmp_path):
@@ -187,7 +201,7 @@ def test_open_rejects_groups():
 
 
 def test_decode_errors_name_the_block(tmp_path):
-    n5.write(tmp_path / "e", np.zeros((2, 2), np.uint64), (2, 2), compression="raw")
+    n5.write(tmp_path / "e", np.ones((2, 2), np.uint64), (2, 2), compression="raw")
     block = tmp_path / "e" / "0" / "0"
     block.write_bytes(block.read_bytes()[:-3])
     with pytest.raises(ValueError, match=r"e/0/0"):

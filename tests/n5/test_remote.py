@@ -455,6 +455,18 @@ def test_a_failed_conversion_on_s3_is_incomplete_and_locked_while_running(s3):
     assert np.array_equal(n5.open(f"{target}/data/s0").read_labels(), labels)
 
 
+def test_ome_zarr_export_from_and_to_s3(s3):
+    zarr = pytest.importorskip("zarr")
+    labels = voronoi_labels((24, 20, 16), 9, seed=8).astype(np.uint32)
+    source = "s3://bucket/ome.n5/labels"
+    paintera.convert(labels, source, block_size=8, factors=[2])
+    summary = paintera.to_ome_zarr(source, "s3://bucket/ome.zarr", version="0.5")
+    assert summary.level_shapes == [(24, 20, 16)[::-1], (12, 10, 8)[::-1]]
+    group = zarr.open_group("s3://bucket/ome.zarr", mode="r", storage_options={"endpoint_url": s3})
+    assert np.array_equal(group["s0"][...], labels.T)
+    assert group.attrs["ome"]["multiscales"][0]["datasets"][1]["path"] == "s1"
+
+
 # --- GCS (gcp-storage-emulator): what the S3 tests above cover, in small cases -------------
 
 def test_paintera_convert_and_resume_and_cli_on_gcs(gcs, tmp_path, capsys):

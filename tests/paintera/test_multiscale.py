@@ -46,7 +46,7 @@ def test_converted_source_levels_geometry_and_data(converted):
     assert pyramid.voxel_sizes == ((4, 5, 40), (8, 10, 80), (16, 20, 80))
     # voxel (0, 0, 0) of level k is centred on the s0 voxels it summarises
     assert pyramid.offsets == (OFFSET, (12, -17.5, 320), (16, -12.5, 320))
-    assert pyramid.max_id == int(labels.max()) and pyramid.fill_label == INVALID
+    assert pyramid.max_id == int(labels.max()) and pyramid.fill_label == 0
     for k, level in enumerate(pyramid.levels):
         assert level.dtype == np.uint64
         ds = n5.open(pyramid.datasets[k])
@@ -93,13 +93,14 @@ def test_paintera_export_test_container():
     for k, level in enumerate(pyramid.levels):
         expected = n5.open(source / "data" / f"s{k}").read().argmax()
         assert np.array_equal(level.compute(), expected)
-    assert (pyramid.levels[0].compute() == INVALID).sum() > 0   # s0 has missing blocks
+    # s0 has missing blocks: the default reads them as 0, as Paintera does
+    assert (open_pyramid(source, fill_label=INVALID).levels[0].compute() == INVALID).sum() > 0
 
 
 @pytest.mark.parametrize("level", [0, 2])
-def test_paintera_levels_with_fill_zero_equal_paintera_scalar_export(level):
-    """Paintera's scalar export writes INVALID (missing blocks) as 0: fill_label=0 reads the same."""
-    pyramid = open_pyramid(n5_data(f"{PAINTERA}/paintera_labels"), fill_label=0)
+def test_paintera_levels_equal_paintera_scalar_export(level):
+    """Paintera's scalar export holds 0 where s0 blocks are missing: the default reads the same."""
+    pyramid = open_pyramid(n5_data(f"{PAINTERA}/paintera_labels"))
     exported = n5.open(n5_data(f"{PAINTERA}/scalar_export_s{level}/s{level}")).read()
     assert np.array_equal(pyramid.levels[level].compute(), exported.astype(np.uint64))
 

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from support import n5_data
 
-from n5mscodecs import INVALID, LabelMultisetArray, n5
+from n5mscodecs import INVALID, MAX_ID, LabelMultisetArray, n5
+from n5mscodecs.cli import main
 from n5mscodecs.demo import voronoi_labels
 from n5mscodecs.errors import ConfigurationError
 from n5mscodecs.paintera import (
@@ -71,7 +72,9 @@ def test_pyramid_levels_equal_paintera_where_paintera_has_data(converted_referen
     for grid in np.ndindex(*ref_s0.grid_shape):
         ref_block = ref_s0.read_block(grid)
         if ref_block is not None:
-            assert ours_s0.read_block(grid) == ref_block
+            # Paintera wrote all-background blocks; we skip them, and they read the same
+            assert ours_s0.has_block(grid) != ref_block.is_background()
+            assert ours_s0.read(ours_s0.block_region(grid)) == ref_block
             present[tuple(slice(g * 32, (g + 1) * 32) for g in grid)] = True
     # Paintera's missing s0 blocks are background (0) in the export we converted, and {0: 0} in its s1
     for level, factor in ((1, 2), (2, 4)):
@@ -254,6 +257,56 @@ def test_reserved_ids_stay_out_of_max_id_and_mapping(tmp_path):
     summary = convert(labels, tmp_path / "x.n5", block_size=4, factors=[], reserved="accept")
     assert summary.max_id == 7
     assert set(read_label_to_block_mapping(tmp_path / "x.n5", 0)) == {7}
+
+
+def test_ids_from_2_63_to_max_id_convert(tmp_path):
+    """Ids that are negative longs in Java: kept in the data and unique labels, out of the
+    label-to-block mapping (Paintera's lookup cannot address them) and out of maxId."""
+    labels = np.full((8, 4, 4), 3, np.uint64)
+    labels[0, 0, 0], labels[5, 0, 0], labels[6, 1, 1] = 2**63, 2**63 + 5, MAX_ID
+    summary = convert(labels, tmp_path / "h.n5", block_size=4, factors=[2], lookup_block_size=2)
+    assert summary.max_id == attributes(tmp_path / "h.n5")["maxId"] == 3
+    assert np.array_equal(n5.open(tmp_path / "h.n5/data/s0").read_labels(), labels)
+    assert set(read_label_to_block_mapping(tmp_path / "h.n5", 0)) == {3}
+    unique = n5.open(tmp_path / "h.n5/unique-labels/s0")
+    assert {2**63, 2**63 + 5, MAX_ID} <= set(np.concatenate([unique.read_block(g) for g in [(0, 0, 0), (1, 0, 0)]]))
+
+
+def test_background_blocks_are_skipped_and_every_level_agrees(tmp_path):
+    labels = voronoi_labels((24, 16, 16), 12, seed=4)
+    labels[:16, :8] = 0
+    target = tmp_path / "b.n5"
+    convert(labels, target, block_size=8, factors=[2, 2])
+    s0 = n5.open(target / "data/s0")
+    skipped = {(0, 0, 0), (0, 0, 1), (1, 0, 0), (1, 0, 1)}
+    assert set(np.ndindex(*s0.grid_shape)) - set(s0.present_blocks()) == skipped
+    unique = n5.open(target / "unique-labels/s0")
+    assert all((unique.read_block(g) is None) == (g in skipped) for g in np.ndindex(*s0.grid_shape))
+    expected = LabelMultisetArray.from_labels(labels)
+    for level in range(3):
+        assert n5.open(target / f"data/s{level}")[:] == expected   # missing blocks read as {0: 1}
+        expected = expected.downsample(2)
+    again = convert(labels, target, block_size=8, factors=[2, 2], resume=True)
+    assert again.blocks_written == 0
+    convert(labels, tmp_path / "all.n5", block_size=8, factors=[2, 2], write_background_blocks=True)
+    assert len(n5.open(tmp_path / "all.n5/data/s0").present_blocks()) == int(np.prod(s0.grid_shape))
+
+
+def test_rule_java_reaches_every_level(tmp_path):
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 9, (16, 16, 16)).astype(np.uint64)
+    labels[rng.random(labels.shape) < 0.1] = 2**63 + 1
+    np.save(tmp_path / "labels.npy", labels.T)   # .npy files are (z, y, x)
+    assert main(["convert", str(tmp_path / "labels.npy"), str(tmp_path / "j.n5"), "--block-size", "8",
+                 "--max-num-entries", "2", "--rule", "java", "--quiet"]) == 0
+    expected = LabelMultisetArray.from_labels(labels)
+    expected = expected.downsample(2, 2, rule="java")
+    assert n5.open(tmp_path / "j.n5/data/s1")[:].equals(expected)
+    assert not expected.equals(LabelMultisetArray.from_labels(labels).downsample(2, 2))
+    parameters = attributes(tmp_path / "j.n5")["n5mscodecs:conversion"]["parameters"]
+    assert parameters["rule"] == "java" and parameters["keep"] is None
+    with pytest.raises(ConfigurationError, match="keep"):
+        convert(labels, tmp_path / "k.n5", block_size=8, max_num_entries=2, keep="lowest", rule="java")
 
 
 def test_distributed_local_cluster_with_processes(tmp_path):

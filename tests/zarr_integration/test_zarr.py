@@ -66,7 +66,7 @@ def test_spec_example_with_gzip_on_paintera_blocks(tmp_path):
         {"name": "n5_label_multiset"}, {"name": "gzip", "configuration": {"level": 6}}]}}]
     array = zarr.open_array(spec_array_dir(tmp_path, source, document))
     data = array[:]
-    expected = n5.open(source)[:]
+    expected = n5.open(source, fill_label=INVALID)[:]
     assert as_multisets(data) == expected
     # missing blocks read as the fill value
     assert data[0, 99, 99] == LabelMultiset([INVALID], [1])
@@ -208,8 +208,12 @@ def test_n5store_writes_java_style_datasets(tmp_path):
     assert n5_block_header(ds.read_block_bytes((2, 1))).shape == (8, 14)  # truncated like Java
     assert ds.read_block_bytes((0, 0)) is None  # Java writes no block without positive counts
     expected = labels.astype(np.uint64)
-    expected[0:16, 0:16] = INVALID
+    expected[0:16, 0:16] = 0   # the missing block, read as Paintera does
     assert np.array_equal(ds[:].argmax(), expected)
+    array[16:32, 16:30] = np.zeros((16, 14), np.uint64)   # all {0: 1}: removed, as n5.write skips it
+    assert ds.read_block_bytes((1, 1)) is None
+    expected[16:32, 16:30] = 0
+    assert np.array_equal(ds.read_labels(), expected)
 
 
 def test_n5store_serves_overstated_boundary_blocks_truncated(tmp_path):

@@ -79,3 +79,19 @@ def test_reads_what_zarr3_wrote(name):
 def test_czi_codec_in_zarr2_metadata():
     array = zarr.open(str(cases.WRITTEN_BY_ZARR2 / "czi_F"), mode="r")
     assert isinstance(array.compressor, CziChunked) and array.compressor == cases.CZI
+
+
+def test_zarr2_reads_an_ngff_04_export():
+    """tests/fixtures/ome_zarr_04: ``paintera.to_ome_zarr(version="0.4")`` of a Paintera source
+    made from the labels below (x, y, z) with resolution (4, 4, 40) and offset (1, 2, 3)."""
+    from pathlib import Path
+
+    root = zarr.open_group(str(Path(__file__).parents[1] / "fixtures" / "ome_zarr_04" / "labels.zarr"), mode="r")
+    labels = np.arange(10 * 8 * 6, dtype=np.uint64).reshape(10, 8, 6) // 7
+    labels[0, 0, 0] = 0  # INVALID in the source: the NGFF background
+    assert np.array_equal(root["s0"][...], labels.T)
+    assert root["s1"].shape == (3, 4, 5) and root["s1"].dtype == np.uint64
+    multiscale = root.attrs["multiscales"][0]
+    assert multiscale["version"] == "0.4" and root.attrs["image-label"]["version"] == "0.4"
+    assert multiscale["datasets"][1]["coordinateTransformations"] == [
+        {"type": "scale", "scale": [80.0, 8.0, 8.0]}, {"type": "translation", "translation": [23.0, 4.0, 3.0]}]

@@ -1,0 +1,431 @@
+"""Paintera label pyramids as OME-Zarr (NGFF 0.4 and 0.5) multiscale label images, and back.
+
+:func:`to_ome_zarr` streams a Paintera label source (or a label multiset pyramid or
+dataset) into an OME-Zarr labels image: one ``uint64`` level ``sK`` per Paintera level,
+axes ``z, y, x``, each level placed where :func:`~n5mscodecs.paintera.open_pyramid`
+places it. :func:`ome_zarr_level` reads such an image back as the source of
+:func:`~n5mscodecs.paintera.convert`.
+
+**Mapping.** Paintera keeps N5 axis order (x, y, z); OME-Zarr arrays are C-ordered
+(z, y, x), so every vector is reversed and every block transposed.
+
+=============================================  ==============================================
+Paintera (N5 attributes)                       OME-Zarr (NGFF)
+=============================================  ==============================================
+``data/sK`` (label multisets)                  ``sK``: uint64 argmax labels (INVALID and
+                                               missing blocks as 0, the NGFF background)
+``blockSize``                                  the chunk shape (reversed)
+``resolution`` x ``downsamplingFactors``       ``scale`` of level K
+``offset + resolution * (factors - 1) / 2``    ``translation`` of level K (voxel centres)
+``unit`` (when it names an NGFF length unit)   each axis' ``unit``
+the source's location                          ``image-label.source.image`` when written as
+                                               ``IMAGE/labels/NAME`` (``"../../"``)
+=============================================  ==============================================
+
+NGFF 0.4 images are zarr v2 arrays with "/" chunk keys; NGFF 0.5 images are zarr v3
+arrays, sharded by default (shards of whole blocks, at most :data:`SHARD_BYTES`
+uncompressed). ``multisets=True`` (0.5 only) writes the label multisets themselves as
+zarr v3 ``label_multiset`` arrays: lossless, readable with this package's codecs and
+:func:`~n5mscodecs.zarr.open_labels`, but an extension that generic NGFF readers do not
+decode.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import n5
+from .._extras import require
+from ..errors import ConfigurationError
+from ..multiset import INVALID, assemble
+from ..n5 import grid, storage
+from ..n5.writing import INCOMPLETE_KEY, incomplete_marker
+from .multiscale import open_pyramid
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from ..n5.storage import PathLike, StorageOptions
+
+NGFF_VERSIONS = ("0.4", "0.5")
+DEFAULT_VERSION = "0.5"
+#: The largest uncompressed shard the default sharding makes (0.5): a write task holds one.
+SHARD_BYTES = 64 * 2**20
+#: Units NGFF allows for space axes, and the spellings Paintera users write for them.
+_UNITS = {"nm": "nanometer", "nanometer": "nanometer", "um": "micrometer", "µm": "micrometer",
+          "micrometer": "micrometer", "micron": "micrometer", "mm": "millimeter", "millimeter": "millimeter",
+          "angstrom": "angstrom", "pm": "picometer", "picometer": "picometer", "cm": "centimeter",
+          "centimeter": "centimeter", "m": "meter", "meter": "meter"}
+FINISH_HINT = "rerun n5ms ome-zarr with --resume (same arguments) to finish it, or --overwrite to start again"
+
+
+@dataclass
+class OmeZarrSummary:
+    """What :func:`to_ome_zarr` did."""
+
+    target: str
+    version: str
+    level_shapes: list[tuple[int, ...]]  # (z, y, x)
+    chunks_written: int
+    chunks_total: int
+    seconds: float
+
+
+def default_shards(chunks: Sequence[int], shape: Sequence[int], itemsize: int = 8) -> tuple[int, ...]:
+    """Shards of whole chunks, doubled axis by axis (the shortest shard extent first) while a
+    shard stays within :data:`SHARD_BYTES` uncompressed and an axis' shard does not pass the
+    array's extent (in whole chunks).
+
+    >>> default_shards((64, 64, 64), (1000, 1000, 1000))    # 64 MiB of uint64
+    (256, 256, 128)
+    >>> default_shards((64, 64, 64), (100, 1000, 1000))     # at most the extent along z
+    (128, 256, 256)
+    """
+    chunks = tuple(int(c) for c in chunks)
+    per_axis = [math.ceil(n / c) for n, c in zip(shape, chunks)]
+    factors = [1] * len(chunks)
+    grown = True
+    while grown:
+        grown = False
+        for axis in sorted(range(len(chunks)), key=lambda a: factors[a] * chunks[a]):
+            if factors[axis] >= per_axis[axis]:
+                continue
+            trial = [2 * f if a == axis else f for a, f in enumerate(factors)]
+            if np.prod([f * c for f, c in zip(trial, chunks)], dtype=np.int64) * itemsize <= SHARD_BYTES:
+                factors, grown = trial, True
+    return tuple(min(f, n) * c for f, n, c in zip(factors, per_axis, chunks))
+
+
+def _unit(attributes: dict[str, Any]) -> str | None:
+    unit = attributes.get("unit")
+    return _UNITS.get(unit.strip().lower()) if isinstance(unit, str) else None
+
+
+def multiscales_metadata(pyramid, name: str, version: str, unit: str | None) -> dict[str, Any]:
+    """The NGFF ``multiscales`` entry of a :class:`~n5mscodecs.paintera.LabelPyramid`
+    (axes z, y, x; per level ``scale`` and ``translation`` reversed from N5 order)."""
+    axes = [{"name": axis, "type": "space", **({"unit": unit} if unit else {})} for axis in "zyx"[3 - pyramid.ndim:]]
+    datasets = [{"path": f"s{k}", "coordinateTransformations": [
+        {"type": "scale", "scale": [float(v) for v in pyramid.voxel_sizes[k][::-1]]},
+        {"type": "translation", "translation": [float(v) for v in pyramid.offsets[k][::-1]]}]}
+        for k in range(len(pyramid))]
+    entry = {"name": name, "axes": axes, "datasets": datasets,
+             "metadata": {"source": storage.display(pyramid.path), "method": "Paintera label pyramid (argmax)"}}
+    if version == "0.4":
+        entry = {"version": "0.4", **entry}
+    return entry
+
+
+def _ome_attributes(version, multiscales, image_label):
+    if version == "0.4":
+        return {"multiscales": [multiscales], "image-label": {"version": "0.4", **image_label}}
+    return {"ome": {"version": "0.5", "multiscales": [multiscales], "image-label": image_label}}
+
+
+def _write_units(array_shape, chunks, shards):
+    """The regions (z, y, x slices) written as one piece: whole shards, or whole chunks."""
+    unit = shards or chunks
+    return [tuple(slice(g * u, min((g + 1) * u, n)) for g, u, n in zip(position, unit, array_shape))
+            for position in np.ndindex(*grid.grid_shape(array_shape, unit))]
+
+
+def _blocks_in(region_zyx, dataset, present):
+    """The present N5 blocks (grid positions, x, y, z) inside a (z, y, x) region."""
+    region = region_zyx[::-1]
+    ranges = [range(s.start // c, -(-s.stop // c)) for s, c in zip(region, dataset.chunks)]
+    positions = (tuple(r[i] for r, i in zip(ranges, index)) for index in np.ndindex(*[len(r) for r in ranges]))
+    return [position for position in positions if position in present]
+
+
+def _labels_piece(dataset, region_zyx, positions):
+    """uint64 labels (z, y, x) of ``region_zyx``: present blocks' argmax, INVALID and gaps 0."""
+    out = np.zeros(tuple(s.stop - s.start for s in region_zyx), np.uint64)
+    origin = [s.start for s in region_zyx[::-1]]
+    for position in positions:
+        if isinstance(dataset, n5.LabelMultisetDataset):
+            labels = dataset.read_block_labels(position)
+        else:  # a Paintera source's plain integer level
+            labels = np.asarray(dataset.read(dataset.block_region(position)), np.uint64)
+        labels[labels == INVALID] = 0
+        box = dataset.block_region(position)
+        out[tuple(slice(b.start - o, b.stop - o) for b, o in zip(box, origin))[::-1]] = labels.T
+    return out
+
+
+def _multisets_piece(dataset, region_zyx, positions):
+    """Label multisets (z, y, x) of ``region_zyx`` as zarr's object elements; gaps ``{0: 1}``."""
+    origin = [s.start for s in region_zyx[::-1]]
+    parts = []
+    for position in positions:
+        box = dataset.block_region(position)
+        parts.append((tuple(slice(b.start - o, b.stop - o) for b, o in zip(box, origin)), dataset.read_block(position)))
+    shape = tuple(s.stop - s.start for s in region_zyx[::-1])
+    return assemble(shape, parts, fill=0).T.to_elements()
+
+
+def _chunk_written(array, region_zyx, unit):
+    """Whether the chunk or shard starting ``region_zyx`` is in the store (resume)."""
+    from zarr.core.sync import sync
+
+    coords = tuple(s.start // u for s, u in zip(region_zyx, unit))
+    key = array.metadata.encode_chunk_key(coords)
+    store_path = array.store_path
+    return sync(store_path.store.exists(f"{store_path.path}/{key}" if store_path.path else key))
+
+
+def to_ome_zarr(
+    source: PathLike,
+    target: PathLike,
+    *,
+    version: str = DEFAULT_VERSION,
+    multisets: bool = False,
+    shards: bool | Sequence[int] = True,
+    compressors: Any = "auto",
+    name: str | None = None,
+    threads: int | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+    progress: Callable[[str, int], Any] | None = None,
+    storage_options: StorageOptions = None,
+) -> OmeZarrSummary:
+    """Export a Paintera label pyramid as an OME-Zarr multiscale labels image.
+
+    Parameters
+    ----------
+    source : path or URL
+        A Paintera label source, a label multiset pyramid, a container holding
+        one, or a single label multiset dataset (what
+        :func:`~n5mscodecs.paintera.open_pyramid` opens).
+    target : path or URL
+        The labels image group to write, e.g. ``out.zarr`` or
+        ``image.zarr/labels/cells`` (then ``image-label.source.image`` points
+        back to the image and the ``labels`` group lists it).
+    version : {"0.4", "0.5"}
+        NGFF version: 0.4 writes zarr v2 arrays, 0.5 (default) zarr v3 arrays.
+    multisets : bool
+        Write the label multisets themselves (zarr v3 ``label_multiset``
+        arrays, 0.5 only): lossless, but generic NGFF readers cannot decode
+        them.
+    shards : bool or tuple
+        0.5 only: shard shape (z, y, x), True for :func:`default_shards`, False
+        for none. Multiset arrays are not sharded.
+    compressors : optional
+        The arrays' compressors as :func:`zarr.create_array` takes them
+        (default ``"auto"``: zarr's default, zstd).
+    name : str, optional
+        The multiscale's name (default: the target's last path part).
+    threads : int, optional
+        Write tasks in flight (default: one per core; 16 for URLs).
+    overwrite, resume : bool
+        Replace an existing target, or finish an interrupted export (chunks
+        and shards already written are kept); not both.
+    progress : callable, optional
+        ``progress(description, total)`` as for :func:`~n5mscodecs.paintera.convert`.
+    storage_options : dict, optional
+        fsspec options for URLs (source and target).
+
+    Returns
+    -------
+    OmeZarrSummary
+
+    Notes
+    -----
+    Written block by block: a task holds one chunk or shard. Until the last
+    is written the group has no NGFF metadata but ``n5mscodecs:incomplete``,
+    so no NGFF reader takes it for an image. Missing blocks are not written
+    (they read as the fill value 0).
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np
+    >>> from n5mscodecs import paintera
+    >>> work = tempfile.mkdtemp()
+    >>> labels = np.arange(8 * 8 * 4, dtype=np.uint64).reshape(8, 8, 4) // 16
+    >>> _ = paintera.convert(labels, work + "/p.n5/labels", block_size=4, factors=[2], resolution=(4, 4, 40))
+    >>> summary = paintera.to_ome_zarr(work + "/p.n5/labels", work + "/labels.zarr")
+    >>> summary.level_shapes
+    [(4, 8, 8), (2, 4, 4)]
+    >>> import zarr
+    >>> root = zarr.open_group(work + "/labels.zarr", mode="r")
+    >>> root.attrs["ome"]["multiscales"][0]["datasets"][1]["coordinateTransformations"]
+    [{'type': 'scale', 'scale': [80.0, 8.0, 8.0]}, {'type': 'translation', 'translation': [20.0, 2.0, 2.0]}]
+    >>> bool((root["s0"][...] == labels.T).all())
+    True
+    """
+    zarr = require("zarr", "ome-zarr", "OME-Zarr export")
+    started = time.perf_counter()
+    source, target = os.fspath(source), os.fspath(target)
+    if version not in NGFF_VERSIONS:
+        raise ConfigurationError(f"version: one of {NGFF_VERSIONS}, got {version!r}")
+    if multisets and version != "0.5":
+        raise ConfigurationError("multisets: label multiset arrays are zarr v3 arrays: version 0.5 only")
+    if overwrite and resume:
+        raise ConfigurationError("overwrite and resume: pass one of them")
+    storage.refuse_overlap(target, source)
+    pyramid = open_pyramid(source, storage_options=storage_options, fill_label=0)
+    if pyramid.ndim > 3:
+        raise ConfigurationError(f"{storage.display(source)}: {pyramid.ndim} axes; NGFF labels here have 1 to 3")
+    datasets = [n5.open(path, fill_label=0, storage_options=storage_options) for path in pyramid.datasets]
+    if multisets and not all(isinstance(d, n5.LabelMultisetDataset) for d in datasets):
+        raise ConfigurationError(f"{storage.display(source)}: multisets=True needs label multiset levels")
+    if multisets:
+        import n5mscodecs.zarr  # noqa: F401  (the label_multiset data type and codecs)
+    name = name or os.path.basename(target.rstrip("/")).removesuffix(".zarr") or "labels"
+    zarr_format = 2 if version == "0.4" else 3
+    options = {"storage_options": storage_options} if storage_options and storage.is_url(target) else {}
+    exists = storage.exists(target, storage_options)
+    if exists and not (overwrite or resume):
+        raise FileExistsError(f"{storage.display(target)} exists (pass overwrite=True to replace it or resume=True "
+                              "to finish an interrupted export)")
+    group = zarr.open_group(target, mode="a" if resume and exists else "w", zarr_format=zarr_format, **options)
+    marker = {INCOMPLETE_KEY: incomplete_marker("n5ms ome-zarr", FINISH_HINT)}
+    if resume and exists and INCOMPLETE_KEY not in group.attrs.asdict():
+        if "ome" in group.attrs or "multiscales" in group.attrs:
+            return OmeZarrSummary(target, version, [d.shape[::-1] for d in datasets], 0, 0,
+                                  time.perf_counter() - started)
+        raise ConfigurationError(f"{storage.display(target)}: resume: not an interrupted n5ms ome-zarr export")
+    group.attrs.put(marker)
+    written, total = 0, 0
+    for level, dataset in enumerate(datasets):
+        shape, chunks = dataset.shape[::-1], dataset.chunks[::-1]
+        level_shards = None
+        if version == "0.5" and shards and not multisets:
+            level_shards = default_shards(chunks, shape) if shards is True else tuple(int(s) for s in shards)
+        array = _level_array(zarr, group, f"s{level}", shape, chunks, level_shards, multisets, zarr_format,
+                             resume and exists, compressors)
+        w, t = _write_level(array, dataset, chunks, level_shards, multisets, resume and exists, threads,
+                            progress, f"level {level}", target)
+        written, total = written + w, total + t
+    multiscales = multiscales_metadata(pyramid, name, version, _unit(datasets[0].attributes))
+    image_label = {}
+    parent = os.path.dirname(target.rstrip("/")) if not storage.is_url(target) else target.rstrip("/").rsplit("/", 1)[0]
+    if os.path.basename(parent) == "labels":
+        image_label["source"] = {"image": "../../"}
+        _list_label(zarr, parent, name, version, zarr_format, options)
+    group.attrs.put(_ome_attributes(version, multiscales, image_label))
+    return OmeZarrSummary(target, version, [d.shape[::-1] for d in datasets], written, total,
+                          time.perf_counter() - started)
+
+
+def _level_array(zarr, group, path, shape, chunks, shards, multisets, zarr_format, resuming, compressors):
+    if resuming and path in group:
+        return group[path]
+    if multisets:
+        import n5mscodecs.zarr as nz
+
+        return group.create_array(path, shape=shape, chunks=chunks, dtype=nz.LabelMultisetDType(),
+                                  fill_value="0x0", serializer=nz.LabelMultisetZarrCodec(), compressors=compressors,
+                                  dimension_names=list("zyx"[3 - len(shape):]), overwrite=True)
+    extra = {"dimension_names": list("zyx"[3 - len(shape):])} if zarr_format == 3 else {
+        "chunk_key_encoding": {"name": "v2", "separator": "/"}}
+    return group.create_array(path, shape=shape, chunks=chunks, shards=shards, dtype="uint64", fill_value=0,
+                              compressors=compressors, overwrite=True, **extra)
+
+
+def _write_level(array, dataset, chunks, shards, multisets, resuming, threads, progress, description, target):
+    """Write every chunk or shard of one level that holds a present block; returns (written, total)."""
+    present = set(dataset.present_blocks())
+    units = _write_units(array.shape, chunks, shards)
+    work = [(region, blocks) for region in units if (blocks := _blocks_in(region, dataset, present))]
+    piece = _multisets_piece if multisets else _labels_piece
+
+    def write(item):
+        region, blocks = item
+        if resuming and _chunk_written(array, region, shards or chunks):
+            return 0
+        array[region] = piece(dataset, region, blocks)
+        return 1
+
+    bar = progress(description, len(work)) if progress else None
+    written, pending = 0, set()
+    window = 2 * storage.request_threads(target, threads)
+    with ThreadPoolExecutor(max_workers=storage.request_threads(target, threads)) as pool:
+        try:
+            for item in work:
+                pending.add(pool.submit(write, item))
+                while len(pending) >= window:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        written += future.result()
+                        if bar is not None:
+                            bar.update(1)
+            for future in pending:
+                written += future.result()
+                if bar is not None:
+                    bar.update(1)
+        finally:
+            for future in pending:
+                future.cancel()
+            if bar is not None:
+                bar.close()
+    return written, len(units)
+
+
+def _list_label(zarr, parent, name, version, zarr_format, options):
+    """Add ``name`` to the ``labels`` list of the NGFF ``labels`` group ``parent``."""
+    labels_group = zarr.open_group(parent, mode="a", zarr_format=zarr_format, **options)
+    attributes = labels_group.attrs.asdict()
+    holder = attributes if version == "0.4" else attributes.setdefault("ome", {"version": "0.5"})
+    names = list(holder.get("labels", []))
+    if name not in names:
+        names.append(name)
+    holder["labels"] = names
+    labels_group.attrs.put(attributes)
+
+
+def ome_zarr_level(path: PathLike, level: int = 0, *, storage_options: StorageOptions = None,
+                   ) -> tuple[str, tuple[float, ...], tuple[float, ...]] | None:
+    """``(array path, resolution, offset)`` of level ``level`` of the OME-Zarr multiscale image
+    at ``path`` (resolution and offset in N5 order, x first, from the level's ``scale`` and
+    ``translation``); None when ``path`` is no OME-Zarr multiscale group."""
+    path = os.fspath(path)
+    attributes = None
+    for name in ("zarr.json", ".zattrs"):
+        document = storage.read_json(storage.join(path, name), storage_options)
+        if isinstance(document, dict):
+            attributes = document.get("attributes", {}) if name == "zarr.json" else document
+            break
+    if not isinstance(attributes, dict):
+        return None
+    holder = attributes.get("ome", attributes)
+    multiscales = holder.get("multiscales") if isinstance(holder, dict) else None
+    if not isinstance(multiscales, list) or not multiscales or not isinstance(multiscales[0], dict):
+        return None
+    levels = multiscales[0].get("datasets") or []
+    if not 0 <= level < len(levels):
+        raise ConfigurationError(f"{storage.display(path)}: level {level}: the image has {len(levels)} levels")
+    scale, translation = _transforms(multiscales[0], levels[level], storage.display(path))
+    return storage.join(path, levels[level]["path"]), tuple(scale[::-1]), tuple(translation[::-1])
+
+
+def _transforms(multiscale, dataset, where):
+    """(scale, translation) of one level: its own transformations after the multiscale's."""
+    ndim = len(multiscale.get("axes") or [])
+    scale, translation = [1.0] * ndim, [0.0] * ndim
+    for transforms in (dataset.get("coordinateTransformations") or [],
+                       multiscale.get("coordinateTransformations") or []):
+        for transform in transforms:
+            kind = transform.get("type") if isinstance(transform, dict) else None
+            values = transform.get(kind) if kind in ("scale", "translation") else None
+            if values is None:
+                continue
+            if len(values) != ndim:
+                raise ConfigurationError(f"{where}: {kind} has {len(values)} values for {ndim} axes")
+            if kind == "scale":
+                translation = [t * s for t, s in zip(translation, values)]
+                scale = [a * s for a, s in zip(scale, values)]
+            else:
+                translation = [t + v for t, v in zip(translation, values)]
+    return scale, translation
+
+
+__all__ = ["DEFAULT_VERSION", "NGFF_VERSIONS", "OmeZarrSummary", "default_shards", "multiscales_metadata",
+           "ome_zarr_level", "to_ome_zarr"]
