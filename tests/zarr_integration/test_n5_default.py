@@ -102,9 +102,10 @@ def test_hand_built_blocks_truncated_and_padded(tmp_path):
 
 def test_bytes_are_the_n5_layout():
     codec = nz.N5DefaultZarrCodec.from_compression(2, None, "uint16")
-    array = zarr.create_array({}, shape=(2, 3), chunks=(2, 3), dtype="uint16", serializer=codec, compressors=None)
+    stored = {}
+    array = zarr.create_array(stored, shape=(2, 3), chunks=(2, 3), dtype="uint16", serializer=codec, compressors=None)
     array[:] = [[1, 2, 3], [4, 5, 6]]
-    block = array.store_path.store._store_dict["c/0/0"].to_bytes()
+    block = stored["c/0/0"].to_bytes()
     assert block == hand_block(np.array([[1, 2, 3], [4, 5, 6]]), (2, 3))  # int16 and uint16 pack alike here
 
 
