@@ -19,7 +19,7 @@ git -C "$repo" ls-files -z --cached --others --exclude-standard \
     | tar -xf - -C "$work/src"
 
 # The test extra without zarr-n5, whose releases need zarr >= 3.1.5 (above the zarr floor
-# tested here); the test that uses it skips, the other CI steps run it.
+# tested here); the tests that compare with it skip, the other CI steps run them.
 "$py" - "$work/src/pyproject.toml" >"$work/test-requirements.txt" <<'PY'
 import sys
 import tomllib

@@ -299,7 +299,7 @@ class N5DefaultZarrCodec(_WorkerThreadCodec, ArrayBytesCodec):
     @classmethod
     def from_compression(cls, ndim: int, compression: Any = None, dtype: Any = None) -> N5DefaultZarrCodec:
         """The codec of an ``ndim``-dimensional N5 dataset with ``compression`` in any spelling
-        :func:`~n5mscodecs.n5.compression.compressor_from_config` reads (None: raw), e.g. an
+        ``n5.open`` reads (None: raw), e.g. an
         N5 ``compression`` attribute. With ``dtype``, blosc shuffles by its item size (as
         zarr-n5 writes it) and 1-byte types get a ``bytes`` codec without ``endian``."""
         compressor = None if compression is None else compressor_from_config(compression)

@@ -321,7 +321,7 @@ def open_labels(store: ZarrStore | PathLike, path: str = "", *, storage_options:
     ``zarr.json`` has the ``label_multiset`` data type with the ``n5_varlen``,
     ``n5_label_multiset`` or ``label_multiset`` codec (the codecs decode to
     labels). Missing chunks read as ``fill_label`` (N5) or the fill value's id.
-    A zarr v2-format array (``.zarray``) is a :class:`ConfigurationError` saying how
+    A zarr v2-format array (``.zarray``) is a :class:`~n5mscodecs.ConfigurationError` saying how
     to read it instead.
 
     >>> import tempfile, numpy as np

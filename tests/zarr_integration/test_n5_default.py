@@ -3,6 +3,7 @@ hand-built blocks, N5Store reads and writes, zarr-n5 installed or not, and the r
 (z5py, tensorstore) both ways."""
 
 import json
+import re
 import struct
 import subprocess
 import sys
@@ -102,9 +103,10 @@ def test_hand_built_blocks_truncated_and_padded(tmp_path):
 
 def test_bytes_are_the_n5_layout():
     codec = nz.N5DefaultZarrCodec.from_compression(2, None, "uint16")
-    array = zarr.create_array({}, shape=(2, 3), chunks=(2, 3), dtype="uint16", serializer=codec, compressors=None)
+    stored = {}
+    array = zarr.create_array(stored, shape=(2, 3), chunks=(2, 3), dtype="uint16", serializer=codec, compressors=None)
     array[:] = [[1, 2, 3], [4, 5, 6]]
-    block = array.store_path.store._store_dict["c/0/0"].to_bytes()
+    block = stored["c/0/0"].to_bytes()
     assert block == hand_block(np.array([[1, 2, 3], [4, 5, 6]]), (2, 3))  # int16 and uint16 pack alike here
 
 
@@ -148,6 +150,8 @@ def test_n5store_creates_plain_datasets(tmp_path):
 
 def test_zarr_json_means_the_same_to_zarr_n5(tmp_path):
     zarr_n5 = pytest.importorskip("zarr_n5")
+    if tuple(int(part) for part in re.findall(r"\d+", zarr.__version__)[:3]) < (3, 1, 5):
+        pytest.skip("zarr-n5 needs zarr >= 3.1.5 (its chunk key encoding comes out wrong with older zarr)")
     from zarr_n5.metadata import N5ArrayMetadata, N5GroupMetadata
 
     data = plain("uint16")
@@ -221,27 +225,33 @@ def test_z5py_and_tensorstore_read_what_n5store_wrote(tmp_path):
     tensorstore = pytest.importorskip("tensorstore")
     root = open_root(tmp_path / "w.n5", "w")
     data = plain("int16")
-    for name in ("raw", "gzip"):
+    for name in COMPRESSIONS:
         array = root.create_array(name, shape=SHAPE, chunks=CHUNKS, dtype="int16", fill_value=0, compressors=None,
                                   serializer=nz.N5DefaultZarrCodec.from_compression(3, COMPRESSIONS[name], "int16"),
                                   chunk_key_encoding={"name": "v2", "separator": "/"})
         array[:] = data
-        assert np.array_equal(z5py.File(str(tmp_path / "w.n5"), "r")[name][:], data.T)  # z5py: C order
-        spec = {"driver": "n5", "kvstore": {"driver": "file", "path": str(tmp_path / "w.n5" / name)}}
-        assert np.array_equal(tensorstore.open(spec).result().read().result(), data)
+        if name != "lz4":  # z5py reads bare LZ4 blocks only (docs/format_notes.md)
+            assert np.array_equal(z5py.File(str(tmp_path / "w.n5"), "r")[name][:], data.T), name  # C order
+        if name not in ("lz4", "blosc"):  # tensorstore: no N5 lz4; blosc attributes with nthreads refused
+            spec = {"driver": "n5", "kvstore": {"driver": "file", "path": str(tmp_path / "w.n5" / name)}}
+            assert np.array_equal(tensorstore.open(spec).result().read().result(), data), name
 
 
 def test_n5store_reads_what_z5py_and_tensorstore_wrote(tmp_path):
     z5py = pytest.importorskip("z5py")
     tensorstore = pytest.importorskip("tensorstore")
     data = plain("float32")
-    z5py.File(str(tmp_path / "t.n5"), "a").create_dataset("z5py", data=data.T, chunks=CHUNKS[::-1],
-                                                           compression="gzip")
-    spec = {"driver": "n5", "kvstore": {"driver": "file", "path": str(tmp_path / "t.n5" / "tensorstore")},
-            "metadata": {"dimensions": list(SHAPE), "blockSize": list(CHUNKS), "dataType": "float32",
-                         "compression": {"type": "zstd", "level": 3}}}
-    tensorstore.open(spec, create=True).result()[...] = data
-    assert header_dims(tmp_path / "t.n5" / "tensorstore" / "2" / "1" / "1") == (0, (4, 4, 3))  # padded
+    container = z5py.File(str(tmp_path / "t.n5"), "a")
+    for name in ("raw", "gzip", "bzip2", "xz", "lz4", "blosc"):  # z5py's lz4: a bare LZ4 block
+        container.create_dataset(f"z5py-{name}", data=data.T, chunks=CHUNKS[::-1], compression=name)
+    for name in ("raw", "gzip", "zlib", "bzip2", "xz", "zstd"):
+        spec = {"driver": "n5", "kvstore": {"driver": "file", "path": str(tmp_path / "t.n5" / f"ts-{name}")},
+                "metadata": {"dimensions": list(SHAPE), "blockSize": list(CHUNKS), "dataType": "float32",
+                             "compression": COMPRESSIONS[name]}}
+        tensorstore.open(spec, create=True).result()[...] = data
+    assert header_dims(tmp_path / "t.n5" / "ts-raw" / "2" / "1" / "1") == (0, (4, 4, 3))  # padded
     root = open_root(tmp_path / "t.n5")
-    for name in ("z5py", "tensorstore"):
+    names = sorted(root.array_keys())
+    assert len(names) == 12
+    for name in names:
         assert np.array_equal(root[name][:], data), name
