@@ -20,9 +20,8 @@ from ..payload.layout import (
     entries_bound,
     max_payload_size,
 )
-from . import grid, storage
+from . import _place, grid, storage
 from .compression import compressor_from_config, max_compressed_size
-from . import _place
 from .default import n5_default_decode, n5_default_encode
 from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 from .varlen import MAX_NDIM, CodecChain, n5_varlen_encode, varlen_payload
