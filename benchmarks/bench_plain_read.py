@@ -1,0 +1,122 @@
+"""Plain N5 reads (issue 32): a 256^3 uint32 dataset in 64^3 blocks written by ``n5.write_array``,
+page cache warm, read whole and as a 100^3 window across 8 blocks, against baselines measured in
+the same run: a 20-line numpy loop (read each file, ``frombuffer('>u4')``, assign into place),
+z5py and tensorstore (when installed), zarr through ``N5Store`` (the ``n5_default`` codec). The
+machine's own two-thread ceiling (numpy copies of 16 MiB, one thread vs two) is printed beside
+our two-thread gain.
+
+    python benchmarks/bench_plain_read.py [--repeat 9] [--compression raw gzip zstd]
+
+Targets: raw within 1.3x of the numpy loop on one thread; >= 1.2x faster than z5py and >= 1.5x
+faster than tensorstore; two threads faster than one where the machine allows it.
+"""
+
+import argparse
+import os
+import shutil
+import tempfile
+import threading
+
+import numpy as np
+from timing import interleaved_medians
+
+from n5mscodecs import n5
+
+SHAPE, BLOCK = (256, 256, 256), 64
+WINDOW = (slice(14, 114), slice(30, 130), slice(40, 140))   # 100^3 across 8 blocks
+
+
+def numpy_loop(path):
+    def run():
+        out = np.empty(SHAPE, np.uint32)
+        for position in np.ndindex(*(n // BLOCK for n in SHAPE)):
+            with open(os.path.join(path, *map(str, position)), "rb") as f:
+                data = f.read()
+            block = np.frombuffer(data, ">u4", offset=16).reshape((BLOCK,) * 3).T
+            out[tuple(slice(p * BLOCK, (p + 1) * BLOCK) for p in position)] = block
+        return out
+    return run
+
+
+def two_thread_ceiling(repeat):
+    """Median seconds of 2 x 16 MiB numpy copies on one thread and on two."""
+    sources = [np.random.default_rng(k).integers(0, 255, 16 << 20, dtype=np.uint8) for k in range(2)]
+    targets = [np.empty_like(s) for s in sources]
+
+    def one():
+        for s, t in zip(sources, targets):
+            np.copyto(t, s)
+
+    def two():
+        threads = [threading.Thread(target=np.copyto, args=(t, s)) for s, t in zip(sources, targets)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    results = interleaved_medians({"one": one, "two": two}, repeat)
+    return results["one"][0] / results["two"][0]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--compression", nargs="+", default=["raw", "gzip", "zstd"])
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="bench-plain-")
+    data = np.random.default_rng(0).integers(0, 2**20, SHAPE).astype(np.uint32)
+    try:
+        print(f"plain N5 reads: {SHAPE} uint32, {BLOCK}^3 blocks, medians of {args.repeat} interleaved rounds")
+        print(f"  machine: two threads of numpy copies run {two_thread_ceiling(args.repeat):.2f}x one thread")
+        for compression in args.compression:
+            path = os.path.join(work, f"{compression}.n5", "data")
+            compression_config = {"type": compression, **({"level": 6} if compression == "gzip" else {})}
+            n5.write_array(path, data, chunks=BLOCK, compression=compression_config)
+            dataset = n5.open(path)
+            cases = {"ours, 1 thread": lambda: dataset.read((), threads=1),
+                     "ours, 2 threads": lambda: dataset.read((), threads=2),
+                     "ours, window, 1 thread": lambda: dataset.read(WINDOW, threads=1)}
+            if compression == "raw":
+                cases["numpy loop"] = numpy_loop(path)
+            try:
+                import z5py
+
+                z5 = z5py.File(os.path.dirname(path), mode="r")["data"]
+                cases["z5py"] = lambda: z5[:]
+                cases["z5py, window"] = lambda: z5[WINDOW[::-1]]   # z5py's axes are N5's reversed
+            except ImportError:
+                pass
+            try:
+                import tensorstore as ts
+
+                store = ts.open({"driver": "n5", "kvstore": {"driver": "file", "path": path}}).result()
+                cases["tensorstore"] = lambda: store.read().result()
+            except ImportError:
+                pass
+            try:
+                import zarr
+
+                from n5mscodecs.zarr import N5Store
+
+                array = zarr.open_array(N5Store(zarr.storage.LocalStore(os.path.dirname(path))), path="data",
+                                        mode="r")
+                cases["zarr through N5Store"] = lambda: array[...]
+            except ImportError:
+                pass
+            for name, function in cases.items():
+                result, expected = np.asarray(function()), data[WINDOW] if "window" in name else data
+                if name.startswith("z5py"):  # z5py's axes are N5's reversed
+                    result = result.T
+                assert np.array_equal(result, expected), name
+            results = interleaved_medians(cases, args.repeat)
+            ours = results["ours, 1 thread"][0]
+            print(f"  {compression}:")
+            for name, (seconds, cores) in results.items():
+                print(f"    {name:24s} {seconds * 1e3:7.1f} ms  {seconds / ours:5.2f}x ours on 1 thread"
+                      f"  (cores busy {cores:.2f})")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
