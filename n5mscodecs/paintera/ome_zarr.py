@@ -81,7 +81,7 @@ class OmeZarrSummary:
 
 def default_shards(chunks: Sequence[int], shape: Sequence[int], itemsize: int = 8) -> tuple[int, ...]:
     """Shards of whole chunks, doubled axis by axis (the shortest shard extent first) while a
-    shard stays within :data:`SHARD_BYTES` uncompressed and an axis' shard does not pass the
+    shard stays within ``SHARD_BYTES`` (64 MiB) uncompressed and an axis' shard does not pass the
     array's extent (in whole chunks).
 
     >>> default_shards((64, 64, 64), (1000, 1000, 1000))    # 64 MiB of uint64
@@ -200,12 +200,12 @@ def to_ome_zarr(
 
     Parameters
     ----------
-    source : path or URL
-        A Paintera label source, a label multiset pyramid, a container holding
+    source : str or os.PathLike
+        A local path or a URL: a Paintera label source, a label multiset pyramid, a container holding
         one, or a single label multiset dataset (what
         :func:`~n5mscodecs.paintera.open_pyramid` opens).
-    target : path or URL
-        The labels image group to write, e.g. ``out.zarr`` or
+    target : str or os.PathLike
+        A local path or a URL: the labels image group to write, e.g. ``out.zarr`` or
         ``image.zarr/labels/cells`` (then ``image-label.source.image`` points
         back to the image and the ``labels`` group lists it).
     version : {"0.4", "0.5"}
@@ -215,10 +215,10 @@ def to_ome_zarr(
         arrays, 0.5 only): lossless, but generic NGFF readers cannot decode
         them.
     shards : bool or tuple
-        0.5 only: shard shape (z, y, x), True for :func:`default_shards`, False
+        0.5 only: shard shape (z, y, x), True for :func:`~n5mscodecs.paintera.ome_zarr.default_shards`, False
         for none. Multiset arrays are not sharded.
     compressors : optional
-        The arrays' compressors as :func:`zarr.create_array` takes them
+        The arrays' compressors as ``zarr.create_array`` takes them
         (default ``"auto"``: zarr's default, zstd).
     name : str, optional
         The multiscale's name (default: the target's last path part).
