@@ -296,6 +296,15 @@ def _check_tiff(source):
         require("tifffile", "cli", "TIFF sources")
 
 
+def _say_stopped(what, exc, target, options):
+    """After a failure that started writing (not a refusal before the first write): the target
+    is incomplete, and how to go on."""
+    refused = isinstance(exc, (FileExistsError, ConfigurationError, MissingExtraError))
+    if not refused and storage.exists(target, options):
+        print(f"n5ms: {what} stopped; {storage.display(target)} is incomplete: rerun with "
+              "--resume to finish it (same arguments) or --overwrite to start again", file=sys.stderr)
+
+
 def cmd_convert(args):
     options = args.storage_options
     if storage.exists(args.target, options) and not (args.overwrite or args.resume):
@@ -323,10 +332,7 @@ def cmd_convert(args):
             progress=_progress(not args.quiet), storage_options=options, container=args.container,
             reserved=args.reserved, level=args.level)
     except (Exception, KeyboardInterrupt) as exc:
-        refused = isinstance(exc, (FileExistsError, ConfigurationError, MissingExtraError))
-        if not refused and storage.exists(args.target, options):
-            print(f"n5ms: conversion stopped; {storage.display(args.target)} is incomplete: rerun with "
-                  "--resume to finish it (same arguments) or --overwrite to start again", file=sys.stderr)
+        _say_stopped("conversion", exc, args.target, options)
         raise
     _print_summary(summary, options)
     return EXIT_OK
@@ -604,10 +610,7 @@ def cmd_ome_zarr(args):
             threads=args.threads, overwrite=args.overwrite, resume=args.resume,
             progress=_progress(not args.quiet, unit="chunk"), storage_options=options)
     except (Exception, KeyboardInterrupt) as exc:
-        refused = isinstance(exc, (FileExistsError, ConfigurationError, MissingExtraError))
-        if not refused and storage.exists(args.target, options):
-            print(f"n5ms: export stopped; {storage.display(args.target)} is incomplete: rerun with "
-                  "--resume to finish it (same arguments) or --overwrite to start again", file=sys.stderr)
+        _say_stopped("export", exc, args.target, options)
         raise
     print(f"  wrote {storage.display(summary.target)}: {len(summary.level_shapes)} levels "
           + " ".join(f"s{k}={list(shape)}" for k, shape in enumerate(summary.level_shapes)) + " (z, y, x)")

@@ -181,13 +181,15 @@ def _qt_binding():
     return next((name for name in ("PyQt5", "PyQt6", "PySide2", "PySide6") if importlib.util.find_spec(name)), None)
 
 
-def test_layer_in_a_napari_viewer(converted):
-    """napari.Viewer(show=False) adds the layer (in a subprocess: Qt state stays out of pytest)."""
-    if importlib.util.find_spec("napari") is None:
-        pytest.skip("napari is not installed (the viewer test needs napari and a Qt binding)")
+def run_in_a_viewer(body, *needed):
+    """Run ``body`` (Python, with ``viewer`` a napari.Viewer(show=False) that has this package's
+    plugin registered) in a subprocess, Qt offscreen: Qt state stays out of pytest. Skips
+    without napari, a Qt binding or the modules ``needed``; returns its stdout."""
+    for module in ("napari", *needed):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed (CI's napari step installs napari, napari-ome-zarr and Qt)")
     if _qt_binding() is None:
         pytest.skip("no Qt binding (PyQt5/PyQt6/PySide2/PySide6) is installed for napari")
-    root, _ = converted
     script = textwrap.dedent(f"""
         import sys, npe2, numpy as np
         pm = npe2.PluginManager.instance()
@@ -198,6 +200,19 @@ def test_layer_in_a_napari_viewer(converted):
             pm.register(npe2.PluginManifest.from_file({str(MANIFEST)!r}))
         import napari
         viewer = napari.Viewer(show=False)
+    """) + textwrap.dedent(body) + "\nviewer.close()\n"
+    env = dict(os.environ)
+    if not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY"):
+        env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    return result.stdout
+
+
+def test_layer_in_a_napari_viewer(converted):
+    """napari.Viewer(show=False) adds the layer."""
+    root, _ = converted
+    out = run_in_a_viewer(f"""
         (layer,) = viewer.open({str(root / "labels")!r}, plugin="n5mscodecs")
         assert type(layer).__name__ == "Labels" and layer.multiscale, layer
         assert [tuple(s) for s in layer.level_shapes] == [(10, 24, 32), (5, 12, 16), (5, 6, 8)]
@@ -205,38 +220,22 @@ def test_layer_in_a_napari_viewer(converted):
         assert layer.data.dtype == np.uint64
         viewer.dims.ndisplay = 3
         viewer.dims.ndisplay = 2
-        viewer.close()
         print("viewer ok")
     """)
-    env = dict(os.environ)
-    if not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY"):
-        env.setdefault("QT_QPA_PLATFORM", "offscreen")
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0 and "viewer ok" in result.stdout, result.stdout + result.stderr[-3000:]
+    assert "viewer ok" in out
 
 
 def test_napari_ome_zarr_shows_the_export_as_our_reader_shows_the_source(converted, tmp_path):
     """napari-ome-zarr's reader on an OME-Zarr export, ours on the N5 source, in one viewer:
     the same levels, voxel sizes and labels (issue 31)."""
-    if importlib.util.find_spec("napari") is None or importlib.util.find_spec("napari_ome_zarr") is None:
-        pytest.skip("napari and napari-ome-zarr are not installed (CI's napari step installs them)")
-    if _qt_binding() is None:
-        pytest.skip("no Qt binding (PyQt5/PyQt6/PySide2/PySide6) is installed for napari")
-    pytest.importorskip("zarr")
+    for module in ("napari", "napari_ome_zarr", "zarr"):  # before exporting
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed (CI's napari step installs napari and napari-ome-zarr)")
     from n5mscodecs.paintera import to_ome_zarr
 
     root, _ = converted
     to_ome_zarr(root / "labels", tmp_path / "labels.zarr", version="0.4")
-    script = textwrap.dedent(f"""
-        import npe2, numpy as np
-        pm = npe2.PluginManager.instance()
-        pm.discover()
-        try:
-            pm.get_manifest("n5mscodecs")
-        except KeyError:
-            pm.register(npe2.PluginManifest.from_file({str(MANIFEST)!r}))
-        import napari
-        viewer = napari.Viewer(show=False)
+    out = run_in_a_viewer(f"""
         (ours,) = viewer.open({str(root / "labels")!r}, plugin="n5mscodecs")
         (theirs,) = viewer.open({str(tmp_path / "labels.zarr")!r}, plugin="napari-ome-zarr")
         assert type(theirs).__name__ == "Labels" and theirs.multiscale, theirs
@@ -248,11 +247,6 @@ def test_napari_ome_zarr_shows_the_export_as_our_reader_shows_the_source(convert
             shift = np.subtract(ours.data_to_world(voxel), theirs.data_to_world(voxel))
             assert np.allclose(shift, ours.translate), (voxel, shift)
         assert np.array_equal(np.asarray(theirs.data[1]), np.asarray(ours.data[1]))
-        viewer.close()
-        print("same place")
-    """)
-    env = dict(os.environ)
-    if not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY"):
-        env.setdefault("QT_QPA_PLATFORM", "offscreen")
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0 and "same place" in result.stdout, result.stdout + result.stderr[-3000:]
+        print("same labels")
+    """, "napari_ome_zarr")
+    assert "same labels" in out
