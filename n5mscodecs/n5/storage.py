@@ -273,10 +273,11 @@ def _read_local(location, max_size):
         return None
     except NotADirectoryError:
         raise StorageError(f"{display(location)}: read: a parent of it is a file, not a directory") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise StorageError(f"{display(location)}: read: {_file_kind(info.st_mode)}, not a regular file")
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise StorageError(f"{display(location)}: read: {_file_kind(info.st_mode)}, not a regular file")
         if max_size is not None and info.st_size > max_size:
             raise StorageError(f"{display(location)}: read: {info.st_size} bytes, more than the {max_size} "
                                "it can need")
