@@ -18,7 +18,6 @@ from n5mscodecs import (
     ConfigurationError,
     LookupFormatError,
     N5HeaderError,
-    N5msCodecsError,
     StorageError,
     n5,
     n5_varlen_decode,
@@ -118,7 +117,8 @@ def hostile(tmp_path_factory):
     # a 64^3 uint8 dataset whose block header claims 1024 x 1024 x 512
     plain = n5.create_array_dataset(root / "plain.n5" / "raw", (64, 64, 64), (64, 64, 64), np.uint8,
                                     compression="zstd")
-    write_file(plain.block_path((0, 0, 0)), N5BlockHeader(MODE_DEFAULT, (1024, 1024, 512)).to_bytes() + zstd_zeros(CLAIM))
+    header = N5BlockHeader(MODE_DEFAULT, (1024, 1024, 512)).to_bytes()
+    write_file(plain.block_path((0, 0, 0)), header + zstd_zeros(CLAIM))
     special = n5.create_array_dataset(root / "special.n5" / "raw", (8, 8), (4, 4), np.uint8, compression="raw")
     os.makedirs(os.path.join(special.path, "0"))
     os.mkfifo(os.path.join(special.path, "0", "0"))
@@ -310,7 +310,8 @@ def test_huge_dims_and_headers_give_package_errors(tmp_path):
         pytest.importorskip("dask")
         dataset.to_dask()
     # prod(dims) * itemsize past 2**63 (int64 would wrap): refused from the header, nothing inflated
-    write_file(dataset.block_path((0, 0)), N5BlockHeader(MODE_DEFAULT, (2**32 - 1, 2**32 - 1)).to_bytes() + b"\0" * 64)
+    header = N5BlockHeader(MODE_DEFAULT, (2**32 - 1, 2**32 - 1)).to_bytes()
+    write_file(dataset.block_path((0, 0)), header + b"\0" * 64)
     with pytest.raises(N5HeaderError, match="more than a block of blockSize"):
         dataset.read_block((0, 0))
     with pytest.raises(N5HeaderError, match="ndim is 70"):
