@@ -374,3 +374,20 @@ def test_storage_confinement_without_a_container_name(tmp_path):
     with pytest.raises(StorageError, match="outside the container root"):
         dataset.read_block((0,))
     assert storage.read_bytes(os.path.join(dataset.path, "0"), confine=False).endswith(b"abcd")
+
+
+def test_padded_boundary_blocks_are_decompressed_once(tmp_path, monkeypatch):
+    from n5mscodecs import LabelMultisetArray, n5_varlen_encode
+    from n5mscodecs.n5.compression import Gzip
+
+    labels = np.arange(6 * 5 * 4, dtype=np.uint64).reshape(6, 5, 4)
+    dataset = n5.write(tmp_path / "c.n5" / "labels", labels, chunks=(4, 4, 4))
+    # zarr-python and tensorstore pad boundary blocks to the full block
+    padded = LabelMultisetArray.from_labels(labels[4:, 4:, :]).padded((4, 4, 4), 0)
+    write_file(dataset.block_path((1, 1, 0)), n5_varlen_encode(padded, dataset.codec_chain))
+    calls = []
+    decode = Gzip.decode
+    monkeypatch.setattr(Gzip, "decode", lambda self, *args, **kwargs: calls.append(1) or decode(self, *args, **kwargs))
+    assert np.array_equal(dataset.read_block((1, 1, 0)).argmax(), labels[4:, 4:, :])
+    assert np.array_equal(dataset.read_block_labels((1, 1, 0)), labels[4:, 4:, :])
+    assert len(calls) == 2  # one decompression per read
