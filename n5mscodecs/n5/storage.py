@@ -232,6 +232,12 @@ def container_root(location: PathLike, container: PathLike | None = None) -> str
     return next((p for p in lineage if name(p).lower().endswith(".n5")), None)
 
 
+# flags of os.open that only some systems have (O_BINARY: no newline translation on Windows)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_BINARY = getattr(os, "O_BINARY", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
 def _inside(path: str, root: str) -> bool:
     real, real_root = os.path.realpath(path), os.path.realpath(root)
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
@@ -268,9 +274,13 @@ def _read_local(location, max_size):
     path = local_path(location)
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_BINARY | _O_CLOEXEC)
     except FileNotFoundError:
         return None
+    except (IsADirectoryError, PermissionError):
+        if os.path.isdir(path):  # Windows refuses to open a directory
+            raise StorageError(f"{display(location)}: read: a directory, not a regular file") from None
+        raise
     except NotADirectoryError:
         raise StorageError(f"{display(location)}: read: a parent of it is a file, not a directory") from None
     info = os.fstat(fd)
@@ -315,7 +325,7 @@ def read_bytes(location: PathLike, options: StorageOptions = None, *, max_size: 
 def _create_new(directory):
     """``(fd, path)`` of a new file in ``directory``, created the way ``open()`` creates one
     (mode 0o666 less the umask; mkstemp's 0o600 would hide it from the group)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | _O_CLOEXEC
     while True:
         path = os.path.join(directory, f".tmp-{secrets.token_hex(8)}")
         try:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import n5
-from ..errors import LookupFormatError
+from ..errors import ConfigurationError, LookupFormatError
 from ..multiset import MAX_ID
 from ..n5 import storage
 
@@ -101,7 +101,11 @@ def read_label_to_block_mapping(
     options = storage_options
     path = storage.join(target, "label-to-block-mapping", f"s{level}")
     data = n5.read_attributes(storage.join(target, "data", f"s{level}"), storage_options=options)
-    ndim = len(data.get("dimensions", [0, 0, 0]))
+    dimensions = data.get("dimensions", [0, 0, 0])
+    if not isinstance(dimensions, list) or not 1 <= len(dimensions) <= 32:
+        raise ConfigurationError(f"{storage.display(storage.join(target, 'data', f's{level}'))}: attributes.json: "
+                                 f"dimensions must be a list of 1..32 integers, got {dimensions!r}")
+    ndim = len(dimensions)
     mapping = n5.open(path, storage_options=options)
     result = {}
     for name in storage.list_names(path, options):
