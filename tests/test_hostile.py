@@ -153,6 +153,9 @@ def test_bombs_are_refused_before_inflating_on_every_path(hostile):
         assert results[name][0] == "ok", results[name]
 
 
+@pytest.mark.skipif("asan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="ASan's allocator (quarantine, shadow memory) changes resident memory; "
+                           "measured in the other CI runs")
 def test_peak_memory_of_every_read_is_bounded(hostile):
     _, results, _ = hostile
     peak = max(maxrss for _, _, maxrss in results.values())
