@@ -294,8 +294,7 @@ class LabelMultisetDataset(_Dataset):
         try:
             return decode(payload, cropped)
         except LabelMultisetFormatError:
-            if (header.shape == cropped or any(h < c for h, c in zip(header.shape, cropped))
-                    or grid.voxels(header.shape) > grid.voxels(self.chunks)):
+            if header.shape == cropped or not all(c <= h <= b for h, c, b in zip(header.shape, cropped, self.chunks)):
                 raise
         return grid.crop(decode(payload, header.shape), cropped)
 
@@ -403,16 +402,17 @@ class ArrayDataset(_Dataset):
         if header.mode == MODE_DEFAULT:
             if len(header.shape) != self.ndim:
                 raise N5HeaderError(f"header ndim {len(header.shape)}, dataset has {self.ndim}")
-            n = grid.voxels(header.shape)  # Python ints: no int64 wrap-around
+            if any(h > c for h, c in zip(header.shape, self.chunks)):  # before inflating anything
+                raise N5HeaderError(f"header dims {list(header.shape)} exceed blockSize {list(self.chunks)}")
+            n = grid.voxels(header.shape)
         elif header.mode == MODE_VARLENGTH:
             n = header.num_elements
         else:
             raise N5HeaderError("object mode blocks are not supported")
         nbytes = n * self.dtype.itemsize
-        if nbytes > self.max_data_bytes(header.mode):  # before inflating anything
-            what = f"dims {list(header.shape)}" if header.mode == MODE_DEFAULT else f"numElements {n}"
-            raise N5HeaderError(f"header {what} need {nbytes} bytes, more than a block of blockSize "
-                                f"{list(self.chunks)} holds ({self.max_data_bytes(header.mode)})")
+        if nbytes > self.max_data_bytes(header.mode):
+            raise N5HeaderError(f"header numElements {n} need {nbytes} bytes, more than the "
+                                f"{self.max_data_bytes(header.mode)} a varlength block may hold")
         body = memoryview(data)[header.nbytes:]
         if self.compressor is None:
             if len(body) < nbytes:
