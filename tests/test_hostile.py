@@ -353,6 +353,15 @@ def test_label_to_block_mapping_files_are_checked(tmp_path):
         paintera.read_label_to_block_mapping(target, 0)
 
 
+def test_small_blocks_of_long_lists_are_read_by_the_bare_codec():
+    # a pyramid's top level: one voxel holding every label of the dataset
+    from n5mscodecs import LabelMultisetArray, N5Varlen
+
+    top = LabelMultisetArray.from_elements([{label: 1 for label in range(3000)}])
+    codec = N5Varlen([{"name": "n5_label_multiset"}, {"name": "gzip"}])
+    assert codec.decode(codec.encode(top)) == top
+
+
 def test_unreferenced_lists_are_not_decoded():
     lists = [hand_list([(5, 1)]), hand_list([]), hand_list([(7, 2), (9, 3)]), hand_list([(11, 1)])]
     starts = np.cumsum([0] + [len(item) for item in lists])
