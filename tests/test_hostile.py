@@ -200,9 +200,10 @@ def test_reads_do_not_follow_links_out_of_the_container(tmp_path):
     assert np.array_equal(n5.open(tmp_path / "c.n5" / "alias", allow_outside_root=True)[:], outside[:])
 
 
-def test_resume_does_not_write_or_remove_outside_the_target(tmp_path):
+@pytest.mark.parametrize("container", ["p.n5", "plain"])  # inside a *.n5 container, or not
+def test_resume_does_not_write_or_remove_outside_the_target(tmp_path, container):
     labels = np.arange(8 * 8 * 8, dtype=np.uint64).reshape(8, 8, 8) // 50
-    target = tmp_path / "p.n5" / "labels"
+    target = tmp_path / container / "labels"
     paintera.convert(labels, target, block_size=4, factors=[2])
     outside = tmp_path / "precious"
     (outside / "s0").mkdir(parents=True)

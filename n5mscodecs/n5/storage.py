@@ -30,6 +30,7 @@ import re
 import secrets
 import shutil
 import stat
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -243,14 +244,38 @@ def _inside(path: str, root: str) -> bool:
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
+# roots declared by confine(): absolute, unresolved (replaced whole, so readers need no lock)
+_CONFINED: frozenset[str] = frozenset()
+_CONFINED_LOCK = threading.Lock()
+
+
+def confine(root: PathLike) -> None:
+    """Declare the local directory ``root`` a boundary, as a ``*.n5`` directory is one: local
+    locations below it are checked against it (see :func:`check_confined`). Writers call this
+    for a target that is not inside a ``*.n5`` container (``paintera.convert``)."""
+    global _CONFINED
+    if is_url(root):
+        return
+    with _CONFINED_LOCK:
+        _CONFINED = _CONFINED | {os.path.abspath(local_path(root))}
+
+
+def _nearest_root(path):
+    """The nearest of ``path`` and its parents that is a declared root or named ``*.n5``."""
+    for candidate in _lineage(path):
+        if candidate in _CONFINED or os.path.basename(candidate).lower().endswith(".n5"):
+            return candidate
+    return None
+
+
 def check_confined(location: PathLike, operation: str, root: PathLike | None = None) -> None:
     """Raise :class:`StorageError` when the local ``location`` resolves outside its container
-    root (``root``, else the nearest of it and its parents named ``*.n5``; nothing to check
-    without one, or for a URL, whose keys cannot be links)."""
+    root (``root``, else the nearest of it and its parents named ``*.n5`` or declared by
+    :func:`confine`; nothing to check without one, or for a URL, whose keys cannot be links)."""
     if is_url(location):
         return
     path = os.path.abspath(local_path(location))
-    root = container_root(path) if root is None else os.path.abspath(local_path(root))
+    root = _nearest_root(path) if root is None else os.path.abspath(local_path(root))
     if root is not None and not _inside(path, root):
         raise StorageError(
             f"{display(location)}: {operation}: resolves to {os.path.realpath(path)}, outside the container "
