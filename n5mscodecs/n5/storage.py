@@ -12,7 +12,8 @@ standard environment variables (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
 ``http(s)`` locations are read-only.
 
 The container root is a boundary. A local location is *confined* to its root (the
-``root`` passed, else the nearest of it and its parents named ``*.n5``): a read,
+``root`` passed, else the nearest of it and its parents named ``*.n5`` or declared
+with :func:`confine_to`): a read,
 write or removal whose resolved path leads outside the resolved root (through a
 symbolic link inside the container) raises :class:`StorageError`; readers may opt
 out (``confine=False``). Only regular files are read, up to a size bound: a FIFO,
@@ -142,7 +143,7 @@ def _transient(error: BaseException) -> bool:
     """Whether a failed request may pass when repeated: dropped or refused connections,
     time-outs, 5xx and 429 answers. Missing objects, refusals and client errors (a bad
     endpoint, credentials where they cannot go) do not."""
-    if isinstance(error, _PERMANENT) or isinstance(error, ConfigurationError):
+    if isinstance(error, _PERMANENT + (ConfigurationError,)):
         return False
     if isinstance(error, TimeoutError | ConnectionError):
         return True
@@ -244,12 +245,12 @@ def _inside(path: str, root: str) -> bool:
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
-# roots declared by confine(): absolute, unresolved (replaced whole, so readers need no lock)
+# roots declared by confine_to(): absolute, unresolved (replaced whole, so readers need no lock)
 _CONFINED: frozenset[str] = frozenset()
 _CONFINED_LOCK = threading.Lock()
 
 
-def confine(root: PathLike) -> None:
+def confine_to(root: PathLike) -> None:
     """Declare the local directory ``root`` a boundary, as a ``*.n5`` directory is one: local
     locations below it are checked against it (see :func:`check_confined`). Writers call this
     for a target that is not inside a ``*.n5`` container (``paintera.convert``)."""
@@ -271,7 +272,7 @@ def _nearest_root(path):
 def check_confined(location: PathLike, operation: str, root: PathLike | None = None) -> None:
     """Raise :class:`StorageError` when the local ``location`` resolves outside its container
     root (``root``, else the nearest of it and its parents named ``*.n5`` or declared by
-    :func:`confine`; nothing to check without one, or for a URL, whose keys cannot be links)."""
+    :func:`confine_to`; nothing to check without one, or for a URL, whose keys cannot be links)."""
     if is_url(location):
         return
     path = os.path.abspath(local_path(location))

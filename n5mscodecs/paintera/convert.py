@@ -230,7 +230,7 @@ def convert(
     levels = range(job.n_levels)
     blocks_total = sum(int(np.prod(job.grid_shape(level))) for level in levels)
     root = storage.container_root(target, container)
-    storage.confine(target)  # removals and writes below target stay inside it
+    storage.confine_to(target)  # removals and writes below target stay inside it
     if _start(target, parameters, overwrite, resume, storage_options):
         return _summary(job, 0, blocks_total, started)
     write_container_version(root, storage_options)
