@@ -68,7 +68,7 @@ def validate_attributes(attributes: Any, name: str):
     """``(shape, chunks, compressor)`` of a dataset's attributes, every field checked: the one
     place a dataset's attributes are validated, before anything is read or allocated.
 
-    Raises :class:`ConfigurationError` naming the dataset and the field."""
+    Raises :class:`~n5mscodecs.ConfigurationError` naming the dataset and the field."""
     if not isinstance(attributes, dict):
         raise ConfigurationError(f"{name}: attributes.json must be a JSON object, got {type(attributes).__name__}")
     if "dimensions" not in attributes or "blockSize" not in attributes:
@@ -134,7 +134,7 @@ class _Dataset:
 
     def block_path(self, grid_position: Sequence[int]) -> str:
         """The block's location; a position off the grid (negative, past its end, of another
-        ndim) is a :class:`ConfigurationError`."""
+        ndim) is a :class:`~n5mscodecs.ConfigurationError`."""
         position = tuple(grid_position)
         grid_shape = self.grid_shape
         if len(position) != len(grid_shape) or not all(
@@ -177,7 +177,7 @@ class _Dataset:
 
     def read_block_bytes(self, grid_position: Sequence[int]) -> bytes | None:
         """The block's bytes (None when it is missing); a file larger than
-        :meth:`max_block_bytes`, or not a regular file, is a :class:`StorageError`."""
+        ``max_block_bytes()``, or not a regular file, is a :class:`~n5mscodecs.StorageError`."""
         return storage.read_bytes(self.block_path(grid_position), self.storage_options,
                                   max_size=self.max_block_bytes(), root=self.root,
                                   confine=not self.allow_outside_root)
@@ -266,7 +266,7 @@ class LabelMultisetDataset(_Dataset):
 
     def max_payload_bytes(self) -> int:
         """The most payload bytes (numElements) a block may hold: a full block's voxels with
-        :attr:`max_entries` entries per voxel on average (see
+        ``max_entries`` entries per voxel on average (see
         :func:`~n5mscodecs.payload.max_payload_size`)."""
         return max_payload_size(grid.voxels(self.chunks), self.codec_chain.layout, self.max_entries)
 
@@ -384,7 +384,7 @@ class ArrayDataset(_Dataset):
     def max_data_bytes(self, mode: int = MODE_DEFAULT) -> int:
         """The most bytes a block's data may decompress to: a full grid block (Java overstates
         the header dims of boundary blocks up to it; zarr pads to it) or, for varlength blocks,
-        at least :data:`MAX_VARLENGTH_BYTES`."""
+        at least ``MAX_VARLENGTH_BYTES``."""
         size = grid.voxels(self.chunks) * self.dtype.itemsize
         return max(size, MAX_VARLENGTH_BYTES) if mode == MODE_VARLENGTH else size
 
@@ -487,7 +487,7 @@ def open(path: PathLike, *, fill_label: int = INVALID,  # noqa: A001 - mirrors z
 
     ``path`` is a local path or a URL (``s3://``, ``gs://``, ``http(s)://``, ``file://``; the
     ``remote`` extra), with fsspec's ``storage_options`` for URLs. The attributes are
-    validated here (:func:`validate_attributes`). Reads stay inside the container root (the
+    validated here (:func:`~n5mscodecs.n5.dataset.validate_attributes`). Reads stay inside the container root (the
     nearest of ``path`` and its parents named ``*.n5``, else ``path``): a symbolic link in
     the container that leads outside it is an error unless ``allow_outside_root``."""
     path = os.fspath(path)

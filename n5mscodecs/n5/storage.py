@@ -13,9 +13,9 @@ standard environment variables (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
 
 The container root is a boundary. A local location is *confined* to its root (the
 ``root`` passed, else the nearest of it and its parents named ``*.n5`` or declared
-with :func:`confine_to`): a read,
+with :func:`~n5mscodecs.n5.storage.confine_to`): a read,
 write or removal whose resolved path leads outside the resolved root (through a
-symbolic link inside the container) raises :class:`StorageError`; readers may opt
+symbolic link inside the container) raises :class:`~n5mscodecs.StorageError`; readers may opt
 out (``confine=False``). Only regular files are read, up to a size bound: a FIFO,
 a device or a directory where a file should be is an error naming it, never a
 hang. Written files get the permissions a plain ``open()`` would give (``0o666``
@@ -52,7 +52,7 @@ ATTEMPTS = 5
 RETRY_DELAY = 0.1
 #: Seconds to connect, and to wait for each read of a response, for s3:// and http(s)://
 #: locations (unless storage options set them). A server that accepts and never answers
-#: costs at most :func:`worst_case_seconds` before the StorageError.
+#: costs at most :func:`~n5mscodecs.n5.storage.worst_case_seconds` before the StorageError.
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 15.0
 #: Largest JSON document (``attributes.json``) read.
@@ -83,8 +83,8 @@ def local_path(location: PathLike) -> str:
 
 
 def worst_case_seconds() -> float:
-    """Longest a URL request can take before its :class:`StorageError` when the server accepts
-    connections and never answers (or never accepts them): :data:`ATTEMPTS` times the
+    """Longest a URL request can take before its :class:`~n5mscodecs.StorageError` when the server accepts
+    connections and never answers (or never accepts them): ``ATTEMPTS`` times the
     connect and read time-outs, plus the backoff between attempts. A refused connection
     or a non-transient error (access denied, a bad client configuration) fails sooner."""
     backoff = sum(RETRY_DELAY * 2**k for k in range(ATTEMPTS - 1))
@@ -93,7 +93,7 @@ def worst_case_seconds() -> float:
 
 def _bounded_options(location, options):
     """``options`` with this module's time-outs and single attempts for the protocols that take
-    them (the caller's own settings win): retries are counted once, in :func:`_retrying`."""
+    them (the caller's own settings win): retries are counted once, in ``_retrying``."""
     options = dict(options or {})
     scheme = location.split("://", 1)[0].lower()
     if scheme in ("s3", "s3a"):
@@ -161,7 +161,7 @@ def _transient(error: BaseException) -> bool:
 
 def _retrying(location: str, operation: str, request):
     """``request()`` with retries of transient failures; a refusal or the last failure raise
-    :class:`StorageError` naming ``location`` (never credentials); FileNotFoundError passes."""
+    :class:`~n5mscodecs.StorageError` naming ``location`` (never credentials); FileNotFoundError passes."""
     delay = RETRY_DELAY
     for attempt in range(1, ATTEMPTS + 1):
         try:
@@ -252,7 +252,7 @@ _CONFINED_LOCK = threading.Lock()
 
 def confine_to(root: PathLike) -> None:
     """Declare the local directory ``root`` a boundary, as a ``*.n5`` directory is one: local
-    locations below it are checked against it (see :func:`check_confined`). Writers call this
+    locations below it are checked against it (see ``check_confined``). Writers call this
     for a target that is not inside a ``*.n5`` container (``paintera.convert``)."""
     global _CONFINED
     if is_url(root):
@@ -270,9 +270,10 @@ def _nearest_root(path):
 
 
 def check_confined(location: PathLike, operation: str, root: PathLike | None = None) -> None:
-    """Raise :class:`StorageError` when the local ``location`` resolves outside its container
-    root (``root``, else the nearest of it and its parents named ``*.n5`` or declared by
-    :func:`confine_to`; nothing to check without one, or for a URL, whose keys cannot be links)."""
+    """Raise :class:`~n5mscodecs.StorageError` when the local ``location`` resolves outside
+    its container root (``root``, else the nearest of it and its parents named ``*.n5`` or
+    declared by :func:`~n5mscodecs.n5.storage.confine_to`; nothing to check without one, or
+    for a URL, whose keys cannot be links)."""
     if is_url(location):
         return
     path = os.path.abspath(local_path(location))
@@ -327,7 +328,7 @@ def read_bytes(location: PathLike, options: StorageOptions = None, *, max_size: 
                root: PathLike | None = None, confine: bool = True) -> bytes | None:
     """The bytes at ``location``, or None when there is nothing.
 
-    At most ``max_size`` bytes are read (more is a :class:`StorageError`); a local location
+    At most ``max_size`` bytes are read (more is a :class:`~n5mscodecs.StorageError`); a local location
     must be a regular file inside its container root (see the module docs; ``confine=False``
     reads through links that leave it)."""
     if is_url(location):
@@ -363,7 +364,7 @@ def _create_new(directory):
 def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None, *,
                 root: PathLike | None = None) -> None:
     """Write ``data`` at ``location`` atomically (creating parent directories) inside its
-    container root (see :func:`check_confined`)."""
+    container root (see ``check_confined``)."""
     if is_url(location):
         fs, path = _writable(location, options)
         data = bytes(data)
@@ -385,7 +386,7 @@ def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None,
 
 def read_json(location: PathLike, options: StorageOptions = None, *, confine: bool = True) -> Any:
     """The parsed JSON document at ``location``, or None when there is none; a file that is
-    not JSON (empty, truncated) is a :class:`ConfigurationError` naming it."""
+    not JSON (empty, truncated) is a :class:`~n5mscodecs.ConfigurationError` naming it."""
     data = read_bytes(location, options, max_size=MAX_JSON_BYTES, confine=confine)
     if data is None:
         return None
@@ -401,7 +402,7 @@ def write_json(location: PathLike, document: Any, options: StorageOptions = None
 
 def read_attributes(location: PathLike, options: StorageOptions = None, *, confine: bool = True) -> dict[str, Any]:
     """The parsed ``attributes.json`` of the group or dataset ``location`` ({} when there is
-    none); a document that is not a JSON object is a :class:`ConfigurationError` naming it."""
+    none); a document that is not a JSON object is a :class:`~n5mscodecs.ConfigurationError` naming it."""
     location = join(location, ATTRIBUTES)
     document = read_json(location, options, confine=confine)
     if document is None:

@@ -120,7 +120,7 @@ def read_label_to_block_mapping(
 def parse_mapping_file(body: bytes, ndim: int, name: str) -> dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]]:
     """``{id: [(min, max), ...]}`` of one label-to-block-mapping file's bytes (see
     :func:`label_to_block_mapping_blocks`); every count is checked against the bytes left,
-    so a crafted file is a :class:`LookupFormatError` naming ``name`` and the byte."""
+    so a crafted file is a :class:`~n5mscodecs.LookupFormatError` naming ``name`` and the byte."""
     result = {}
     position, interval = 0, 16 * ndim
     while position < len(body):

@@ -47,7 +47,7 @@ _MAX_N5_OFFSET = 2**31 - 1
 _MAX_ZARR_OFFSET = 2**32 - 1
 #: Entries per voxel a payload may average when nothing tighter is known (see
 #: :func:`max_payload_size`); a dataset's ``maxNumEntries`` or ``downsamplingFactors``
-#: may raise it up to :data:`MAX_ENTRIES_PER_VOXEL_CAP`.
+#: may raise it up to ``MAX_ENTRIES_PER_VOXEL_CAP``.
 MAX_ENTRIES_PER_VOXEL = 64
 MAX_ENTRIES_PER_VOXEL_CAP = 4096
 #: Payload bytes any block may claim whatever its voxel count: the top levels of a pyramid
@@ -72,7 +72,7 @@ def max_payload_size(n_voxels: int, layout: Layout, max_entries: int = MAX_ENTRI
     """The most payload bytes a block of ``n_voxels`` voxels can need: the argMax table (N5
     layout, at most one label per voxel), one offset per voxel and at most one list per voxel
     of at most ``max_entries`` entries on average (``numEntries``, then 12 bytes per entry);
-    at least :data:`MIN_PAYLOAD_BOUND`.
+    at least ``MIN_PAYLOAD_BOUND``.
 
     Readers reject a larger ``numElements`` before decompressing anything, so a block's
     memory is bounded by its voxel count whatever its header claims.
@@ -89,9 +89,9 @@ def max_payload_size(n_voxels: int, layout: Layout, max_entries: int = MAX_ENTRI
 
 def entries_bound(attributes: dict[str, Any]) -> int:
     """Entries per voxel a label multiset dataset's blocks may average (see
-    :func:`max_payload_size`): :data:`MAX_ENTRIES_PER_VOXEL`, raised to the dataset's
+    :func:`max_payload_size`): ``MAX_ENTRIES_PER_VOXEL``, raised to the dataset's
     positive ``maxNumEntries`` or, without one, to the voxels a voxel of a downsampled level
-    covers (the product of ``downsamplingFactors``); never above :data:`MAX_ENTRIES_PER_VOXEL_CAP`."""
+    covers (the product of ``downsamplingFactors``); never above ``MAX_ENTRIES_PER_VOXEL_CAP``."""
     bound = attributes.get("maxNumEntries")
     if not (isinstance(bound, int) and not isinstance(bound, bool) and bound > 0):
         factors = attributes.get("downsamplingFactors")
