@@ -325,6 +325,9 @@ def test_huge_dims_and_headers_give_package_errors(tmp_path):
     else:
         with pytest.raises(ConfigurationError, match="to_dask: grid .* has more than 1048576 blocks"):
             dataset.to_dask()
+    with pytest.raises(ConfigurationError, match=f"spans {2**124} blocks"):
+        dataset[:]
+    assert dataset[5:7, 2**61].tolist() == [0, 0]
     # prod(dims) * itemsize past 2**63 (int64 would wrap): refused from the header, nothing inflated
     header = N5BlockHeader(MODE_DEFAULT, (2**32 - 1, 2**32 - 1)).to_bytes()
     write_file(dataset.block_path((0, 0)), header + b"\0" * 64)

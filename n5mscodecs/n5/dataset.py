@@ -48,6 +48,8 @@ MAX_BLOCK_VOXELS = 2**31 - 1
 MAX_VARLENGTH_BYTES = 1 << 28
 #: Blocks along one axis that :meth:`to_dask` accepts (dask keeps one chunk size per block).
 MAX_DASK_BLOCKS_PER_AXIS = 1 << 20
+#: Blocks one read (``dataset[...]``) may touch.
+MAX_BLOCKS_PER_READ = 1 << 24
 
 
 def _integers(name, field, values, low, high):
@@ -201,6 +203,11 @@ class _Dataset:
         """``(pieces, bounding box, final view)``: ``pieces`` are ``(target, source, block)``
         of every block covering ``key``, read in parallel (block None when missing)."""
         starts, stops, steps, drop = grid.normalize_selection(key, self.shape)
+        spanned = grid.voxels(-(-stop // b) - start // b if stop > start else 0
+                              for start, stop, b in zip(starts, stops, self.chunks))
+        if spanned > MAX_BLOCKS_PER_READ:  # listing them would not end (dims of 2**62)
+            raise ConfigurationError(f"{self.name}: the selection spans {spanned} blocks, more than the "
+                                     f"{MAX_BLOCKS_PER_READ} one read may (read less, or use to_dask)")
         covering = grid.covering_blocks(starts, stops, self.chunks, self.shape)
         positions = [position for position, _, _ in covering]
         workers = min(storage.request_threads(self.path, threads), len(positions))
