@@ -333,7 +333,7 @@ def cmd_argmax(args):
     if storage.exists(args.target, options) and not args.overwrite:
         return _error(f"{storage.display(args.target)} exists (pass --overwrite to replace it)")
     resolution, offset = _world_attributes(source, options)
-    grids = list(np.ndindex(*source.grid_shape))
+    grids = source.present_blocks()  # listed, not the whole grid: missing blocks read as 0 anyway
     zarr_target = args.target.rstrip("/").endswith(".zarr")
     if zarr_target:
         zarr = require("zarr", "zarr", "zarr targets")

@@ -423,3 +423,10 @@ def test_padded_boundary_blocks_are_decompressed_once(tmp_path, monkeypatch):
     assert np.array_equal(dataset.read_block((1, 1, 0)).argmax(), labels[4:, 4:, :])
     assert np.array_equal(dataset.read_block_labels((1, 1, 0)), labels[4:, 4:, :])
     assert len(calls) == 2  # one decompression per read
+
+
+def test_argmax_of_a_dataset_with_huge_dims_lists_its_blocks(tmp_path, capsys):
+    source = malformed_dataset(tmp_path, {"dimensions": [2**40, 2**40, 4]})  # one 4^3 block on disk
+    assert n5ms(["argmax", source, str(tmp_path / "c.n5" / "argmax"), "--quiet"]) == 0
+    assert "1 blocks" in capsys.readouterr().out
+    assert n5.open(tmp_path / "c.n5" / "argmax")[0:4, 0:4, 0:4].tolist() == np.zeros((4, 4, 4)).tolist()
