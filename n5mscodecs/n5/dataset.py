@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -130,7 +131,7 @@ class _Dataset:
     def ndim(self) -> int:
         return len(self.shape)
 
-    @property
+    @functools.cached_property
     def grid_shape(self) -> tuple[int, ...]:
         return grid.grid_shape(self.shape, self.chunks)
 

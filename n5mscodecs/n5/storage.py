@@ -24,6 +24,7 @@ less the umask).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import posixpath
@@ -240,8 +241,34 @@ _O_BINARY = getattr(os, "O_BINARY", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
+@functools.lru_cache(maxsize=1024)
+def _real_root(root: str) -> str:
+    """The resolved root (user-named roots do not turn into links while a process reads them)."""
+    return os.path.realpath(root)
+
+
+def _resolved(path: str, root: str) -> str:
+    """``path`` (absolute, below ``root`` as written) resolved: the root's resolution, then one
+    ``lstat`` per component below it (the full resolution only after a link), which is what
+    a block read can afford; missing components stay as written."""
+    current = _real_root(root)
+    prefix = root.rstrip(os.sep) + os.sep
+    parts = path[len(prefix):].split(os.sep) if path.startswith(prefix) else os.path.relpath(path, root).split(os.sep)
+    for i, part in enumerate(parts):
+        if part in (".", ""):
+            continue
+        following = os.path.join(current, part)
+        try:
+            is_link = stat.S_ISLNK(os.lstat(following).st_mode)
+        except OSError:  # missing (a file to write) or below a file: nothing more to resolve
+            return os.path.join(following, *parts[i + 1:])
+        current = os.path.realpath(following) if is_link else following
+    return current
+
+
 def _inside(path: str, root: str) -> bool:
-    real, real_root = os.path.realpath(path), os.path.realpath(root)
+    real_root = _real_root(root)
+    real = _resolved(path, root)
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
@@ -280,7 +307,7 @@ def check_confined(location: PathLike, operation: str, root: PathLike | None = N
     root = _nearest_root(path) if root is None else os.path.abspath(local_path(root))
     if root is not None and not _inside(path, root):
         raise StorageError(
-            f"{display(location)}: {operation}: resolves to {os.path.realpath(path)}, outside the container "
+            f"{display(location)}: {operation}: resolves to {_resolved(path, root)}, outside the container "
             f"root {display(root)} (a symbolic link inside the container); refusing to follow it"
         )
 
@@ -318,7 +345,11 @@ def _read_local(location, max_size):
         if max_size is not None and info.st_size > max_size:
             raise StorageError(f"{display(location)}: read: {info.st_size} bytes, more than the {max_size} "
                                "it can need")
-        data = f.read() if max_size is None else f.read(max_size + 1)
+        # the size fstat gave (a buffer of max_size would be allocated up front), then the rest
+        # of a file that grows meanwhile, up to the bound
+        data = f.read(info.st_size + 1)
+        if len(data) > info.st_size:
+            data += f.read() if max_size is None else f.read(max(max_size + 1 - len(data), 0))
     if max_size is not None and len(data) > max_size:  # grew while being read
         raise StorageError(f"{display(location)}: read: more than the {max_size} bytes it can need")
     return data
