@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import struct
 import sys
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from n5mscodecs import (
     N5BlockHeader,
     chunked_encode,
     label_multiset_encode,
+    n5_block_header,
     n5_label_multiset_encode,
     n5_varlen_encode,
 )
@@ -28,7 +30,13 @@ from n5mscodecs.n5.header import MODE_DEFAULT, MODE_VARLENGTH
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from support import N5_DATA, hand_list, hand_n5_payload, hand_varlen_block, hand_zarr_payload  # noqa: E402
-from targets import VARLEN_CHAINS, shape_prefix  # noqa: E402
+from targets import (  # noqa: E402
+    DATASET_COMPRESSIONS,
+    DATASET_POSITIONS,
+    VARLEN_CHAINS,
+    _dataset,
+    shape_prefix,
+)
 
 # largest real blocks taken as seeds: big inputs slow every execution
 MAX_REAL_SEED = 1 << 17
@@ -107,8 +115,46 @@ def seeds(target):
         yield b"\x01" + bytes(n5_varlen_encode(full.transpose(), ["n5_label_multiset", "gzip"]))
         yield b"\x02" + bytes(n5_label_multiset_encode(full.transpose()))
         yield b"\x03" + bytes(label_multiset_encode(full))
+    elif target == "n5_dataset_block":
+        yield from dataset_block_seeds()
+    elif target == "label_to_block_mapping":
+        interval = np.array([0, 0, 0, 63, 63, 63], ">i8").tobytes()
+        yield b"\x02" + struct.pack(">qi", 7, 2) + interval * 2 + struct.pack(">qi", 9, 0)
+        yield b"\x00" + struct.pack(">qi", 1, 1) + np.array([0, 9], ">i8").tobytes()
+        yield b"\x02" + struct.pack(">qi", 7, 1000) + interval  # a count past the file
+        yield b"\x02" + struct.pack(">qi", 7, -1)  # a negative count
     else:
         raise KeyError(target)
+
+
+def dataset_block_seeds():
+    """Blocks of the datasets of ``fuzz_n5_dataset_block``: as written, with the boundary
+    headers other writers use (overstated, padded), and with sizes past the grid's bounds."""
+    rng = np.random.default_rng(2)
+    for compression in range(len(DATASET_COMPRESSIONS)):
+        for slot, position in enumerate(DATASET_POSITIONS):
+            option = compression << 1 | slot << 3
+            labels = _dataset("labels", compression)
+            cropped = labels.block_shape(position)
+            block = LabelMultisetArray.from_labels(rng.integers(0, 5, cropped).astype(np.uint64))
+            yield bytes([option | 1]) + bytes(n5_varlen_encode(block, labels.codec_chain))
+            full = block.padded(labels.chunks, 3)
+            padded = n5_varlen_encode(full, labels.codec_chain)
+            yield bytes([option | 1]) + bytes(padded)  # padded to the full block (header says so)
+            # label-utilities-spark's boundary blocks: full-block header dims, cropped voxels
+            written = bytes(n5_varlen_encode(block, labels.codec_chain))
+            header = n5_block_header(written)
+            overstated = N5BlockHeader(MODE_VARLENGTH, labels.chunks, header.num_elements).to_bytes()
+            yield bytes([option | 1]) + overstated + written[header.nbytes:]
+            # numElements past what a 4^3 block can need: refused before decompressing
+            claim = labels.max_payload_bytes() + 1
+            yield bytes([option | 1]) + N5BlockHeader(MODE_VARLENGTH, cropped, claim).to_bytes() + b"\0" * 16
+            raw = _dataset("raw", compression)
+            values = rng.integers(0, 60000, cropped).astype(">u2").tobytes(order="F")
+            body = values if raw.compressor is None else raw.compressor.encode(values)
+            yield bytes([option]) + N5BlockHeader(MODE_DEFAULT, cropped).to_bytes() + body
+            yield bytes([option]) + N5BlockHeader(MODE_DEFAULT, (1024, 1024, 512)).to_bytes() + body
+            yield bytes([option]) + N5BlockHeader(MODE_DEFAULT, (2**32 - 1,) * 3).to_bytes() + body
 
 
 def write_seeds(target, directory):

@@ -27,6 +27,8 @@ from n5mscodecs import (
     n5_varlen_encode,
 )
 from n5mscodecs.czi import backends
+from n5mscodecs.n5 import ArrayDataset, LabelMultisetDataset
+from n5mscodecs.paintera.lookup import parse_mapping_file
 from n5mscodecs.payload import N5_LAYOUT, ZARR_LAYOUT, decode_payload_labels
 
 VARLEN_CHAINS = [
@@ -199,6 +201,63 @@ def fuzz_zarr_codecs(data):
     check_multisets(LabelMultisetArray.from_elements(result))
 
 
+# the datasets of fuzz_n5_dataset_block: a 6 x 5 x 4 grid of 4^3 blocks, so block (1, 1, 0) is
+# a boundary block of cropped shape (2, 1, 4); nothing is read from or written to storage
+DATASET_SHAPE, DATASET_CHUNKS = (6, 5, 4), (4, 4, 4)
+DATASET_COMPRESSIONS = [{"type": "raw"}, {"type": "gzip"}, {"type": "zstd"}, {"type": "bzip2"}]
+DATASET_POSITIONS = [(0, 0, 0), (1, 1, 0)]
+
+
+def _dataset(kind, compression):
+    attributes = {"dimensions": list(DATASET_SHAPE), "blockSize": list(DATASET_CHUNKS),
+                  "compression": DATASET_COMPRESSIONS[compression]}
+    if kind == "labels":
+        return LabelMultisetDataset("fuzz.n5/labels", {**attributes, "dataType": "uint8", "isLabelMultiset": True})
+    return ArrayDataset("fuzz.n5/raw", {**attributes, "dataType": "uint16"})
+
+
+def fuzz_n5_dataset_block(data):
+    # option bits: 0 label multiset or uint16 dataset, 1-2 compression, 3 interior or boundary block
+    option, block = (data[0], data[1:]) if data else (0, b"")
+    kind = "labels" if option & 1 else "raw"
+    dataset = _dataset(kind, (option >> 1) % len(DATASET_COMPRESSIONS))
+    position = DATASET_POSITIONS[(option >> 3) % len(DATASET_POSITIONS)]
+    cropped = dataset.block_shape(position)
+    if kind == "raw":
+        try:
+            values = dataset.decode_block(block, position)
+        except N5msCodecsError:
+            return
+        mode = N5BlockHeader.from_bytes(block).mode
+        assert values.nbytes <= dataset.max_data_bytes(mode)  # the grid bounds every block
+        return
+    try:
+        multisets = dataset.decode_block(block, position)
+    except N5msCodecsError:
+        multisets = None
+    try:
+        labels = dataset.decode_block_labels(block, position)
+    except N5msCodecsError:
+        labels = None
+    # both decoders accept and reject the same blocks, and agree on what they accept
+    assert (multisets is None) == (labels is None), (multisets, labels)
+    if multisets is None:
+        return
+    check_multisets(multisets, cropped)
+    assert np.array_equal(labels, multisets.argmax())
+    assert N5BlockHeader.from_bytes(block).num_elements <= dataset.max_payload_bytes()
+
+
+def fuzz_label_to_block_mapping(data):
+    ndim = 1 + data[0] % 3 if data else 1
+    try:
+        mapping = parse_mapping_file(bytes(data[1:]), ndim, "fuzz")
+    except N5msCodecsError:
+        return
+    for intervals in mapping.values():
+        assert all(len(low) == len(high) == ndim for low, high in intervals)
+
+
 # package modules on each target's decode path, for the line coverage of a finished corpus
 DECODE_MODULES = {
     "n5_varlen": ["n5/varlen", "n5/header", "n5/compression", "payload/layout", "payload/n5_label_multiset",
@@ -209,6 +268,8 @@ DECODE_MODULES = {
     "czi_chunked": ["czi/chunked", "czi/header", "czi/backends", "czi/workers"],
     "n5_header": ["n5/header"],
     "zarr_codecs": ["zarr/codecs", "zarr/dtype", "n5/varlen", "payload/layout"],
+    "n5_dataset_block": ["n5/dataset", "n5/grid", "n5/varlen", "n5/header", "n5/compression", "payload/layout"],
+    "label_to_block_mapping": ["paintera/lookup"],
 }
 
 TARGETS = {
@@ -219,4 +280,6 @@ TARGETS = {
     "czi_chunked": fuzz_czi_chunked,
     "n5_header": fuzz_n5_header,
     "zarr_codecs": fuzz_zarr_codecs,
+    "n5_dataset_block": fuzz_n5_dataset_block,
+    "label_to_block_mapping": fuzz_label_to_block_mapping,
 }

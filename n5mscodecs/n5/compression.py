@@ -94,7 +94,7 @@ class Compressor:
 
     def decode(self, data: BytesLike, expected_size: int | None = None, max_size: int | None = None) -> bytes:
         """Decompress ``data``: exactly ``expected_size`` bytes when given, else at most ``max_size``
-        (when given); more output is a :class:`CompressionError`, raised before it is produced."""
+        (when given); more output is a :class:`~n5mscodecs.CompressionError`, raised before it is produced."""
         raise NotImplementedError
 
     def configuration(self) -> dict[str, Any]:

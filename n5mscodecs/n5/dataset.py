@@ -52,6 +52,8 @@ MAX_BLOCK_VOXELS = 2**31 - 1
 MAX_VARLENGTH_BYTES = 1 << 28
 #: Blocks along one axis that :meth:`to_dask` accepts (dask keeps one chunk size per block).
 MAX_DASK_BLOCKS_PER_AXIS = 1 << 20
+#: Blocks one read (``dataset[...]``) may touch.
+MAX_BLOCKS_PER_READ = 1 << 24
 
 
 def _integers(name, field, values, low, high):
@@ -72,7 +74,7 @@ def validate_attributes(attributes: Any, name: str):
     """``(shape, chunks, compressor)`` of a dataset's attributes, every field checked: the one
     place a dataset's attributes are validated, before anything is read or allocated.
 
-    Raises :class:`ConfigurationError` naming the dataset and the field."""
+    Raises :class:`~n5mscodecs.ConfigurationError` naming the dataset and the field."""
     if not isinstance(attributes, dict):
         raise ConfigurationError(f"{name}: attributes.json must be a JSON object, got {type(attributes).__name__}")
     if "dimensions" not in attributes or "blockSize" not in attributes:
@@ -137,13 +139,13 @@ class _Dataset:
             raise TypeError("len() of a 0-d dataset")
         return self.shape[0]
 
-    @property
+    @functools.cached_property
     def grid_shape(self) -> tuple[int, ...]:
         return grid.grid_shape(self.shape, self.chunks)
 
     def block_path(self, grid_position: Sequence[int]) -> str:
         """The block's location; a position off the grid (negative, past its end, of another
-        ndim) is a :class:`ConfigurationError`."""
+        ndim) is a :class:`~n5mscodecs.ConfigurationError`."""
         position = tuple(grid_position)
         grid_shape = self.grid_shape
         if len(position) != len(grid_shape) or not all(
@@ -186,7 +188,7 @@ class _Dataset:
 
     def read_block_bytes(self, grid_position: Sequence[int]) -> bytes | None:
         """The block's bytes (None when it is missing); a file larger than
-        :meth:`max_block_bytes`, or not a regular file, is a :class:`StorageError`."""
+        ``max_block_bytes()``, or not a regular file, is a :class:`~n5mscodecs.StorageError`."""
         return storage.read_bytes(self.block_path(grid_position), self.storage_options,
                                   max_size=self.max_block_bytes(), root=self.root,
                                   confine=not self.allow_outside_root)
@@ -206,18 +208,30 @@ class _Dataset:
     def write_block_bytes(self, grid_position: Sequence[int], data: bytes | bytearray | memoryview) -> None:
         storage.write_bytes(self.block_path(grid_position), data, self.storage_options, root=self.root)
 
+    def _covering(self, key):
+        """``(starts, stops, steps, dropped axes, covering blocks)`` of a basic selection; a
+        selection spanning more than MAX_BLOCKS_PER_READ blocks is refused before any listing."""
+        starts, stops, steps, drop = grid.normalize_selection(key, self.shape)
+        spanned = grid.voxels(-(-stop // b) - start // b if stop > start else 0
+                              for start, stop, b in zip(starts, stops, self.chunks))
+        if spanned > MAX_BLOCKS_PER_READ:  # listing them would not end (dims of 2**62)
+            raise ConfigurationError(f"{self.name}: the selection spans {spanned} blocks, more than the "
+                                     f"{MAX_BLOCKS_PER_READ} one read may (read less, or use to_dask)")
+        return starts, stops, steps, drop, grid.covering_blocks(starts, stops, self.chunks, self.shape)
+
+    def _each_block(self, function, items, threads):
+        """``[function(item) for item in items]``, on a pool of threads when there are several."""
+        workers = min(storage.request_threads(self.path, threads), len(items))
+        if workers <= 1:  # one block (a dask task): no pool to start
+            return [function(item) for item in items]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(function, items))
+
     def _read_region(self, key, read_block, threads):
         """``(pieces, bounding box, final view)``: ``pieces`` are ``(target, source, block)``
         of every block covering ``key``, read in parallel (block None when missing)."""
-        starts, stops, steps, drop = grid.normalize_selection(key, self.shape)
-        covering = grid.covering_blocks(starts, stops, self.chunks, self.shape)
-        positions = [position for position, _, _ in covering]
-        workers = min(storage.request_threads(self.path, threads), len(positions))
-        if workers <= 1:  # one block (a dask task): no pool to start
-            blocks = [read_block(position) for position in positions]
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                blocks = list(pool.map(read_block, positions))
+        starts, stops, steps, drop, covering = self._covering(key)
+        blocks = self._each_block(read_block, [position for position, _, _ in covering], threads)
         pieces = [(target, source, block) for (_, target, source), block in zip(covering, blocks)]
         box = tuple(max(b - a, 0) for a, b in zip(starts, stops))
         return pieces, box, grid.final_view(steps, drop)
@@ -276,7 +290,7 @@ class LabelMultisetDataset(_Dataset):
 
     def max_payload_bytes(self) -> int:
         """The most payload bytes (numElements) a block may hold: a full block's voxels with
-        :attr:`max_entries` entries per voxel on average (see
+        ``max_entries`` entries per voxel on average (see
         :func:`~n5mscodecs.payload.max_payload_size`)."""
         return max_payload_size(grid.voxels(self.chunks), self.codec_chain.layout, self.max_entries)
 
@@ -304,8 +318,7 @@ class LabelMultisetDataset(_Dataset):
         try:
             return decode(payload, cropped)
         except LabelMultisetFormatError:
-            if (header.shape == cropped or any(h < c for h, c in zip(header.shape, cropped))
-                    or grid.voxels(header.shape) > grid.voxels(self.chunks)):
+            if header.shape == cropped or not all(c <= h <= b for h, c, b in zip(header.shape, cropped, self.chunks)):
                 raise
         return grid.crop(decode(payload, header.shape), cropped)
 
@@ -410,7 +423,7 @@ class ArrayDataset(_Dataset):
     def max_data_bytes(self, mode: int = MODE_DEFAULT) -> int:
         """The most bytes a block's data may decompress to: a full grid block (Java overstates
         the header dims of boundary blocks up to it; zarr pads to it) or, for varlength blocks,
-        at least :data:`MAX_VARLENGTH_BYTES`."""
+        at least ``MAX_VARLENGTH_BYTES``."""
         size = grid.voxels(self.chunks) * self.dtype.itemsize
         return max(size, MAX_VARLENGTH_BYTES) if mode == MODE_VARLENGTH else size
 
@@ -448,8 +461,7 @@ class ArrayDataset(_Dataset):
         order in that one copy; missing blocks, and what truncated boundary
         blocks do not cover, are the fill value.
         """
-        starts, stops, steps, drop = grid.normalize_selection(key, self.shape)
-        covering = grid.covering_blocks(starts, stops, self.chunks, self.shape)
+        starts, stops, steps, drop, covering = self._covering(key)
         out = np.empty(tuple(max(b - a, 0) for a, b in zip(starts, stops)), self.dtype)
 
         def place(piece):
@@ -468,13 +480,7 @@ class ArrayDataset(_Dataset):
                 out[target] = self.fill_value
             place_block(out[region], block, usable)
 
-        workers = min(storage.request_threads(self.path, threads), len(covering))
-        if workers <= 1:  # one block (a dask task): no pool to start
-            for piece in covering:
-                place(piece)
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                list(pool.map(place, covering))
+        self._each_block(place, covering, threads)
         return out[grid.final_view(steps, drop)]
 
     def _decode_stored(self, data, grid_position):
@@ -541,11 +547,11 @@ def open(path: PathLike, *, fill_label: int = BACKGROUND,  # noqa: A001 - mirror
 
     ``path`` is a local path or a URL (``s3://``, ``gs://``, ``http(s)://``, ``file://``; the
     ``remote`` extra), with fsspec's ``storage_options`` for URLs. The attributes are
-    validated here (:func:`validate_attributes`). A dataset that an interrupted writer
-    left unfinished raises :class:`~n5mscodecs.IncompleteError` (saying how to finish it)
-    unless ``allow_incomplete``. Reads stay inside the container root (the nearest of
-    ``path`` and its parents named ``*.n5``, else ``path``): a symbolic link in the
-    container that leads outside it is an error unless ``allow_outside_root``."""
+    validated here (:func:`~n5mscodecs.n5.dataset.validate_attributes`). A dataset that an
+    interrupted writer left unfinished raises :class:`~n5mscodecs.IncompleteError` (saying
+    how to finish it) unless ``allow_incomplete``. Reads stay inside the container root (the
+    nearest of ``path`` and its parents named ``*.n5``, else ``path``): a symbolic link in
+    the container that leads outside it is an error unless ``allow_outside_root``."""
     path = os.fspath(path)
     name = storage.display(path)
     if not storage.is_url(path) and os.path.isfile(storage.local_path(path)):

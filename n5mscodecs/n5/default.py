@@ -76,7 +76,7 @@ def n5_default_decode(
             if len(header.shape) != len(chunk_shape):
                 raise N5HeaderError(f"block ndim {len(header.shape)}, the dataset has {len(chunk_shape)}")
             if any(h > c for h, c in zip(header.shape, chunk_shape)):
-                raise N5HeaderError(f"block dims {list(header.shape)} exceed the block size {list(chunk_shape)}")
+                raise N5HeaderError(f"header dims {list(header.shape)} exceed blockSize {list(chunk_shape)}")
         count = 1
         for n in header.shape:  # Python ints: no int64 wrap-around
             count *= n

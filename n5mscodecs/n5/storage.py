@@ -12,9 +12,10 @@ standard environment variables (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
 ``http(s)`` locations are read-only.
 
 The container root is a boundary. A local location is *confined* to its root (the
-``root`` passed, else the nearest of it and its parents named ``*.n5``): a read,
+``root`` passed, else the nearest of it and its parents named ``*.n5`` or declared
+with :func:`~n5mscodecs.n5.storage.confine_to`): a read,
 write or removal whose resolved path leads outside the resolved root (through a
-symbolic link inside the container) raises :class:`StorageError`; readers may opt
+symbolic link inside the container) raises :class:`~n5mscodecs.StorageError`; readers may opt
 out (``confine=False``). Only regular files are read, up to a size bound: a FIFO,
 a device or a directory where a file should be is an error naming it, never a
 hang. Written files get the permissions a plain ``open()`` would give (``0o666``
@@ -23,6 +24,7 @@ less the umask).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import posixpath
@@ -30,6 +32,7 @@ import re
 import secrets
 import shutil
 import stat
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -51,7 +54,7 @@ ATTEMPTS = 5
 RETRY_DELAY = 0.1
 #: Seconds to connect, and to wait for each read of a response, for s3:// and http(s)://
 #: locations (unless storage options set them). A server that accepts and never answers
-#: costs at most :func:`worst_case_seconds` before the StorageError.
+#: costs at most :func:`~n5mscodecs.n5.storage.worst_case_seconds` before the StorageError.
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 15.0
 #: Largest JSON document (``attributes.json``) read.
@@ -82,8 +85,8 @@ def local_path(location: PathLike) -> str:
 
 
 def worst_case_seconds() -> float:
-    """Longest a URL request can take before its :class:`StorageError` when the server accepts
-    connections and never answers (or never accepts them): :data:`ATTEMPTS` times the
+    """Longest a URL request can take before its :class:`~n5mscodecs.StorageError` when the server accepts
+    connections and never answers (or never accepts them): ``ATTEMPTS`` times the
     connect and read time-outs, plus the backoff between attempts. A refused connection
     or a non-transient error (access denied, a bad client configuration) fails sooner."""
     backoff = sum(RETRY_DELAY * 2**k for k in range(ATTEMPTS - 1))
@@ -92,7 +95,7 @@ def worst_case_seconds() -> float:
 
 def _bounded_options(location, options):
     """``options`` with this module's time-outs and single attempts for the protocols that take
-    them (the caller's own settings win): retries are counted once, in :func:`_retrying`."""
+    them (the caller's own settings win): retries are counted once, in ``_retrying``."""
     options = dict(options or {})
     scheme = location.split("://", 1)[0].lower()
     if scheme in ("s3", "s3a"):
@@ -142,7 +145,7 @@ def _transient(error: BaseException) -> bool:
     """Whether a failed request may pass when repeated: dropped or refused connections,
     time-outs, 5xx and 429 answers. Missing objects, refusals and client errors (a bad
     endpoint, credentials where they cannot go) do not."""
-    if isinstance(error, _PERMANENT) or isinstance(error, ConfigurationError):
+    if isinstance(error, _PERMANENT + (ConfigurationError,)):
         return False
     if isinstance(error, TimeoutError | ConnectionError):
         return True
@@ -160,7 +163,7 @@ def _transient(error: BaseException) -> bool:
 
 def _retrying(location: str, operation: str, request):
     """``request()`` with retries of transient failures; a refusal or the last failure raise
-    :class:`StorageError` naming ``location`` (never credentials); FileNotFoundError passes."""
+    :class:`~n5mscodecs.StorageError` naming ``location`` (never credentials); FileNotFoundError passes."""
     delay = RETRY_DELAY
     for attempt in range(1, ATTEMPTS + 1):
         try:
@@ -263,22 +266,79 @@ def container_root(location: PathLike, container: PathLike | None = None) -> str
     return next((p for p in lineage if name(p).lower().endswith(".n5")), None)
 
 
+# flags of os.open that only some systems have (O_BINARY: no newline translation on Windows)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_BINARY = getattr(os, "O_BINARY", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+@functools.lru_cache(maxsize=1024)
+def _real_root(root: str) -> str:
+    """The resolved root (user-named roots do not turn into links while a process reads them)."""
+    return os.path.realpath(root)
+
+
+def _resolved(path: str, root: str) -> str:
+    """``path`` (absolute, below ``root`` as written) resolved: the root's resolution, then one
+    ``lstat`` per component below it (the full resolution only after a link), which is what
+    a block read can afford; missing components stay as written."""
+    current = _real_root(root)
+    prefix = root.rstrip(os.sep) + os.sep
+    parts = path[len(prefix):].split(os.sep) if path.startswith(prefix) else os.path.relpath(path, root).split(os.sep)
+    for i, part in enumerate(parts):
+        if part in (".", ""):
+            continue
+        following = os.path.join(current, part)
+        try:
+            is_link = stat.S_ISLNK(os.lstat(following).st_mode)
+        except OSError:  # missing (a file to write) or below a file: nothing more to resolve
+            return os.path.join(following, *parts[i + 1:])
+        current = os.path.realpath(following) if is_link else following
+    return current
+
+
 def _inside(path: str, root: str) -> bool:
-    real, real_root = os.path.realpath(path), os.path.realpath(root)
+    real_root = _real_root(root)
+    real = _resolved(path, root)
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
+# roots declared by confine_to(): absolute, unresolved (replaced whole, so readers need no lock)
+_CONFINED: frozenset[str] = frozenset()
+_CONFINED_LOCK = threading.Lock()
+
+
+def confine_to(root: PathLike) -> None:
+    """Declare the local directory ``root`` a boundary, as a ``*.n5`` directory is one: local
+    locations below it are checked against it (see ``check_confined``). Writers call this
+    for a target that is not inside a ``*.n5`` container (``paintera.convert``)."""
+    global _CONFINED
+    if is_url(root):
+        return
+    with _CONFINED_LOCK:
+        _CONFINED = _CONFINED | {os.path.abspath(local_path(root))}
+
+
+def _nearest_root(path):
+    """The nearest of ``path`` and its parents that is a declared root or named ``*.n5``."""
+    for candidate in _lineage(path):
+        if candidate in _CONFINED or os.path.basename(candidate).lower().endswith(".n5"):
+            return candidate
+    return None
+
+
 def check_confined(location: PathLike, operation: str, root: PathLike | None = None) -> None:
-    """Raise :class:`StorageError` when the local ``location`` resolves outside its container
-    root (``root``, else the nearest of it and its parents named ``*.n5``; nothing to check
-    without one, or for a URL, whose keys cannot be links)."""
+    """Raise :class:`~n5mscodecs.StorageError` when the local ``location`` resolves outside
+    its container root (``root``, else the nearest of it and its parents named ``*.n5`` or
+    declared by :func:`~n5mscodecs.n5.storage.confine_to`; nothing to check without one, or
+    for a URL, whose keys cannot be links)."""
     if is_url(location):
         return
     path = os.path.abspath(local_path(location))
-    root = container_root(path) if root is None else os.path.abspath(local_path(root))
+    root = _nearest_root(path) if root is None else os.path.abspath(local_path(root))
     if root is not None and not _inside(path, root):
         raise StorageError(
-            f"{display(location)}: {operation}: resolves to {os.path.realpath(path)}, outside the container "
+            f"{display(location)}: {operation}: resolves to {_resolved(path, root)}, outside the container "
             f"root {display(root)} (a symbolic link inside the container); refusing to follow it"
         )
 
@@ -299,19 +359,28 @@ def _read_local(location, max_size):
     path = local_path(location)
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_BINARY | _O_CLOEXEC)
     except FileNotFoundError:
         return None
+    except (IsADirectoryError, PermissionError):
+        if os.path.isdir(path):  # Windows refuses to open a directory
+            raise StorageError(f"{display(location)}: read: a directory, not a regular file") from None
+        raise
     except NotADirectoryError:
         raise StorageError(f"{display(location)}: read: a parent of it is a file, not a directory") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise StorageError(f"{display(location)}: read: {_file_kind(info.st_mode)}, not a regular file")
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise StorageError(f"{display(location)}: read: {_file_kind(info.st_mode)}, not a regular file")
         if max_size is not None and info.st_size > max_size:
             raise StorageError(f"{display(location)}: read: {info.st_size} bytes, more than the {max_size} "
                                "it can need")
-        data = f.read() if max_size is None else f.read(max_size + 1)
+        # the size fstat gave (a buffer of max_size would be allocated up front), then the rest
+        # of a file that grows meanwhile, up to the bound
+        data = f.read(info.st_size + 1)
+        if len(data) > info.st_size:
+            data += f.read() if max_size is None else f.read(max(max_size + 1 - len(data), 0))
     if max_size is not None and len(data) > max_size:  # grew while being read
         raise StorageError(f"{display(location)}: read: more than the {max_size} bytes it can need")
     return data
@@ -321,7 +390,7 @@ def read_bytes(location: PathLike, options: StorageOptions = None, *, max_size: 
                root: PathLike | None = None, confine: bool = True) -> bytes | None:
     """The bytes at ``location``, or None when there is nothing.
 
-    At most ``max_size`` bytes are read (more is a :class:`StorageError`); a local location
+    At most ``max_size`` bytes are read (more is a :class:`~n5mscodecs.StorageError`); a local location
     must be a regular file inside its container root (see the module docs; ``confine=False``
     reads through links that leave it)."""
     if is_url(location):
@@ -345,7 +414,7 @@ def read_bytes(location: PathLike, options: StorageOptions = None, *, max_size: 
 def _create_new(directory):
     """``(fd, path)`` of a new file in ``directory``, created the way ``open()`` creates one
     (mode 0o666 less the umask; mkstemp's 0o600 would hide it from the group)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | _O_CLOEXEC
     while True:
         path = os.path.join(directory, f"{_TEMPORARY_PREFIX}{secrets.token_hex(8)}")
         try:
@@ -357,7 +426,7 @@ def _create_new(directory):
 def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None, *,
                 root: PathLike | None = None) -> None:
     """Write ``data`` at ``location`` atomically (creating parent directories) inside its
-    container root (see :func:`check_confined`)."""
+    container root (see ``check_confined``)."""
     if is_url(location):
         fs, path = _writable(location, options)
         data = bytes(data)
@@ -379,7 +448,7 @@ def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None,
 
 def read_json(location: PathLike, options: StorageOptions = None, *, confine: bool = True) -> Any:
     """The parsed JSON document at ``location``, or None when there is none; a file that is
-    not JSON (empty, truncated) is a :class:`ConfigurationError` naming it."""
+    not JSON (empty, truncated) is a :class:`~n5mscodecs.ConfigurationError` naming it."""
     data = read_bytes(location, options, max_size=MAX_JSON_BYTES, confine=confine)
     if data is None:
         return None
@@ -395,7 +464,7 @@ def write_json(location: PathLike, document: Any, options: StorageOptions = None
 
 def read_attributes(location: PathLike, options: StorageOptions = None, *, confine: bool = True) -> dict[str, Any]:
     """The parsed ``attributes.json`` of the group or dataset ``location`` ({} when there is
-    none); a document that is not a JSON object is a :class:`ConfigurationError` naming it."""
+    none); a document that is not a JSON object is a :class:`~n5mscodecs.ConfigurationError` naming it."""
     location = join(location, ATTRIBUTES)
     document = read_json(location, options, confine=confine)
     if document is None:

@@ -284,6 +284,7 @@ def convert(
     root = storage.container_root(target, container)
     # everything that can be checked is checked before the target is touched
     check_source_labels(source, block_size, reserved, threads)
+    storage.confine_to(target)  # removals and writes below target stay inside it
     executor, workers, client = _executor(scheduler, threads, target)
     try:
         with WriterLock(target, storage_options):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import n5
-from ..errors import LookupFormatError
+from ..errors import ConfigurationError, LookupFormatError
 from ..n5 import storage
 
 if TYPE_CHECKING:
@@ -104,7 +104,11 @@ def read_label_to_block_mapping(
     options = storage_options
     path = storage.join(target, "label-to-block-mapping", f"s{level}")
     data = n5.read_attributes(storage.join(target, "data", f"s{level}"), storage_options=options)
-    ndim = len(data.get("dimensions", [0, 0, 0]))
+    dimensions = data.get("dimensions", [0, 0, 0])
+    if not isinstance(dimensions, list) or not 1 <= len(dimensions) <= 32:
+        raise ConfigurationError(f"{storage.display(storage.join(target, 'data', f's{level}'))}: attributes.json: "
+                                 f"dimensions must be a list of 1..32 integers, got {dimensions!r}")
+    ndim = len(dimensions)
     mapping = n5.open(path, storage_options=options)
     result = {}
     for name in storage.list_names(path, options):
@@ -119,7 +123,7 @@ def read_label_to_block_mapping(
 def parse_mapping_file(body: bytes, ndim: int, name: str) -> dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]]:
     """``{id: [(min, max), ...]}`` of one label-to-block-mapping file's bytes (see
     :func:`label_to_block_mapping_blocks`); every count is checked against the bytes left,
-    so a crafted file is a :class:`LookupFormatError` naming ``name`` and the byte."""
+    so a crafted file is a :class:`~n5mscodecs.LookupFormatError` naming ``name`` and the byte."""
     result = {}
     position, interval = 0, 16 * ndim
     while position < len(body):

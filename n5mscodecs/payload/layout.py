@@ -47,9 +47,12 @@ _MAX_N5_OFFSET = 2**31 - 1
 _MAX_ZARR_OFFSET = 2**32 - 1
 #: Entries per voxel a payload may average when nothing tighter is known (see
 #: :func:`max_payload_size`); a dataset's ``maxNumEntries`` or ``downsamplingFactors``
-#: may raise it up to :data:`MAX_ENTRIES_PER_VOXEL_CAP`.
+#: may raise it up to ``MAX_ENTRIES_PER_VOXEL_CAP``.
 MAX_ENTRIES_PER_VOXEL = 64
 MAX_ENTRIES_PER_VOXEL_CAP = 4096
+#: Payload bytes any block may claim whatever its voxel count: the top levels of a pyramid
+#: are small blocks whose voxels each hold many labels.
+MIN_PAYLOAD_BOUND = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -68,24 +71,27 @@ ZARR_LAYOUT = Layout("label_multiset", False, False, "C", _MAX_ZARR_OFFSET)
 def max_payload_size(n_voxels: int, layout: Layout, max_entries: int = MAX_ENTRIES_PER_VOXEL) -> int:
     """The most payload bytes a block of ``n_voxels`` voxels can need: the argMax table (N5
     layout, at most one label per voxel), one offset per voxel and at most one list per voxel
-    of at most ``max_entries`` entries (``numEntries``, then 12 bytes per entry).
+    of at most ``max_entries`` entries on average (``numEntries``, then 12 bytes per entry);
+    at least ``MIN_PAYLOAD_BOUND``.
 
     Readers reject a larger ``numElements`` before decompressing anything, so a block's
     memory is bounded by its voxel count whatever its header claims.
 
-    >>> max_payload_size(2, N5_LAYOUT, max_entries=1)
-    60
+    >>> max_payload_size(64**3, N5_LAYOUT)  # 64^3 voxels, 64 entries each on average
+    205520900
+    >>> max_payload_size(1, N5_LAYOUT) == MIN_PAYLOAD_BOUND
+    True
     """
     n = int(n_voxels)
     argmax_table = 4 + 8 * n if layout.has_argmax_header else 0
-    return argmax_table + 4 * n + n * (4 + 12 * int(max_entries))
+    return max(MIN_PAYLOAD_BOUND, argmax_table + 4 * n + n * (4 + 12 * int(max_entries)))
 
 
 def entries_bound(attributes: dict[str, Any]) -> int:
     """Entries per voxel a label multiset dataset's blocks may average (see
-    :func:`max_payload_size`): :data:`MAX_ENTRIES_PER_VOXEL`, raised to the dataset's
+    :func:`max_payload_size`): ``MAX_ENTRIES_PER_VOXEL``, raised to the dataset's
     positive ``maxNumEntries`` or, without one, to the voxels a voxel of a downsampled level
-    covers (the product of ``downsamplingFactors``); never above :data:`MAX_ENTRIES_PER_VOXEL_CAP`."""
+    covers (the product of ``downsamplingFactors``); never above ``MAX_ENTRIES_PER_VOXEL_CAP``."""
     bound = attributes.get("maxNumEntries")
     if not (isinstance(bound, int) and not isinstance(bound, bool) and bound > 0):
         factors = attributes.get("downsamplingFactors")

@@ -517,3 +517,69 @@ def test_injected_server_errors_on_gcs_are_retried(gcs, monkeypatch):
     monkeypatch.setattr(gcs, "do_GET", do_get)
     assert np.array_equal(n5.open("gs://bucket/flaky.n5/raw")[:], LABELS[:, :, 0])
     assert len(failures) == 2
+
+
+@pytest.fixture
+def silent_server():
+    """A server on 127.0.0.1 that accepts connections and never answers; yields (endpoint,
+    accepted connections)."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted = []
+
+    def accept():
+        while True:
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:  # closed at the end of the test
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}", accepted
+    listener.close()
+    for connection in accepted:
+        connection.close()
+
+
+@pytest.fixture
+def short_timeouts(monkeypatch):
+    for key, value in (("CONNECT_TIMEOUT", 0.5), ("READ_TIMEOUT", 0.5), ("ATTEMPTS", 3), ("RETRY_DELAY", 0.01)):
+        monkeypatch.setattr(storage, key, value)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+
+def test_a_server_that_never_answers_fails_within_the_documented_time(silent_server, short_timeouts):
+    endpoint, accepted = silent_server
+    started = time.perf_counter()
+    with pytest.raises(StorageError, match="read failed 3 times.*Timeout"):
+        storage.read_bytes("s3://bucket/labels/0/0/0", {"endpoint_url": endpoint})
+    elapsed = time.perf_counter() - started
+    # one request per attempt: s3fs and botocore do not repeat it underneath
+    assert len(accepted) == storage.ATTEMPTS
+    assert 3 * storage.READ_TIMEOUT <= elapsed <= storage.worst_case_seconds() + 1
+    started = time.perf_counter()
+    with pytest.raises(StorageError, match="read failed 3 times"):
+        storage.read_bytes(f"{endpoint}/labels/0/0/0")  # http(s) has the same time-outs
+    assert time.perf_counter() - started <= storage.worst_case_seconds() + 1
+
+
+def test_a_dead_server_and_a_bad_client_configuration_fail_fast(short_timeouts):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.perf_counter()
+    with pytest.raises(StorageError, match="read failed 3 times"):
+        storage.read_bytes("s3://bucket/x", {"endpoint_url": f"http://127.0.0.1:{port}"})
+    assert time.perf_counter() - started < 3
+    # credentials in the endpoint URL: a client error, not retried, and not printed
+    started = time.perf_counter()
+    with pytest.raises(StorageError, match="not retried") as raised:
+        storage.read_bytes("s3://bucket/x", {"endpoint_url": f"http://user:{SECRET}@127.0.0.1:{port}"})
+    assert time.perf_counter() - started < 2 and SECRET not in str(raised.value)

@@ -94,7 +94,7 @@ def test_hand_built_blocks_truncated_and_padded(tmp_path):
     assert np.array_equal(array[:, :4], data[:, :4]) and np.array_equal(array[4:, 4:], data[4:, 4:])
     assert np.array_equal(array[:4, 4:], np.zeros((4, 1)))  # a missing block: N5's 0
     (tmp_path / "c.n5" / "d" / "0" / "1").write_bytes(hand_block(np.zeros((5, 1)), (5, 1)))
-    with pytest.raises(N5HeaderError, match=r"block dims \[5, 1\] exceed the block size \[4, 4\]"):
+    with pytest.raises(N5HeaderError, match=r"header dims \[5, 1\] exceed blockSize \[4, 4\]"):
         array[:4, 4:]
     (tmp_path / "c.n5" / "d" / "0" / "1").write_bytes(struct.pack(">HHIII", 1, 2, 4, 1, 4))
     with pytest.raises(N5HeaderError, match="mode 0x0001 blocks are not supported"):

@@ -1,0 +1,432 @@
+"""Hostile and broken containers (issue 27): bounded memory, no hangs, no escape from the
+container root, readable errors. The bombs run in one subprocess that reports its own peak
+resident memory; the special files there must fail within its time-out."""
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import zstandard
+from support import hand_list, hand_n5_payload, hand_varlen_block
+
+from n5mscodecs import (
+    ConfigurationError,
+    LookupFormatError,
+    N5HeaderError,
+    StorageError,
+    n5,
+    n5_varlen_decode,
+    paintera,
+)
+from n5mscodecs.cli import main as n5ms
+from n5mscodecs.n5 import storage
+from n5mscodecs.n5.compression import Blosc
+from n5mscodecs.n5.header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
+from n5mscodecs.paintera.lookup import parse_mapping_file
+from n5mscodecs.payload import N5_LAYOUT, max_payload_size
+
+CLAIM = 512 << 20  # what each bomb's header claims
+PEAK_LIMIT_MB = 150  # the reading process's whole peak (Python, numpy, zarr and n5mscodecs included)
+
+
+def zstd_zeros(nbytes):
+    """A zstd frame of ``nbytes`` zero bytes, made in 1 MiB steps (about 16 KB for 512 MiB)."""
+    compressor = zstandard.ZstdCompressor(level=1).compressobj()
+    chunk = bytes(1 << 20)
+    parts = [compressor.compress(chunk[:min(1 << 20, nbytes - start)]) for start in range(0, nbytes, 1 << 20)]
+    return b"".join(parts) + compressor.flush()
+
+
+def write_file(path, data):
+    """``data`` at ``path`` (parents made), bypassing the package's writer."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def label_dataset(path, payload_size):
+    """A 32^3 zstd label multiset dataset whose one block holds ``payload_size`` zero bytes: argMaxSize 0,
+    every offset 0 (the empty list at byte 0), then empty lists that no voxel refers to."""
+    dataset = n5.write(path, np.zeros((32, 32, 32), np.uint64), chunks=(32, 32, 32), compression="zstd")
+    block = N5BlockHeader(MODE_VARLENGTH, (32, 32, 32), payload_size).to_bytes() + zstd_zeros(payload_size)
+    write_file(dataset.block_path((0, 0, 0)), block)
+    return block
+
+
+READER = r"""
+import json, os, resource, sys, time
+import numcodecs, numpy as np, zarr
+from n5mscodecs import N5msCodecsError, n5
+from n5mscodecs.zarr import N5Store
+
+root = sys.argv[1]
+zstd_chain = [{"name": "n5_label_multiset"}, {"name": "zstd"}]
+with open(os.path.join(root, "bomb.block"), "rb") as f:
+    bomb = f.read()
+with open(os.path.join(root, "chain.block"), "rb") as f:
+    chain_bomb = f.read()
+cases = {
+    "codec.decode": lambda: numcodecs.get_codec({"id": "n5_varlen", "codecs": zstd_chain}).decode(bomb),
+    "n5.open()[:]": lambda: n5.open(os.path.join(root, "bomb.n5", "labels"))[:],
+    "read_labels": lambda: n5.open(os.path.join(root, "bomb.n5", "labels")).read_labels(),
+    "zarr elements": lambda: zarr.open_array(N5Store(zarr.storage.LocalStore(os.path.join(root, "bomb.n5"))),
+                                             path="labels", mode="r")[:],
+    "gzip+zstd chain": lambda: numcodecs.get_codec(
+        {"id": "n5_varlen", "codecs": [{"name": "n5_label_multiset"}, {"name": "gzip"}, {"name": "zstd"}]}
+    ).decode(chain_bomb),
+    "plain header": lambda: n5.open(os.path.join(root, "plain.n5", "raw"))[:],
+    "near bound": lambda: n5.open(os.path.join(root, "near.n5", "labels"))[:],
+    "near bound labels": lambda: n5.open(os.path.join(root, "near.n5", "labels")).read_labels(),
+    "near bound zarr": lambda: zarr.open_array(N5Store(zarr.storage.LocalStore(os.path.join(root, "near.n5"))),
+                                               path="labels", mode="r")[:],
+    "fifo": lambda: n5.open(os.path.join(root, "special.n5", "raw"))[0:4, 0:4],
+    "/dev/zero": lambda: n5.open(os.path.join(root, "special.n5", "raw"))[4:8, 0:4],
+    "/dev/zero, links allowed": lambda: n5.open(os.path.join(root, "special.n5", "raw"),
+                                                allow_outside_root=True)[4:8, 0:4],
+    "directory": lambda: n5.open(os.path.join(root, "special.n5", "raw"))[0:4, 4:8],
+}
+def peak_mb():
+    # VmHWM: this process's own high-water mark (ru_maxrss would start from the parent's at fork)
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+results = {}
+for name, read in cases.items():
+    started = time.perf_counter()
+    try:
+        read()
+        outcome = "ok"
+    except N5msCodecsError as error:
+        outcome = type(error).__name__ + ": " + str(error)
+    results[name] = [outcome, time.perf_counter() - started, peak_mb()]
+print(json.dumps(results))
+"""
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """Bombs and special files, and what one subprocess reading each of them reports."""
+    root = tmp_path_factory.mktemp("hostile")
+    bomb = label_dataset(root / "bomb.n5" / "labels", CLAIM)
+    (root / "bomb.block").write_bytes(bomb)
+    # near the bound of a 32^3 block (64 entries per voxel): decodes, within the memory bound
+    label_dataset(root / "near.n5" / "labels", max_payload_size(32**3, N5_LAYOUT) - 4096)
+    # [n5_label_multiset, gzip, zstd] whose outer zstd stage inflates to CLAIM bytes for a 1-voxel payload
+    (root / "chain.block").write_bytes(hand_varlen_block((1,), zstd_zeros(CLAIM), 20))
+    # a 64^3 uint8 dataset whose block header claims 1024 x 1024 x 512
+    plain = n5.create_array_dataset(root / "plain.n5" / "raw", (64, 64, 64), (64, 64, 64), np.uint8,
+                                    compression="zstd")
+    header = N5BlockHeader(MODE_DEFAULT, (1024, 1024, 512)).to_bytes()
+    write_file(plain.block_path((0, 0, 0)), header + zstd_zeros(CLAIM))
+    special = n5.create_array_dataset(root / "special.n5" / "raw", (8, 8), (4, 4), np.uint8, compression="raw")
+    os.makedirs(os.path.join(special.path, "0"))
+    os.mkfifo(os.path.join(special.path, "0", "0"))
+    os.makedirs(os.path.join(special.path, "1"))
+    os.symlink("/dev/zero", os.path.join(special.path, "1", "0"))
+    os.makedirs(os.path.join(special.path, "0", "1"))
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", READER, str(root)], capture_output=True, text=True, timeout=120)
+    elapsed = time.perf_counter() - started
+    assert done.returncode == 0, done.stderr
+    return root, json.loads(done.stdout.splitlines()[-1]), elapsed
+
+
+def test_bombs_are_refused_before_inflating_on_every_path(hostile):
+    _, results, _ = hostile
+    for name in ("codec.decode", "n5.open()[:]", "read_labels", "zarr elements"):
+        assert results[name][0].startswith("N5HeaderError") and "numElements 536870912 exceeds" in results[name][0]
+    assert results["gzip+zstd chain"][0].startswith("CompressionError")
+    assert "zstd: payload decompresses past" in results["gzip+zstd chain"][0]
+    assert results["plain header"][0].startswith("N5HeaderError")
+    assert "dims [1024, 1024, 512]" in results["plain header"][0] and "blockSize [64, 64, 64]" in results[
+        "plain header"][0]
+    for name in ("near bound", "near bound labels", "near bound zarr"):
+        assert results[name][0] == "ok", results[name]
+
+
+@pytest.mark.skipif("asan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="ASan's allocator (quarantine, shadow memory) changes resident memory; "
+                           "measured in the other CI runs")
+def test_peak_memory_of_every_read_is_bounded(hostile):
+    _, results, _ = hostile
+    peak = max(maxrss for _, _, maxrss in results.values())
+    assert peak < PEAK_LIMIT_MB, {name: round(maxrss) for name, (_, _, maxrss) in results.items()}
+
+
+def test_special_files_fail_fast_naming_the_file(hostile):
+    root, results, elapsed = hostile
+    assert elapsed < 60  # a FIFO or /dev/zero read would block or never end
+    for name, what in (("fifo", "a FIFO, not a regular file"), ("directory", "a directory, not a regular file"),
+                       ("/dev/zero", "resolves to /dev/zero, outside the container root"),
+                       ("/dev/zero, links allowed", "a device, not a regular file")):
+        outcome, seconds, _ = results[name]
+        assert outcome.startswith("StorageError") and what in outcome, outcome
+        assert seconds < 5
+    assert "special.n5/raw/0/0" in results["fifo"][0]
+
+
+def test_info_check_reports_special_files_as_bad(hostile, capsys):
+    root, _, _ = hostile
+    assert n5ms(["info", "--check", str(root / "special.n5" / "raw")]) == 1
+    out = capsys.readouterr().out
+    assert out.count("BAD") == 3 and "a directory, not a regular file" in out and "a FIFO" in out
+    assert "/dev/zero" in out
+
+
+# ---------------------------------------------------------------------------------------------
+# the root is a boundary
+
+
+def test_reads_do_not_follow_links_out_of_the_container(tmp_path):
+    outside = n5.write_array(tmp_path / "outside.n5" / "raw", np.arange(16, dtype=np.uint8).reshape(4, 4), (4, 4))
+    inside = n5.create_array_dataset(tmp_path / "c.n5" / "raw", (4, 4), (4, 4), np.uint8)
+    os.makedirs(os.path.join(inside.path, "0"))
+    os.symlink(outside.block_path((0, 0)), os.path.join(inside.path, "0", "0"))
+    with pytest.raises(StorageError, match="outside the container root"):
+        n5.open(inside.path)[:]
+    opted_in = n5.open(inside.path, allow_outside_root=True)
+    assert np.array_equal(opted_in[:], outside[:])
+    # a link that stays inside the root is fine
+    os.symlink(inside.path, tmp_path / "c.n5" / "alias")
+    assert np.array_equal(n5.open(tmp_path / "c.n5" / "alias", allow_outside_root=True)[:], outside[:])
+
+
+@pytest.mark.parametrize("container", ["p.n5", "plain"])  # inside a *.n5 container, or not
+def test_resume_does_not_write_or_remove_outside_the_target(tmp_path, container):
+    labels = np.arange(8 * 8 * 8, dtype=np.uint64).reshape(8, 8, 8) // 50
+    target = tmp_path / container / "labels"
+    paintera.convert(labels, target, block_size=4, factors=[2])
+    outside = tmp_path / "precious"
+    (outside / "s0").mkdir(parents=True)
+    (outside / "s0" / "keep").write_text("keep me")
+    # an interrupted conversion whose label-to-block-mapping is a link to a directory outside
+    attributes = n5.read_attributes(target)
+    attributes[paintera.CONVERSION_KEY]["complete"] = False
+    n5.write_attributes(target, attributes)
+    import shutil
+
+    shutil.rmtree(target / "label-to-block-mapping")
+    os.symlink(outside, target / "label-to-block-mapping")
+    with pytest.raises(StorageError, match="outside the container root"):
+        paintera.convert(labels, target, block_size=4, factors=[2], resume=True)
+    assert (outside / "s0" / "keep").read_text() == "keep me" and sorted(os.listdir(outside)) == ["s0"]
+    assert os.listdir(outside / "s0") == ["keep"]
+
+
+def test_write_block_rejects_positions_off_the_grid(tmp_path):
+    plain = n5.create_array_dataset(tmp_path / "c.n5" / "raw", (8, 8), (4, 4), np.uint8)
+    labels = n5.write(tmp_path / "c.n5" / "labels", np.zeros((8, 8), np.uint64), chunks=(4, 4))
+    for position in ((-1, 0), (2, 0), (0, 0, 0)):
+        with pytest.raises(ConfigurationError, match="outside the grid"):
+            plain.write_block(position, np.zeros((4, 4), np.uint8))
+        with pytest.raises(ConfigurationError, match="outside the grid"):
+            labels.write_block(position, np.ones((4, 4), np.uint64))
+    with pytest.raises(ConfigurationError, match="does not fit blockSize"):
+        plain.write_block((0, 0), np.zeros((5, 4), np.uint8))
+    assert sorted(os.listdir(plain.path)) == ["attributes.json"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_written_files_honour_the_umask(tmp_path, umask):
+    previous = os.umask(umask)
+    try:
+        dataset = n5.write_array(tmp_path / "c.n5" / "raw", np.ones((4, 4), np.uint8), (4, 4))
+        with open(tmp_path / "plain-open", "w"):
+            pass
+    finally:
+        os.umask(previous)
+    expected = os.stat(tmp_path / "plain-open").st_mode & 0o777
+    assert expected == 0o666 & ~umask
+    for path in (dataset.block_path((0, 0)), os.path.join(dataset.path, "attributes.json")):
+        assert os.stat(path).st_mode & 0o777 == expected
+    assert not [name for name in os.listdir(dataset.path) if name.startswith(".tmp-")]
+
+
+# ---------------------------------------------------------------------------------------------
+# malformed attributes: the package's error naming the file and field, exit 2 in the CLI
+
+MALFORMED = {
+    "negative dimensions": ({"dimensions": [-8, 8, 8]}, "dimensions"),
+    "dimensions not a list": ({"dimensions": "8,8,8"}, "dimensions"),
+    "dimensions not integers": ({"dimensions": [8.5, 8, 8]}, "dimensions"),
+    "blockSize 1e11": ({"blockSize": [1e11, 1, 1]}, "blockSize"),
+    "blockSize zero": ({"blockSize": [0, 4, 4]}, "blockSize"),
+    "blockSize of too many voxels": ({"blockSize": [2**16, 2**16, 2]}, "blockSize"),
+    "ndim mismatch": ({"blockSize": [4, 4]}, "blockSize"),
+    "70 dimensions": ({"dimensions": [1] * 70, "blockSize": [1] * 70}, "dimensions"),
+    "compression type 5": ({"compression": {"type": 5}}, "compression"),
+    "gzip level x": ({"compression": {"type": "gzip", "level": "x"}}, "compression"),
+    "no blockSize": ({"blockSize": None}, "blockSize"),
+}
+
+
+def malformed_dataset(root, change):
+    dataset = n5.write(root / "c.n5" / "labels", np.ones((4, 4, 4), np.uint64), chunks=(4, 4, 4))
+    attributes = n5.read_attributes(dataset.path)
+    for key, value in change.items():
+        if value is None:
+            del attributes[key]
+        else:
+            attributes[key] = value
+    n5.write_attributes(dataset.path, attributes)
+    return dataset.path
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_malformed_attributes_are_rejected_at_open_naming_the_field(tmp_path, case, capsys):
+    change, field = MALFORMED[case]
+    path = malformed_dataset(tmp_path, change)
+    with pytest.raises(ConfigurationError, match=field) as raised:
+        n5.open(path)
+    assert "labels" in str(raised.value)
+    assert n5ms(["info", str(tmp_path / "c.n5")]) == 2
+    assert n5ms(["zarr-json", str(tmp_path / "c.n5")]) == 2
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and field in captured.out + captured.err
+
+
+@pytest.mark.parametrize("content", [b"", b'{"dimensions": [4, 4', b"[1, 2]", b"\xff\xfe"])
+def test_unreadable_attributes_json_names_the_file(tmp_path, content, capsys):
+    path = malformed_dataset(tmp_path, {})
+    with open(os.path.join(path, "attributes.json"), "wb") as f:
+        f.write(content)
+    with pytest.raises(ConfigurationError, match="attributes.json"):
+        n5.open(path)
+    assert n5ms(["info", path]) == 2
+    assert "attributes.json" in capsys.readouterr().err
+
+
+def test_string_compression_and_string_group_attributes_print_no_traceback(tmp_path, capsys):
+    path = malformed_dataset(tmp_path, {"compression": "gzip"})
+    assert n5.open(path).compressor.name == "gzip"
+    group = tmp_path / "c.n5"
+    n5.write_attributes(group, {"painteraData": "label", paintera.CONVERSION_KEY: "x"})
+    assert n5ms(["info", str(group)]) == 0
+    n5.write_attributes(group, {"painteraData": {"type": "label"}, paintera.CONVERSION_KEY: "x"})
+    assert n5ms(["info", str(group)]) == 0
+    assert "not a JSON object" in capsys.readouterr().out
+
+
+def test_huge_dims_and_headers_give_package_errors(tmp_path):
+    dataset = n5.create_array_dataset(tmp_path / "c.n5" / "big", (2**62, 2**62), (1, 1), np.uint64)
+    try:
+        import dask.array  # noqa: F401
+    except ImportError:  # the dask extra is optional; the header checks below still run
+        pass
+    else:
+        with pytest.raises(ConfigurationError, match="to_dask: grid .* has more than 1048576 blocks"):
+            dataset.to_dask()
+    with pytest.raises(ConfigurationError, match=f"spans {2**124} blocks"):
+        dataset[:]
+    assert dataset[5:7, 2**61].tolist() == [0, 0]
+    # prod(dims) * itemsize past 2**63 (int64 would wrap): refused from the header, nothing inflated
+    header = N5BlockHeader(MODE_DEFAULT, (2**32 - 1, 2**32 - 1)).to_bytes()
+    write_file(dataset.block_path((0, 0)), header + b"\0" * 64)
+    with pytest.raises(N5HeaderError, match="exceed blockSize"):
+        dataset.read_block((0, 0))
+    with pytest.raises(N5HeaderError, match="ndim is 70"):
+        n5_varlen_decode(hand_varlen_block((1,) * 70, b"\0" * 8))
+
+
+def test_label_to_block_mapping_files_are_checked(tmp_path):
+    good = struct.pack(">qi", 7, 1) + np.array([0, 0, 0, 3, 3, 3], ">i8").tobytes()
+    assert parse_mapping_file(good, 3, "f") == {7: [((0, 0, 0), (3, 3, 3))]}
+    for body, what in ((good[:10], "need 12 bytes"), (struct.pack(">qi", 7, -1), "count -1"),
+                       (struct.pack(">qi", 7, 1000) + good[12:], "count 1000")):
+        with pytest.raises(LookupFormatError, match=what):
+            parse_mapping_file(body, 3, "f")
+    # through the reader, naming the file
+    target = tmp_path / "p.n5" / "labels"
+    paintera.convert(np.ones((4, 4, 4), np.uint64), target, block_size=4)
+    mapping = n5.open(target / "label-to-block-mapping" / "s0")
+    mapping.write_varlength_block((0,), np.frombuffer(struct.pack(">qi", 1, 99), np.int8), dims=(10000,))
+    with pytest.raises(LookupFormatError, match="label-to-block-mapping/s0/0: id 1 at byte 0: count 99"):
+        paintera.read_label_to_block_mapping(target, 0)
+    attributes = n5.read_attributes(target / "data" / "s0")
+    n5.write_attributes(target / "data" / "s0", {**attributes, "dimensions": 4})
+    with pytest.raises(ConfigurationError, match="dimensions must be a list"):
+        paintera.read_label_to_block_mapping(target, 0)
+
+
+def test_small_blocks_of_long_lists_are_read_by_the_bare_codec():
+    # a pyramid's top level: one voxel holding every label of the dataset
+    from n5mscodecs import LabelMultisetArray, N5Varlen
+
+    top = LabelMultisetArray.from_elements([{label: 1 for label in range(3000)}])
+    codec = N5Varlen([{"name": "n5_label_multiset"}, {"name": "gzip"}])
+    assert codec.decode(codec.encode(top)) == top
+
+
+def test_unreferenced_lists_are_not_decoded():
+    lists = [hand_list([(5, 1)]), hand_list([]), hand_list([(7, 2), (9, 3)]), hand_list([(11, 1)])]
+    starts = np.cumsum([0] + [len(item) for item in lists])
+    payload = hand_n5_payload([starts[2], starts[3], starts[2]], lists)
+    block = hand_varlen_block((3,), payload)
+    decoded = n5_varlen_decode(block)
+    assert decoded.n_lists == 2 and decoded.argmax().tolist() == [9, 11, 9]
+    assert [m.as_dict() for m in decoded.to_elements()] == [{7: 2, 9: 3}, {11: 1}, {7: 2, 9: 3}]
+
+
+def test_blosc_compresses_with_one_thread(monkeypatch):
+    import threading
+
+    from numcodecs import blosc
+
+    threads = []
+    compress = blosc.compress
+
+    def spy(*args, **kwargs):
+        threads.append(threading.current_thread())
+        return compress(*args, **kwargs)
+
+    monkeypatch.setattr(blosc, "compress", spy)
+    data = np.random.default_rng(0).integers(0, 4, 1 << 16, np.uint8).tobytes()
+    encoded = Blosc("zstd", 5).encode(data)
+    # numcodecs uses its global thread pool only when called from the main thread
+    assert threads and all(thread is not threading.main_thread() for thread in threads)
+    assert Blosc().decode(encoded) == data
+    assert all(Blosc("zstd", 5).encode(data) == encoded for _ in range(8))
+
+
+def test_storage_confinement_without_a_container_name(tmp_path):
+    # outside any *.n5 directory, a dataset's own directory is its root
+    dataset = n5.create_array_dataset(tmp_path / "plain" / "raw", (4,), (4,), np.uint8, compression="raw")
+    os.makedirs(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere" / "0").write_bytes(N5BlockHeader(MODE_DEFAULT, (4,)).to_bytes() + b"abcd")
+    os.symlink(tmp_path / "elsewhere" / "0", os.path.join(dataset.path, "0"))
+    with pytest.raises(StorageError, match="outside the container root"):
+        dataset.read_block((0,))
+    assert storage.read_bytes(os.path.join(dataset.path, "0"), confine=False).endswith(b"abcd")
+
+
+def test_padded_boundary_blocks_are_decompressed_once(tmp_path, monkeypatch):
+    from n5mscodecs import LabelMultisetArray, n5_varlen_encode
+    from n5mscodecs.n5.compression import Gzip
+
+    labels = np.arange(6 * 5 * 4, dtype=np.uint64).reshape(6, 5, 4)
+    dataset = n5.write(tmp_path / "c.n5" / "labels", labels, chunks=(4, 4, 4))
+    # zarr-python and tensorstore pad boundary blocks to the full block
+    padded = LabelMultisetArray.from_labels(labels[4:, 4:, :]).padded((4, 4, 4), 0)
+    write_file(dataset.block_path((1, 1, 0)), n5_varlen_encode(padded, dataset.codec_chain))
+    calls = []
+    decode = Gzip.decode
+    monkeypatch.setattr(Gzip, "decode", lambda self, *args, **kwargs: calls.append(1) or decode(self, *args, **kwargs))
+    assert np.array_equal(dataset.read_block((1, 1, 0)).argmax(), labels[4:, 4:, :])
+    assert np.array_equal(dataset.read_block_labels((1, 1, 0)), labels[4:, 4:, :])
+    assert len(calls) == 2  # one decompression per read
+
+
+def test_argmax_of_a_dataset_with_huge_dims_lists_its_blocks(tmp_path, capsys):
+    source = malformed_dataset(tmp_path, {"dimensions": [2**40, 2**40, 4]})  # one 4^3 block on disk
+    assert n5ms(["argmax", source, str(tmp_path / "c.n5" / "argmax"), "--quiet"]) == 0
+    assert f"1 of {2**38 * 2**38} blocks present" in capsys.readouterr().out
+    assert n5.open(tmp_path / "c.n5" / "argmax")[0:4, 0:4, 0:4].tolist() == np.ones((4, 4, 4)).tolist()
