@@ -20,9 +20,9 @@ from ..payload.layout import (
     entries_bound,
     max_payload_size,
 )
-from . import _place, grid, storage
+from . import grid, storage
 from .compression import compressor_from_config, max_compressed_size
-from .default import n5_default_decode, n5_default_encode
+from .default import n5_default_decode, n5_default_encode, place_block
 from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 from .varlen import MAX_NDIM, CodecChain, n5_varlen_encode, varlen_payload
 from .writing import LOCK_NAME, check_complete, incomplete_marker, mark_complete, write_marked
@@ -509,26 +509,6 @@ class ArrayDataset(_Dataset):
         dims = self.block_shape(grid_position) if dims is None else tuple(dims)
         header = N5BlockHeader(MODE_VARLENGTH, dims, values.size)
         self.write_block_bytes(grid_position, header.to_bytes() + bytes(payload))
-
-
-def place_block(region: np.ndarray, block: np.ndarray, usable: tuple[slice, ...]) -> None:
-    """``region[...] = block[usable]`` for a block as stored (big-endian, F order): one tiled
-    byte-swapping transpose without the GIL (1 to 3 dimensions), else numpy's copy."""
-    if not 1 <= block.ndim <= 3 or not block.flags.f_contiguous or region.dtype.itemsize not in (1, 2, 4, 8) \
-            or (region.ndim and region.strides[-1] != region.dtype.itemsize):
-        region[...] = block[usable]
-        return
-    ndim = block.ndim
-    dims = (*block.shape, 1, 1)[:3] if ndim < 3 else block.shape
-    start = tuple(u.start for u in usable)
-    if ndim == 1:
-        dims, start, destination = (block.shape[0], 1, 1), (start[0], 0, 0), region[:, None, None]
-    elif ndim == 2:
-        dims, start, destination = (block.shape[0], 1, block.shape[1]), (start[0], 0, start[1]), region[:, None, :]
-    else:
-        destination = region
-    _place.place_block(block.reshape(-1, order="F").view(np.uint8), dims, start, destination.view(np.uint8),
-                       region.dtype.itemsize)
 
 
 def dataset_paths(group: PathLike, *, storage_options: StorageOptions = None) -> Iterator[str]:

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._buffers import read_bytes
 from ..errors import N5HeaderError
+from . import _place
 from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 
 if TYPE_CHECKING:
@@ -101,3 +102,23 @@ def n5_default_decode(
     if header.mode == MODE_VARLENGTH:
         return values
     return values.reshape(header.shape, order="F")
+
+
+def place_block(region: np.ndarray, block: np.ndarray, usable: tuple[slice, ...]) -> None:
+    """``region[...] = block[usable]`` for a block as stored (big-endian, F order): one tiled
+    byte-swapping transpose without the GIL (1 to 3 dimensions), else numpy's copy."""
+    if not 1 <= block.ndim <= 3 or not block.flags.f_contiguous or region.dtype.itemsize not in (1, 2, 4, 8) \
+            or (region.ndim and region.strides[-1] != region.dtype.itemsize):
+        region[...] = block[usable]
+        return
+    ndim = block.ndim
+    dims = (*block.shape, 1, 1)[:3] if ndim < 3 else block.shape
+    start = tuple(u.start for u in usable)
+    if ndim == 1:
+        dims, start, destination = (block.shape[0], 1, 1), (start[0], 0, 0), region[:, None, None]
+    elif ndim == 2:
+        dims, start, destination = (block.shape[0], 1, block.shape[1]), (start[0], 0, start[1]), region[:, None, :]
+    else:
+        destination = region
+    _place.place_block(block.reshape(-1, order="F").view(np.uint8), dims, start, destination.view(np.uint8),
+                       region.dtype.itemsize)

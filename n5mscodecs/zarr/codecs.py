@@ -26,7 +26,7 @@ from ..czi import CziChunked, chunked_decode, chunked_encode
 from ..errors import ConfigurationError, N5HeaderError, ReadOnlyError
 from ..multiset import LabelMultisetArray
 from ..n5.compression import Blosc, compressor_from_config
-from ..n5.default import n5_default_decode, n5_default_encode
+from ..n5.default import n5_default_decode, n5_default_encode, place_block
 from ..n5.varlen import CodecChain, n5_block_header, n5_varlen_decode, n5_varlen_decode_labels, n5_varlen_encode
 from ..payload import (
     N5_LAYOUT,
@@ -344,14 +344,14 @@ class N5DefaultZarrCodec(_WorkerThreadCodec, ArrayBytesCodec):
         raise NotImplementedError("n5_default: the output size depends on the data")
 
     def _decode_sync(self, chunk_bytes, chunk_spec):
-        shape = tuple(chunk_spec.shape)
-        block = n5_default_decode(chunk_bytes.as_numpy_array(), chunk_spec.dtype.to_native_dtype(),
-                                  self._compressor, chunk_shape=shape)
-        if block.shape != shape:  # a truncated boundary block (Java): pad it
-            chunk = np.full(shape, chunk_spec.fill_value, block.dtype)
-            chunk[tuple(slice(0, n) for n in block.shape)] = block
-            block = chunk
-        return chunk_spec.prototype.nd_buffer.from_numpy_array(block)
+        shape, dtype = tuple(chunk_spec.shape), chunk_spec.dtype.to_native_dtype()
+        block = n5_default_decode(chunk_bytes.as_numpy_array(), dtype, self._compressor, chunk_shape=shape,
+                                  native=False)
+        # a C-ordered chunk in one tiled byte-swapping transpose: zarr's copy into the result is
+        # then a plain one (a truncated boundary block, as Java writes it, is padded)
+        chunk = np.empty(shape, dtype) if block.shape == shape else np.full(shape, chunk_spec.fill_value, dtype)
+        place_block(chunk[tuple(slice(0, n) for n in block.shape)], block, tuple(slice(0, n) for n in block.shape))
+        return chunk_spec.prototype.nd_buffer.from_numpy_array(chunk)
 
     def _encode_sync(self, chunk_array, chunk_spec):
         encoded = n5_default_encode(chunk_array.as_numpy_array(), self._compressor)

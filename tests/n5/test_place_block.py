@@ -1,11 +1,11 @@
-"""The tiled byte-swapping transpose that places plain blocks (n5.dataset.place_block) against
+"""The tiled byte-swapping transpose that places plain blocks (n5.default.place_block) against
 numpy's own assignment, for every N5 item size, 1 to 3 dimensions, cropped and offset regions."""
 
 import numpy as np
 import pytest
 
 from n5mscodecs import n5
-from n5mscodecs.n5.dataset import place_block
+from n5mscodecs.n5.default import place_block
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int16", "uint32", "float32", "int64", "float64"])
