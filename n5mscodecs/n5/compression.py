@@ -35,7 +35,7 @@ try:  # zlib-ng writes the same gzip/zlib formats about 5x faster at the same le
 except ImportError:  # pragma: no cover - the stdlib fallback
     _deflate = zlib
 
-from .._buffers import as_bytes
+from .._buffers import as_bytes, read_bytes
 from ..errors import CompressionError, ConfigurationError
 
 if TYPE_CHECKING:
@@ -136,12 +136,12 @@ class Gzip(Compressor):
         return compressor.compress(data) + compressor.flush()
 
     def decode(self, data: BytesLike, expected_size: int | None = None, max_size: int | None = None) -> bytes:
-        data = as_bytes(data)
+        data = memoryview(read_bytes(data, "gzip"))  # zlib reads any buffer: no copy of the input
         limit = _limit(expected_size, max_size)
         budget = None if limit is None else limit + 1
         parts, produced = [], 0
         try:
-            while data and (budget is None or produced < budget):
+            while len(data) and (budget is None or produced < budget):
                 stream = _deflate.decompressobj(47)  # 32 + 15: gzip or zlib header, detected
                 part = stream.decompress(data, 0 if budget is None else budget - produced)
                 parts.append(part)
