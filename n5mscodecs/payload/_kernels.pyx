@@ -57,6 +57,11 @@ cdef inline int list_length(const uint8_t* list_data, Py_ssize_t size, Py_ssize_
     return OK
 
 
+DEF LABEL_RUN = 4096  # voxels per task of labels_of_voxels and map_voxel_offsets (a run cache per task)
+# no offset: tables hold 32-bit values (BE ones sign-extended, so >= 2**64 - 2**31)
+DEF NO_OFFSET = 1ULL << 63
+DEF RECENT_LISTS = 16
+
 # List starts are indexed by a bitmap over the 4-byte words of the list data
 # (lists are 4 + 12 n bytes, so every start is a word) and, per 64-word group, the
 # number of starts before it: the list number of a start is a rank query. That is
@@ -77,12 +82,52 @@ cdef inline int64_t list_number(const uint64_t* start_bits, const int64_t* rank,
     return rank[word >> 6] + n5ms_popcount64(start_bits[word >> 6] & ((1ULL << (word & 63)) - 1))
 
 
-cdef inline bint list_of_offset(const uint64_t* start_bits, const int64_t* rank, uint64_t size, uint64_t offset,
-                                int64_t* number) noexcept nogil:
+cdef struct ListIndex:
+    const uint8_t* list_data
+    const uint64_t* start_bits
+    const int64_t* rank
+    uint64_t size  # of the list data
+    # The list after the furthest one found so far. Writers lay lists out in
+    # first-encounter order along the voxels, so a voxel's new list is almost
+    # always this one: found with a compare, no rank query.
+    uint64_t next_offset
+    int64_t next_number
+    # Lists found by a rank query, by offset / 16 (a singleton list's size): voxels
+    # go back to a few lists again and again (the next row of the same cells).
+    uint64_t recent_offset[RECENT_LISTS]
+    int64_t recent_number[RECENT_LISTS]
+
+
+cdef inline ListIndex list_index(const uint8_t* list_data, uint64_t size, const uint64_t* start_bits,
+                                 const int64_t* rank) noexcept nogil:
+    cdef ListIndex index
+    cdef int k
+    index.list_data, index.size, index.start_bits, index.rank = list_data, size, start_bits, rank
+    index.next_offset, index.next_number = 0, 0
+    for k in range(RECENT_LISTS):
+        index.recent_offset[k] = NO_OFFSET
+    return index
+
+
+cdef inline bint list_of_offset(ListIndex* index, uint64_t offset, int64_t* number) noexcept nogil:
     """The list number of byte ``offset`` into ``number``; False unless a list starts there."""
-    if offset >= size or (offset & 3) != 0 or not is_list_start(start_bits, offset >> 2):
+    cdef int slot = (offset >> 4) & (RECENT_LISTS - 1)
+    if offset >= index.size:
         return False
-    number[0] = list_number(start_bits, rank, offset >> 2)
+    if offset == index.next_offset:
+        number[0] = index.next_number
+    elif offset == index.recent_offset[slot]:
+        number[0] = index.recent_number[slot]
+        return True
+    elif (offset & 3) != 0 or not is_list_start(index.start_bits, offset >> 2):
+        return False
+    else:
+        number[0] = list_number(index.start_bits, index.rank, offset >> 2)
+        index.recent_offset[slot], index.recent_number[slot] = offset, number[0]
+        if number[0] < index.next_number:
+            return True
+    index.next_number = number[0] + 1
+    index.next_offset = offset + 4 + 12 * <uint64_t>load_u32_le(&index.list_data[offset])
     return True
 
 
@@ -151,37 +196,61 @@ def split_list_data(const uint8_t[::1] list_data, int64_t[::1] list_offsets,
             list_offsets[lst] = e
 
 
-def map_voxel_offsets(const uint8_t[::1] table, bint big_endian, const uint64_t[::1] start_bits,
-                      const int64_t[::1] rank, Py_ssize_t list_data_size, int32_t[::1] index, int num_threads):
+cdef inline uint64_t voxel_offset(const uint8_t* table, Py_ssize_t v, bint big_endian) noexcept nogil:
+    """Table entry ``v``. Java writes signed int32 offsets: a negative one is sign-extended to a
+    huge unsigned value and fails the range check, like one past the end."""
+    if big_endian:
+        return <uint64_t><int64_t><int32_t>load_u32_be(&table[4 * v])
+    return load_u32_le(&table[4 * v])
+
+
+cdef inline Py_ssize_t lists_in_order(const uint8_t* table, bint big_endian, Py_ssize_t start, Py_ssize_t stop,
+                                      ListIndex lists, int32_t* index) noexcept nogil:
+    """List numbers of voxels ``start:stop`` (-1 for a bad offset); returns the number of bad
+    offsets. Neighbours mostly share a list, so a repeated offset is not looked up again."""
+    cdef Py_ssize_t v, bad = 0
+    cdef uint64_t offset, last_offset = NO_OFFSET
+    cdef int64_t number = -1
+    for v in range(start, stop):
+        offset = voxel_offset(table, v, big_endian)
+        if offset != last_offset:
+            last_offset = offset
+            if not list_of_offset(&lists, offset, &number):
+                number, last_offset = -1, NO_OFFSET
+        if number < 0:
+            bad += 1
+        index[v] = <int32_t>number
+    return bad
+
+
+cdef Py_ssize_t lists_of_run(const uint8_t* table, bint big_endian, Py_ssize_t start, Py_ssize_t stop,
+                             ListIndex lists, int32_t* index) noexcept nogil:
+    # one loop per byte order (a constant there): no per-voxel test of it
+    if big_endian:
+        return lists_in_order(table, True, start, stop, lists, index)
+    return lists_in_order(table, False, start, stop, lists, index)
+
+
+def map_voxel_offsets(const uint8_t[::1] table, bint big_endian, const uint8_t[::1] list_data,
+                      const uint64_t[::1] start_bits, const int64_t[::1] rank, int32_t[::1] index, int num_threads):
     """Translate each voxel's byte offset into its list number (through the list-start
-    index of ``scan_list_data``).
+    index of ``scan_list_data`` over ``list_data``).
 
     Bad offsets (negative, past the list data, not a list start) give index -1.
     Returns the number of bad voxels.
     """
     cdef Py_ssize_t n_voxels = index.shape[0]
-    cdef Py_ssize_t v
-    cdef uint64_t offset
-    cdef uint64_t size = <uint64_t>list_data_size
-    cdef int64_t number
-    cdef Py_ssize_t bad = 0
-    # Java writes signed int32 offsets: a negative one wraps to a huge unsigned
-    # value and fails the range check, like one past the end
-    for v in prange(n_voxels, nogil=True, schedule="static", num_threads=num_threads,
+    cdef Py_ssize_t n_runs = (n_voxels + LABEL_RUN - 1) // LABEL_RUN
+    cdef Py_ssize_t r, bad = 0
+    cdef ListIndex lists = list_index(&list_data[0] if list_data.shape[0] else NULL, list_data.shape[0],
+                                      &start_bits[0], &rank[0])
+    for r in prange(n_runs, nogil=True, schedule="static", num_threads=num_threads,
                     use_threads_if=n_voxels > PARALLEL_VOXELS):
-        if big_endian:
-            offset = <uint64_t><int64_t><int32_t>load_u32_be(&table[4 * v])
-        else:
-            offset = load_u32_le(&table[4 * v])
-        if list_of_offset(&start_bits[0], &rank[0], size, offset, &number):
-            index[v] = <int32_t>number
-        else:
-            index[v] = -1
-            bad += 1
+        bad += lists_of_run(&table[0], big_endian, r * LABEL_RUN, min((r + 1) * LABEL_RUN, n_voxels),
+                            lists, &index[0])
     return bad
 
 
-DEF LABEL_RUN = 4096  # voxels per task of labels_of_voxels (a run cache per task)
 cdef uint64_t INVALID = 0xFFFFFFFFFFFFFFFEULL
 
 
@@ -205,43 +274,33 @@ def argmax_of_list_data(const uint8_t[::1] list_data, uint64_t[::1] label_of_lis
             pos = end
 
 
-# no offset: tables hold 32-bit values (BE ones sign-extended, so >= 2**64 - 2**31)
-DEF NO_OFFSET = 1ULL << 63
 
 
 cdef struct LabelLookup:
     const uint8_t* table
-    bint big_endian
     const uint64_t* label_of_list
-    const uint64_t* start_bits
-    const int64_t* rank
-    uint64_t size  # of the list data
+    ListIndex* lists  # a pointer: this struct of scalars then stays in registers
     uint64_t last_offset
     uint64_t label
     Py_ssize_t bad
 
 
-cdef inline LabelLookup label_lookup(const uint8_t* table, bint big_endian, const uint64_t* label_of_list,
-                                     const uint64_t* start_bits, const int64_t* rank,
-                                     uint64_t size) noexcept nogil:
+cdef inline LabelLookup label_lookup(const uint8_t* table, const uint64_t* label_of_list,
+                                     ListIndex* lists) noexcept nogil:
     cdef LabelLookup lookup
-    lookup.table, lookup.big_endian, lookup.label_of_list = table, big_endian, label_of_list
-    lookup.start_bits, lookup.rank, lookup.size = start_bits, rank, size
+    lookup.table, lookup.label_of_list, lookup.lists = table, label_of_list, lists
     lookup.last_offset, lookup.label, lookup.bad = NO_OFFSET, 0, 0
     return lookup
 
 
-cdef inline uint64_t label_of_voxel(LabelLookup* lookup, Py_ssize_t v) noexcept nogil:
+cdef inline uint64_t label_of_voxel(LabelLookup* lookup, Py_ssize_t v, bint big_endian) noexcept nogil:
     """The label of table entry ``v``; a bad offset gives 0 and counts in ``lookup.bad``.
-    Neighbours mostly share a list, so the last offset's label is reused without a lookup."""
-    cdef uint64_t offset
+    Neighbours mostly share a list, so the last offset's label is reused without a lookup.
+    Callers pass ``big_endian`` as a constant, in one loop per byte order."""
+    cdef uint64_t offset = voxel_offset(lookup.table, v, big_endian)
     cdef int64_t number
-    if lookup.big_endian:
-        offset = <uint64_t><int64_t><int32_t>load_u32_be(&lookup.table[4 * v])
-    else:
-        offset = load_u32_le(&lookup.table[4 * v])
     if offset != lookup.last_offset:
-        if list_of_offset(lookup.start_bits, lookup.rank, lookup.size, offset, &number):
+        if list_of_offset(lookup.lists, offset, &number):
             lookup.label = lookup.label_of_list[number]
             lookup.last_offset = offset
         else:
@@ -252,18 +311,21 @@ cdef inline uint64_t label_of_voxel(LabelLookup* lookup, Py_ssize_t v) noexcept 
 
 
 cdef Py_ssize_t labels_of_run(const uint8_t* table, bint big_endian, Py_ssize_t start, Py_ssize_t stop,
-                              const uint64_t* label_of_list, const uint64_t* start_bits, const int64_t* rank,
-                              uint64_t size, uint64_t* out) noexcept nogil:
+                              const uint64_t* label_of_list, ListIndex lists, uint64_t* out) noexcept nogil:
     """Labels of voxels ``start:stop`` in table order; returns the number of bad offsets."""
-    cdef LabelLookup lookup = label_lookup(table, big_endian, label_of_list, start_bits, rank, size)
+    cdef LabelLookup lookup = label_lookup(table, label_of_list, &lists)
     cdef Py_ssize_t v
-    for v in range(start, stop):
-        out[v] = label_of_voxel(&lookup, v)
+    if big_endian:
+        for v in range(start, stop):
+            out[v] = label_of_voxel(&lookup, v, True)
+    else:
+        for v in range(start, stop):
+            out[v] = label_of_voxel(&lookup, v, False)
     return lookup.bad
 
 
 def labels_of_voxels(const uint8_t[::1] table, bint big_endian, const uint64_t[::1] label_of_list,
-                     const uint64_t[::1] start_bits, const int64_t[::1] rank, Py_ssize_t list_data_size,
+                     const uint8_t[::1] list_data, const uint64_t[::1] start_bits, const int64_t[::1] rank,
                      uint64_t[::1] out, int num_threads):
     """Each voxel's list argmax (``label_of_list`` from ``argmax_of_list_data``, lists found
     through the index of ``scan_list_data``) in table order.
@@ -274,10 +336,12 @@ def labels_of_voxels(const uint8_t[::1] table, bint big_endian, const uint64_t[:
     cdef Py_ssize_t n_voxels = out.shape[0]
     cdef Py_ssize_t n_runs = (n_voxels + LABEL_RUN - 1) // LABEL_RUN
     cdef Py_ssize_t r, bad = 0
+    cdef ListIndex lists = list_index(&list_data[0] if list_data.shape[0] else NULL, list_data.shape[0],
+                                      &start_bits[0], &rank[0])
     for r in prange(n_runs, nogil=True, schedule="static", num_threads=num_threads,
                     use_threads_if=n_voxels > PARALLEL_VOXELS):
         bad += labels_of_run(&table[0], big_endian, r * LABEL_RUN, min((r + 1) * LABEL_RUN, n_voxels),
-                             &label_of_list[0], &start_bits[0], &rank[0], <uint64_t>list_data_size, &out[0])
+                             &label_of_list[0], lists, &out[0])
     return bad
 
 
@@ -413,35 +477,45 @@ def c_order_copy_3d(const voxel_t[:, :, :] src, voxel_t[::1] dst, int num_thread
 
 
 
-cdef Py_ssize_t labels_of_tile(const uint8_t* table, bint big_endian, Py_ssize_t a0, Py_ssize_t a_end,
+cdef inline Py_ssize_t labels_of_tile_in_order(const uint8_t* table, bint big_endian, Py_ssize_t a0, Py_ssize_t a_end,
                                Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2, const uint64_t* label_of_list,
-                               const uint64_t* start_bits, const int64_t* rank, uint64_t size,
-                               uint64_t* out) noexcept nogil:
+                               ListIndex lists, uint64_t* out) noexcept nogil:
     """Labels of the voxels ``a0 <= a < a_end`` of a first-axis-fastest table, written in C
     order, 8 x 8 tiles of (first, last) at a time (see ``c_order_copy_3d``). Returns the
     number of bad offsets."""
-    cdef LabelLookup lookup = label_lookup(table, big_endian, label_of_list, start_bits, rank, size)
+    cdef LabelLookup lookup = label_lookup(table, label_of_list, &lists)
     cdef Py_ssize_t c0, c_end, a, b, c
     for c0 in range(0, n2, TILE):
         c_end = min(c0 + TILE, n2)
         for b in range(n1):
             for a in range(a0, a_end):
                 for c in range(c0, c_end):
-                    out[(a * n1 + b) * n2 + c] = label_of_voxel(&lookup, a + n0 * (b + n1 * c))
+                    out[(a * n1 + b) * n2 + c] = label_of_voxel(&lookup, a + n0 * (b + n1 * c), big_endian)
     return lookup.bad
 
 
+cdef Py_ssize_t labels_of_tile(const uint8_t* table, bint big_endian, Py_ssize_t a0, Py_ssize_t a_end,
+                               Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2, const uint64_t* label_of_list,
+                               ListIndex lists, uint64_t* out) noexcept nogil:
+    # one loop per byte order (a constant there): no per-voxel test of it
+    if big_endian:
+        return labels_of_tile_in_order(table, True, a0, a_end, n0, n1, n2, label_of_list, lists, out)
+    return labels_of_tile_in_order(table, False, a0, a_end, n0, n1, n2, label_of_list, lists, out)
+
+
 def labels_of_voxels_c_order(const uint8_t[::1] table, bint big_endian, const uint64_t[::1] label_of_list,
-                             const uint64_t[::1] start_bits, const int64_t[::1] rank, Py_ssize_t list_data_size,
+                             const uint8_t[::1] list_data, const uint64_t[::1] start_bits, const int64_t[::1] rank,
                              uint64_t[::1] out, Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2, int num_threads):
     """``labels_of_voxels`` of a 3-D first-axis-fastest table (N5), written straight in C
     order of shape ``(n0, n1, n2)``: no second pass to transpose. Returns the number of
     bad offsets."""
     cdef Py_ssize_t a0, bad = 0
+    cdef ListIndex lists = list_index(&list_data[0] if list_data.shape[0] else NULL, list_data.shape[0],
+                                      &start_bits[0], &rank[0])
     if n0 * n1 * n2 == 0:
         return 0
     for a0 in prange(0, n0, TILE, nogil=True, schedule="static", num_threads=num_threads,
                      use_threads_if=n0 * n1 * n2 > PARALLEL_VOXELS):
         bad += labels_of_tile(&table[0], big_endian, a0, min(a0 + TILE, n0), n0, n1, n2, &label_of_list[0],
-                              &start_bits[0], &rank[0], <uint64_t>list_data_size, &out[0])
+                              lists, &out[0])
     return bad

@@ -224,7 +224,7 @@ def decode_payload(
 
     flat_index = np.empty(table.size // 4, np.int32)
     bad = _kernels.map_voxel_offsets(
-        table, layout.big_endian_offsets, start_bits, rank, list_data.size, flat_index, default_threads(threads),
+        table, layout.big_endian_offsets, list_data, start_bits, rank, flat_index, default_threads(threads),
     )
     if bad:
         _raise_offset_error(bad, int(np.flatnonzero(flat_index < 0)[0]), table, list_data, layout)
@@ -324,11 +324,11 @@ def decode_payload_labels(
     flat = aligned_empty(2 * table.size, huge_from=HUGE_PAGE).view(np.uint64)
     direct_c_order = order == "C" and layout.order == "F" and len(shape) == 3
     if direct_c_order:
-        bad = _kernels.labels_of_voxels_c_order(table, layout.big_endian_offsets, label_of_list, start_bits, rank,
-                                                list_data.size, flat, *shape, default_threads(threads))
+        bad = _kernels.labels_of_voxels_c_order(table, layout.big_endian_offsets, label_of_list, list_data,
+                                                start_bits, rank, flat, *shape, default_threads(threads))
     else:
-        bad = _kernels.labels_of_voxels(table, layout.big_endian_offsets, label_of_list, start_bits, rank,
-                                        list_data.size, flat, default_threads(threads))
+        bad = _kernels.labels_of_voxels(table, layout.big_endian_offsets, label_of_list, list_data, start_bits, rank,
+                                        flat, default_threads(threads))
     if bad:
         _raise_offset_error(bad, _first_bad_offset(table, list_data, start_bits, layout), table, list_data,
                             layout)
