@@ -112,13 +112,13 @@ cdef inline ListIndex list_index(const uint8_t* list_data, uint64_t size, const 
 cdef inline bint list_of_offset(ListIndex* index, uint64_t offset, int64_t* number) noexcept nogil:
     """The list number of byte ``offset`` into ``number``; False unless a list starts there."""
     cdef int slot = (offset >> 4) & (RECENT_LISTS - 1)
+    if offset == index.recent_offset[slot]:  # never true for NO_OFFSET: offsets are below 2**63
+        number[0] = index.recent_number[slot]
+        return True
     if offset >= index.size:
         return False
     if offset == index.next_offset:
         number[0] = index.next_number
-    elif offset == index.recent_offset[slot]:
-        number[0] = index.recent_number[slot]
-        return True
     elif (offset & 3) != 0 or not is_list_start(index.start_bits, offset >> 2):
         return False
     else:
