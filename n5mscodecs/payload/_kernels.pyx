@@ -165,17 +165,6 @@ def scan_list_data(const uint8_t[::1] list_data, uint64_t[::1] start_bits=None, 
     return status, pos, n_lists, n_entries
 
 
-def mark_list_starts(const uint8_t[::1] list_data, uint8_t[::1] is_list_start):
-    """Set ``is_list_start[byte_offset // 4]`` (pre-filled with 0) to 1 at every list start
-    of list data already validated by ``scan_list_data``."""
-    cdef Py_ssize_t size = list_data.shape[0]
-    cdef Py_ssize_t pos = 0
-    with nogil:
-        while pos < size:
-            is_list_start[pos >> 2] = 1
-            pos += 4 + 12 * <Py_ssize_t>load_u32_le(&list_data[pos])
-
-
 def split_list_data(const uint8_t[::1] list_data, int64_t[::1] list_offsets,
                     uint64_t[::1] ids, uint32_t[::1] counts):
     """Fill the CSR arrays from list data already validated by ``scan_list_data``."""
@@ -259,10 +248,10 @@ def argmax_of_list_data(const uint8_t[::1] list_data, uint64_t[::1] label_of_lis
     in stored order (highest count, ties to the smaller unsigned id, empty list
     INVALID: the rule of ``argmax_of_lists``)."""
     cdef Py_ssize_t size = list_data.shape[0]
-    cdef Py_ssize_t pos = 0, entry, end, lst = 0
+    cdef Py_ssize_t pos = 0, entry, end, lst = 0, capacity = label_of_list.shape[0]
     cdef n5ms_argmax_t best
     with nogil:
-        while pos < size:
+        while pos < size and lst < capacity:
             best = n5ms_argmax_start()
             end = pos + 4 + 12 * <Py_ssize_t>load_u32_le(&list_data[pos])
             entry = pos + 4

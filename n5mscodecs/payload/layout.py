@@ -214,7 +214,7 @@ def decode_payload(
     if status:
         _raise_list_data_error(status, position, list_data, layout)
     if n_lists > table.size // 4:  # more lists than voxels: some are unreferenced
-        flat_index, list_offsets, ids, counts = _referenced_lists(table, list_data, layout)
+        flat_index, list_offsets, ids, counts = _referenced_lists(table, list_data, start_bits, layout)
         index = flat_index.reshape(shape, order=layout.order)
         return LabelMultisetArray(index, list_offsets, ids, counts, validate=False)
     list_offsets = np.empty(n_lists + 1, np.int64)
@@ -262,15 +262,20 @@ def _scan(list_data):
     return (*_kernels.scan_list_data(list_data, start_bits, rank), start_bits, rank)
 
 
-def _referenced_lists(table, list_data, layout):
+def _list_start_offsets(table, list_data, start_bits, layout):
+    """``(offsets, usable)``: every voxel's offset (int64) and whether a list starts there."""
+    offsets = np.frombuffer(table, ">i4" if layout.big_endian_offsets else "<u4").astype(np.int64)
+    usable = (offsets >= 0) & (offsets < list_data.size) & (offsets % 4 == 0)
+    words = offsets[usable] // 4
+    usable[usable] = (start_bits[words // 64] >> (words % 64).astype(np.uint64)) & np.uint64(1) == 1
+    return offsets, usable
+
+
+def _referenced_lists(table, list_data, start_bits, layout):
     """``(flat index, list_offsets, ids, counts)`` of only the lists some voxel refers to
     (in stored order), for list data that holds more lists than voxels: a crafted payload
     then costs one bit per list word, never arrays or objects per unreferenced list."""
-    is_list_start = np.zeros(list_data.size // 4 + 1, np.uint8)
-    _kernels.mark_list_starts(list_data, is_list_start)
-    offsets = np.frombuffer(table, ">i4" if layout.big_endian_offsets else "<u4").astype(np.int64)
-    usable = (offsets >= 0) & (offsets < list_data.size) & (offsets % 4 == 0)
-    usable[usable] = is_list_start[offsets[usable] // 4].astype(bool)
+    offsets, usable = _list_start_offsets(table, list_data, start_bits, layout)
     if not usable.all():
         bad = np.flatnonzero(~usable)
         _raise_offset_error(bad.size, int(bad[0]), table, list_data, layout)
@@ -314,7 +319,7 @@ def decode_payload_labels(
     if status:
         _raise_list_data_error(status, position, list_data, layout)
     if n_lists > table.size // 4:  # more lists than voxels: argmax of the referenced lists only
-        flat_index, list_offsets, ids, counts = _referenced_lists(table, list_data, layout)
+        flat_index, list_offsets, ids, counts = _referenced_lists(table, list_data, start_bits, layout)
         labels = LabelMultisetArray(flat_index.reshape(shape, order=layout.order), list_offsets, ids, counts,
                                     validate=False).argmax()
         return c_order(labels, default_threads(threads)) if order == "C" else labels
@@ -356,11 +361,7 @@ def _java_labels(data, shape, layout, threads, order):
 
 def _first_bad_offset(table, list_data, start_bits, layout):
     """The first voxel whose offset is not a list start (error path only)."""
-    offsets = np.frombuffer(table, ">i4" if layout.big_endian_offsets else "<u4").astype(np.int64)
-    usable = (offsets >= 0) & (offsets < list_data.size) & (offsets % 4 == 0)
-    words = offsets[usable] // 4
-    usable[usable] = (start_bits[words // 64] >> (words % 64).astype(np.uint64)) & np.uint64(1) == 1
-    return int(np.flatnonzero(~usable)[0])
+    return int(np.flatnonzero(~_list_start_offsets(table, list_data, start_bits, layout)[1])[0])
 
 
 def payload_order(array: np.ndarray, layout: Layout, dtype: DTypeLike, threads: int = 1) -> np.ndarray:
