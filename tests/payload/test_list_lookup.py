@@ -71,3 +71,17 @@ def test_an_offset_inside_a_list_is_refused_on_both_paths(layout):
     for decode in (decode_payload, decode_payload_labels):
         with pytest.raises(LabelMultisetFormatError, match=rf"listEntryOffsets\[{voxel}\]"):
             decode(bytes(buf), (400,), layout)
+
+
+@pytest.mark.parametrize("layout", [N5_LAYOUT, ZARR_LAYOUT])
+def test_more_lists_than_voxels_decode_only_the_referenced_ones(layout):
+    rng = np.random.default_rng(11)
+    n_voxels, n_lists = 60, 500  # most lists unreferenced: the bounded path
+    payload, lists, list_of_voxel = random_payload(rng, layout, n_voxels, n_lists, rng.permutation(n_lists))
+    decoded = decode_payload(payload, (n_voxels,), layout)
+    assert decoded.n_lists <= n_voxels
+    for v in range(n_voxels):
+        element = decoded.element(int(decoded.index[v]))
+        assert list(zip(element.ids.tolist(), element.counts.tolist())) == lists[list_of_voxel[v]]
+    expected = np.array([spec_argmax(lists[i]) for i in list_of_voxel], np.uint64)
+    assert np.array_equal(decode_payload_labels(payload, (n_voxels,), layout), expected)
