@@ -131,18 +131,24 @@ cdef inline bint list_of_offset(ListIndex* index, uint64_t offset, int64_t* numb
     return True
 
 
-def scan_list_data(const uint8_t[::1] list_data, uint64_t[::1] start_bits=None, int64_t[::1] rank=None):
+def scan_list_data(const uint8_t[::1] list_data, uint64_t[::1] start_bits=None, int64_t[::1] rank=None,
+                   uint64_t[::1] label_of_list=None):
     """Walk the list data once; lists must tile it exactly.
 
     With ``start_bits`` (zero-filled) and ``rank``, both of
     ``list_start_words(list_data.size)`` values, also index the list starts
-    for ``map_voxel_offsets`` and ``labels_of_voxels``.
+    for ``map_voxel_offsets`` and ``labels_of_voxels``. With ``label_of_list``,
+    also store the argmax of the first ``len(label_of_list)`` lists, in stored
+    order (highest count, ties to the smaller unsigned id, empty list INVALID:
+    the rule of ``argmax_of_lists``), in the same pass.
     Returns ``(status, position, n_lists, n_entries)``; ``position`` is the
     byte offset of the first list that does not fit when ``status != 0``.
     """
     cdef Py_ssize_t size = list_data.shape[0]
-    cdef Py_ssize_t pos = 0, n_lists = 0, n_entries = 0, g, groups = size // 256 + 1
+    cdef Py_ssize_t pos = 0, n_lists = 0, n_entries = 0, g, groups = size // 256 + 1, entry, end
+    cdef Py_ssize_t capacity = label_of_list.shape[0] if label_of_list is not None else 0
     cdef uint64_t n
+    cdef n5ms_argmax_t best
     cdef int status = OK
     cdef bint index = start_bits is not None
     if index and (rank is None or start_bits.shape[0] < groups or rank.shape[0] < groups):
@@ -154,9 +160,17 @@ def scan_list_data(const uint8_t[::1] list_data, uint64_t[::1] start_bits=None, 
                 break
             if index:
                 start_bits[pos >> 8] |= 1ULL << ((pos >> 2) & 63)
+            end = pos + 4 + 12 * <Py_ssize_t>n
+            if n_lists < capacity:
+                best = n5ms_argmax_start()
+                entry = pos + 4
+                while entry < end:
+                    best = n5ms_argmax_step(best, load_u64_le(&list_data[entry]), load_u32_le(&list_data[entry + 8]))
+                    entry += 12
+                label_of_list[n_lists] = n5ms_argmax_label(best)
             n_lists += 1
             n_entries += <Py_ssize_t>n
-            pos += 4 + 12 * <Py_ssize_t>n
+            pos = end
         if index:
             n = 0
             for g in range(groups):
@@ -243,28 +257,6 @@ def map_voxel_offsets(const uint8_t[::1] table, bint big_endian, const uint8_t[:
 cdef uint64_t INVALID = 0xFFFFFFFFFFFFFFFEULL
 
 
-def argmax_of_list_data(const uint8_t[::1] list_data, uint64_t[::1] label_of_list):
-    """The argmax of every list of list data already validated by ``scan_list_data``,
-    in stored order (highest count, ties to the smaller unsigned id, empty list
-    INVALID: the rule of ``argmax_of_lists``)."""
-    cdef Py_ssize_t size = list_data.shape[0]
-    cdef Py_ssize_t pos = 0, entry, end, lst = 0, capacity = label_of_list.shape[0]
-    cdef n5ms_argmax_t best
-    with nogil:
-        while pos < size and lst < capacity:
-            best = n5ms_argmax_start()
-            end = pos + 4 + 12 * <Py_ssize_t>load_u32_le(&list_data[pos])
-            entry = pos + 4
-            while entry < end:
-                best = n5ms_argmax_step(best, load_u64_le(&list_data[entry]), load_u32_le(&list_data[entry + 8]))
-                entry += 12
-            label_of_list[lst] = n5ms_argmax_label(best)
-            lst += 1
-            pos = end
-
-
-
-
 cdef struct LabelLookup:
     const uint8_t* table
     const uint64_t* label_of_list
@@ -316,8 +308,8 @@ cdef Py_ssize_t labels_of_run(const uint8_t* table, bint big_endian, Py_ssize_t 
 def labels_of_voxels(const uint8_t[::1] table, bint big_endian, const uint64_t[::1] label_of_list,
                      const uint8_t[::1] list_data, const uint64_t[::1] start_bits, const int64_t[::1] rank,
                      uint64_t[::1] out, int num_threads):
-    """Each voxel's list argmax (``label_of_list`` from ``argmax_of_list_data``, lists found
-    through the index of ``scan_list_data``) in table order.
+    """Each voxel's list argmax (``label_of_list`` and the list index from ``scan_list_data``)
+    in table order.
 
     Bad offsets (negative, past the list data, not a list start) give 0;
     returns their number (the caller raises naming the first one).

@@ -252,14 +252,15 @@ def _scratch_array(name, size, dtype):
     return array[:size]
 
 
-def _scan(list_data):
-    """``scan_list_data`` with the list-start index: ``(status, position, n_lists, n_entries,
-    start_bits, rank)``; the index is thread scratch, valid until the next decode."""
+def _scan(list_data, label_of_list=None):
+    """``scan_list_data`` with the list-start index (and the argmax of the first
+    ``len(label_of_list)`` lists): ``(status, position, n_lists, n_entries, start_bits, rank)``;
+    the index is thread scratch, valid until the next decode."""
     words = _kernels.list_start_words(list_data.size)
     start_bits = _scratch_array("start_bits", words, np.uint64)
     start_bits.fill(0)
     rank = _scratch_array("rank", words, np.int64)
-    return (*_kernels.scan_list_data(list_data, start_bits, rank), start_bits, rank)
+    return (*_kernels.scan_list_data(list_data, start_bits, rank, label_of_list), start_bits, rank)
 
 
 def _list_start_offsets(table, list_data, start_bits, layout):
@@ -315,7 +316,11 @@ def decode_payload_labels(
     if check_rule(rule):
         return _java_labels(data, shape, layout, threads, order)
     shape, table, list_data = _split_payload(data, shape, layout)
-    status, position, n_lists, _, start_bits, rank = _scan(list_data)
+    # one pass validates, indexes and takes each list's argmax; a payload with more lists
+    # than voxels stops storing argmaxes there and goes the bounded way below
+    # (lists are at least 4 bytes: never more of them than list data words)
+    label_of_list = _scratch_array("label_of_list", min(table.size, list_data.size) // 4 + 1, np.uint64)
+    status, position, n_lists, _, start_bits, rank = _scan(list_data, label_of_list)
     if status:
         _raise_list_data_error(status, position, list_data, layout)
     if n_lists > table.size // 4:  # more lists than voxels: argmax of the referenced lists only
@@ -323,8 +328,6 @@ def decode_payload_labels(
         labels = LabelMultisetArray(flat_index.reshape(shape, order=layout.order), list_offsets, ids, counts,
                                     validate=False).argmax()
         return c_order(labels, default_threads(threads)) if order == "C" else labels
-    label_of_list = _scratch_array("label_of_list", max(n_lists, 1), np.uint64)
-    _kernels.argmax_of_list_data(list_data, label_of_list)
     # N5 blocks of 64^3 and up: huge pages (page faults dominate a fresh 2 MiB otherwise)
     flat = aligned_empty(2 * table.size, huge_from=HUGE_PAGE).view(np.uint64)
     direct_c_order = order == "C" and layout.order == "F" and len(shape) == 3
