@@ -10,11 +10,16 @@ With ``--python-path`` the chunks also go through zstandard's / lz4's Python
 APIs (the fallback used when their C functions cannot be found), as the
 before/after baseline of calling the C functions from the kernels.
 
+With 1 among several ``--threads``, it also prints the machine's own two-thread
+ceiling (two threads copying memory against one) and, per operation, our gain
+from one thread to the most, so a reader can tell our limits from the machine's.
+
 Usage: python benchmarks/bench_czi_chunked.py [--mib 64] [--repeat 7] [--threads 1 2] [--python-path] [--no-hilo]
 """
 
 import argparse
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from timing import interleaved_medians
@@ -48,6 +53,20 @@ def realistic_image(nbytes, seed=0):
 
 
 
+def two_thread_ceiling(nbytes, rounds):
+    """The machine's own two-thread gain on memory-bound work: two threads each copying
+    ``nbytes`` against one thread copying both, in interleaved rounds."""
+    sources = [np.ones(nbytes, np.uint8) for _ in range(2)]
+    targets = [np.empty(nbytes, np.uint8) for _ in range(2)]
+    copy = lambda k: np.copyto(targets[k], sources[k])  # noqa: E731
+    with ThreadPoolExecutor(2) as pool:
+        medians = interleaved_medians({
+            "one": lambda: [copy(0), copy(1)],
+            "two": lambda: list(pool.map(copy, (0, 1))),
+        }, rounds)
+    return medians["one"][0] / medians["two"][0]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=int, default=64)
@@ -79,6 +98,10 @@ def main():
           f"zstd/LZ4 called {'from the kernels' if native else 'through the Python APIs'}, "
           f"load average {os.getloadavg()[0]:.2f}")
     out = np.empty(nbytes, dtype=np.uint8)
+    scaling = sorted(args.threads)[0] == 1 and len(args.threads) > 1
+    if scaling:
+        print(f"this machine's two-thread ceiling: copying {nbytes >> 21} MiB per thread, 2 threads / 1: "
+              f"{two_thread_ceiling(nbytes // 2, args.repeat):.2f}x")
     for codec in ("zstd", "lz4"):
         level = 1 if codec == "zstd" else None
         options = dict(codec=codec, level=level, max_chunk_size=args.chunk, hilo=args.hilo)
@@ -127,6 +150,9 @@ def main():
                 if reference is not None:
                     text += f" ({reference / seconds:4.2f}x)"
                 text += f" cpu {busy:3.1f}"
+            if scaling:
+                gain = medians[label(1, native)][0] / medians[label(max(args.threads), native)][0]
+                text += f"\n    ours, {max(args.threads)} threads / 1 (beside the machine's ceiling above): {gain:.2f}x"
             print(text)
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}; 'cpu' = cores our process kept busy "
           "(about 1.0 at threads=2 means another process held the second core)")

@@ -15,6 +15,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort
 
 from n5mscodecs._status cimport ERR_NO_MEMORY, OK
+from n5mscodecs.multiset._argmax cimport n5ms_argmax_label, n5ms_argmax_start, n5ms_argmax_step, n5ms_argmax_t
 from n5mscodecs.multiset._hash_table cimport HashTable, mix64, table_free, table_init, table_slot
 from n5mscodecs.multiset._numbering cimport LabelNumbering, number_of, numbering_free, numbering_init, copy_unique
 
@@ -49,21 +50,26 @@ def argmax_of_lists(const int64_t[::1] list_offsets, const uint64_t[::1] ids,
     cdef Py_ssize_t i, e
     cdef uint64_t best, label
     cdef uint32_t best_count, c
+    cdef uint64_t keep
+    cdef n5ms_argmax_t spec_best
     for i in prange(n_lists, nogil=True, schedule="static", num_threads=num_threads,
                     use_threads_if=n_lists > PARALLEL_LISTS):
+        if not java_rule:
+            spec_best = n5ms_argmax_start()
+            for e in range(list_offsets[i], list_offsets[i + 1]):
+                spec_best = n5ms_argmax_step(spec_best, ids[e], counts[e])
+            out[i] = n5ms_argmax_label(spec_best)
+            continue
         best = INVALID
         best_count = 0
         for e in range(list_offsets[i], list_offsets[i + 1]):
             c = counts[e]
             label = ids[e]
-            if java_rule:
-                if <int32_t>c > <int32_t>best_count or (c == best_count and <int64_t>label < <int64_t>best):
-                    best = label
-                    best_count = c
-            else:
-                if c > best_count or (c == best_count and label < best):
-                    best = label
-                    best_count = c
+            # a mask (all ones when the entry wins) instead of a mispredicted branch
+            keep = 0 - <uint64_t>((<int32_t>c > <int32_t>best_count)
+                                  | ((c == best_count) & (<int64_t>label < <int64_t>best)))
+            best = (label & keep) | (best & ~keep)
+            best_count = <uint32_t>((c & keep) | (best_count & ~keep))
         out[i] = best
     return result
 

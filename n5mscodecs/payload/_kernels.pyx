@@ -11,9 +11,27 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from n5mscodecs._bytes cimport load_u32_be, load_u32_le, load_u64_le, store_u32_be, store_u32_le, store_u64_le
 from n5mscodecs._status cimport ERR_ENTRIES_PAST_END, ERR_NO_MEMORY, ERR_TRUNCATED_COUNT, OK
+from n5mscodecs.multiset._argmax cimport n5ms_argmax_label, n5ms_argmax_start, n5ms_argmax_step, n5ms_argmax_t
 from n5mscodecs.multiset._numbering cimport LabelNumbering, number_of, numbering_free, numbering_init, copy_unique
 
 import numpy as np
+
+cdef extern from *:
+    """
+    /* Builds for any x86-64 have no popcnt instruction; the builtin is then a libgcc call,
+       slower than these few instructions. */
+    #if defined(__POPCNT__) || defined(__ARM_NEON) || defined(__aarch64__)
+    static inline int n5ms_popcount64(unsigned long long x) { return __builtin_popcountll(x); }
+    #else
+    static inline int n5ms_popcount64(unsigned long long x) {
+        x = x - ((x >> 1) & 0x5555555555555555ULL);
+        x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+        x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+        return (int)((x * 0x0101010101010101ULL) >> 56);
+    }
+    #endif
+    """
+    int n5ms_popcount64(unsigned long long x) nogil
 
 ctypedef fused index_t:
     int32_t
@@ -39,46 +57,131 @@ cdef inline int list_length(const uint8_t* list_data, Py_ssize_t size, Py_ssize_
     return OK
 
 
-def scan_list_data(const uint8_t[::1] list_data):
+DEF LABEL_RUN = 4096  # voxels per task of labels_of_voxels and map_voxel_offsets (a run cache per task)
+# no offset: tables hold 32-bit values (BE ones sign-extended, so >= 2**64 - 2**31)
+DEF NO_OFFSET = 1ULL << 63
+DEF RECENT_LISTS = 16
+
+# List starts are indexed by a bitmap over the 4-byte words of the list data
+# (lists are 4 + 12 n bytes, so every start is a word) and, per 64-word group, the
+# number of starts before it: the list number of a start is a rank query. That is
+# 1/32 of the list data in size (it stays in the caches and is cheap to zero),
+# where a table with one slot per word was as large as the list data itself.
+
+def list_start_words(Py_ssize_t list_data_size):
+    """The length of the ``start_bits`` and ``rank`` arrays for ``list_data_size`` bytes."""
+    return list_data_size // 256 + 1
+
+
+cdef inline bint is_list_start(const uint64_t* start_bits, uint64_t word) noexcept nogil:
+    return (start_bits[word >> 6] >> (word & 63)) & 1
+
+
+cdef inline int64_t list_number(const uint64_t* start_bits, const int64_t* rank, uint64_t word) noexcept nogil:
+    """The number of the list starting at ``word`` (which must be a start)."""
+    return rank[word >> 6] + n5ms_popcount64(start_bits[word >> 6] & ((1ULL << (word & 63)) - 1))
+
+
+cdef struct ListIndex:
+    const uint8_t* list_data
+    const uint64_t* start_bits
+    const int64_t* rank
+    uint64_t size  # of the list data
+    # The list after the furthest one found so far. Writers lay lists out in
+    # first-encounter order along the voxels, so a voxel's new list is almost
+    # always this one: found with a compare, no rank query.
+    uint64_t next_offset
+    int64_t next_number
+    # Lists found by a rank query, by offset / 16 (a singleton list's size): voxels
+    # go back to a few lists again and again (the next row of the same cells).
+    uint64_t recent_offset[RECENT_LISTS]
+    int64_t recent_number[RECENT_LISTS]
+
+
+cdef inline ListIndex list_index(const uint8_t* list_data, uint64_t size, const uint64_t* start_bits,
+                                 const int64_t* rank) noexcept nogil:
+    cdef ListIndex index
+    cdef int k
+    index.list_data, index.size, index.start_bits, index.rank = list_data, size, start_bits, rank
+    index.next_offset, index.next_number = 0, 0
+    for k in range(RECENT_LISTS):
+        index.recent_offset[k] = NO_OFFSET
+    return index
+
+
+cdef inline bint list_of_offset(ListIndex* index, uint64_t offset, int64_t* number) noexcept nogil:
+    """The list number of byte ``offset`` into ``number``; False unless a list starts there."""
+    cdef int slot = (offset >> 4) & (RECENT_LISTS - 1)
+    if offset == index.recent_offset[slot]:  # never true for NO_OFFSET: offsets are below 2**63
+        number[0] = index.recent_number[slot]
+        return True
+    if offset >= index.size:
+        return False
+    if offset == index.next_offset:
+        number[0] = index.next_number
+    elif (offset & 3) != 0 or not is_list_start(index.start_bits, offset >> 2):
+        return False
+    else:
+        number[0] = list_number(index.start_bits, index.rank, offset >> 2)
+        index.recent_offset[slot], index.recent_number[slot] = offset, number[0]
+        if number[0] < index.next_number:
+            return True
+    index.next_number = number[0] + 1
+    index.next_offset = offset + 4 + 12 * <uint64_t>load_u32_le(&index.list_data[offset])
+    return True
+
+
+def scan_list_data(const uint8_t[::1] list_data, uint64_t[::1] start_bits=None, int64_t[::1] rank=None,
+                   uint64_t[::1] label_of_list=None):
     """Walk the list data once; lists must tile it exactly.
 
+    With ``start_bits`` (zero-filled) and ``rank``, both of
+    ``list_start_words(list_data.size)`` values, also index the list starts
+    for ``map_voxel_offsets`` and ``labels_of_voxels``. With ``label_of_list``,
+    also store the argmax of the first ``len(label_of_list)`` lists, in stored
+    order (highest count, ties to the smaller unsigned id, empty list INVALID:
+    the rule of ``argmax_of_lists``), in the same pass.
     Returns ``(status, position, n_lists, n_entries)``; ``position`` is the
     byte offset of the first list that does not fit when ``status != 0``.
     """
     cdef Py_ssize_t size = list_data.shape[0]
-    cdef Py_ssize_t pos = 0, n_lists = 0, n_entries = 0
+    cdef Py_ssize_t pos = 0, n_lists = 0, n_entries = 0, g, groups = size // 256 + 1, entry, end
+    cdef Py_ssize_t capacity = label_of_list.shape[0] if label_of_list is not None else 0
     cdef uint64_t n
+    cdef n5ms_argmax_t best
     cdef int status = OK
+    cdef bint index = start_bits is not None
+    if index and (rank is None or start_bits.shape[0] < groups or rank.shape[0] < groups):
+        raise ValueError("scan_list_data: start_bits and rank need list_start_words(size) values")
     with nogil:
         while pos < size:
             status = list_length(&list_data[0], size, pos, &n)
             if status != OK:
                 break
+            if index:
+                start_bits[pos >> 8] |= 1ULL << ((pos >> 2) & 63)
+            end = pos + 4 + 12 * <Py_ssize_t>n
+            if n_lists < capacity:
+                best = n5ms_argmax_start()
+                entry = pos + 4
+                while entry < end:
+                    best = n5ms_argmax_step(best, load_u64_le(&list_data[entry]), load_u32_le(&list_data[entry + 8]))
+                    entry += 12
+                label_of_list[n_lists] = n5ms_argmax_label(best)
             n_lists += 1
             n_entries += <Py_ssize_t>n
-            pos += 4 + 12 * <Py_ssize_t>n
+            pos = end
+        if index:
+            n = 0
+            for g in range(groups):
+                rank[g] = <int64_t>n
+                n += n5ms_popcount64(start_bits[g])
     return status, pos, n_lists, n_entries
 
 
-def mark_list_starts(const uint8_t[::1] list_data, uint8_t[::1] is_list_start):
-    """Set ``is_list_start[byte_offset // 4]`` (pre-filled with 0) to 1 at every list start
-    of list data already validated by ``scan_list_data``."""
-    cdef Py_ssize_t size = list_data.shape[0]
-    cdef Py_ssize_t pos = 0
-    with nogil:
-        while pos < size:
-            is_list_start[pos >> 2] = 1
-            pos += 4 + 12 * <Py_ssize_t>load_u32_le(&list_data[pos])
-
-
 def split_list_data(const uint8_t[::1] list_data, int64_t[::1] list_offsets,
-                    uint64_t[::1] ids, uint32_t[::1] counts, int32_t[::1] slot_of_word):
-    """Fill the CSR arrays from list data already validated by ``scan_list_data``.
-
-    ``slot_of_word[byte_offset // 4]`` receives the list number for every list
-    start (lists are 4 + 12 n bytes, so every start is a multiple of 4); the
-    caller pre-fills it with -1.
-    """
+                    uint64_t[::1] ids, uint32_t[::1] counts):
+    """Fill the CSR arrays from list data already validated by ``scan_list_data``."""
     cdef Py_ssize_t size = list_data.shape[0]
     cdef Py_ssize_t pos = 0, lst = 0, e = 0, j
     cdef uint32_t n
@@ -86,7 +189,6 @@ def split_list_data(const uint8_t[::1] list_data, int64_t[::1] list_offsets,
         list_offsets[0] = 0
         while pos < size:
             n = load_u32_le(&list_data[pos])
-            slot_of_word[pos >> 2] = <int32_t>lst
             pos += 4
             for j in range(n):
                 ids[e] = load_u64_le(&list_data[pos])
@@ -97,114 +199,90 @@ def split_list_data(const uint8_t[::1] list_data, int64_t[::1] list_offsets,
             list_offsets[lst] = e
 
 
-def map_voxel_offsets(const uint8_t[::1] table, bint big_endian, int32_t[::1] slot_of_word,
-                      Py_ssize_t list_data_size, int32_t[::1] index, int num_threads):
-    """Translate each voxel's byte offset into its list number.
+cdef inline uint64_t voxel_offset(const uint8_t* table, Py_ssize_t v, bint big_endian) noexcept nogil:
+    """Table entry ``v``. Java writes signed int32 offsets: a negative one is sign-extended to a
+    huge unsigned value and fails the range check, like one past the end."""
+    if big_endian:
+        return <uint64_t><int64_t><int32_t>load_u32_be(&table[4 * v])
+    return load_u32_le(&table[4 * v])
+
+
+cdef inline Py_ssize_t lists_in_order(const uint8_t* table, bint big_endian, Py_ssize_t start, Py_ssize_t stop,
+                                      ListIndex lists, int32_t* index) noexcept nogil:
+    """List numbers of voxels ``start:stop`` (-1 for a bad offset); returns the number of bad
+    offsets. Neighbours mostly share a list, so a repeated offset is not looked up again."""
+    cdef Py_ssize_t v, bad = 0
+    cdef uint64_t offset, last_offset = NO_OFFSET
+    cdef int64_t number = -1
+    for v in range(start, stop):
+        offset = voxel_offset(table, v, big_endian)
+        if offset != last_offset:
+            last_offset = offset
+            if not list_of_offset(&lists, offset, &number):
+                number, last_offset = -1, NO_OFFSET
+        if number < 0:
+            bad += 1
+        index[v] = <int32_t>number
+    return bad
+
+
+cdef Py_ssize_t lists_of_run(const uint8_t* table, bint big_endian, Py_ssize_t start, Py_ssize_t stop,
+                             ListIndex lists, int32_t* index) noexcept nogil:
+    # one loop per byte order (a constant there): no per-voxel test of it
+    if big_endian:
+        return lists_in_order(table, True, start, stop, lists, index)
+    return lists_in_order(table, False, start, stop, lists, index)
+
+
+def map_voxel_offsets(const uint8_t[::1] table, bint big_endian, const uint8_t[::1] list_data,
+                      const uint64_t[::1] start_bits, const int64_t[::1] rank, int32_t[::1] index, int num_threads):
+    """Translate each voxel's byte offset into its list number (through the list-start
+    index of ``scan_list_data`` over ``list_data``).
 
     Bad offsets (negative, past the list data, not a list start) give index -1.
     Returns the number of bad voxels.
     """
     cdef Py_ssize_t n_voxels = index.shape[0]
-    cdef Py_ssize_t v
-    cdef uint64_t offset
-    cdef uint64_t size = <uint64_t>list_data_size
-    cdef int32_t slot
-    cdef Py_ssize_t bad = 0
-    # Java writes signed int32 offsets: a negative one wraps to a huge unsigned
-    # value and fails the single range check below, like one past the end
-    if big_endian:
-        for v in prange(n_voxels, nogil=True, schedule="static", num_threads=num_threads,
-                        use_threads_if=n_voxels > PARALLEL_VOXELS):
-            offset = <uint64_t><int64_t><int32_t>load_u32_be(&table[4 * v])
-            slot = slot_of_word[offset >> 2] if offset < size and (offset & 3) == 0 else -1
-            index[v] = slot
-            if slot < 0:
-                bad += 1
-    else:
-        for v in prange(n_voxels, nogil=True, schedule="static", num_threads=num_threads,
-                        use_threads_if=n_voxels > PARALLEL_VOXELS):
-            offset = load_u32_le(&table[4 * v])
-            slot = slot_of_word[offset >> 2] if offset < size and (offset & 3) == 0 else -1
-            index[v] = slot
-            if slot < 0:
-                bad += 1
+    cdef Py_ssize_t n_runs = (n_voxels + LABEL_RUN - 1) // LABEL_RUN
+    cdef Py_ssize_t r, bad = 0
+    cdef ListIndex lists = list_index(&list_data[0] if list_data.shape[0] else NULL, list_data.shape[0],
+                                      &start_bits[0], &rank[0])
+    for r in prange(n_runs, nogil=True, schedule="static", num_threads=num_threads,
+                    use_threads_if=n_voxels > PARALLEL_VOXELS):
+        bad += lists_of_run(&table[0], big_endian, r * LABEL_RUN, min((r + 1) * LABEL_RUN, n_voxels),
+                            lists, &index[0])
     return bad
 
 
-DEF LABEL_RUN = 4096  # voxels per task of labels_of_voxels (a run cache per task)
 cdef uint64_t INVALID = 0xFFFFFFFFFFFFFFFEULL
-
-
-def argmax_of_list_words(const uint8_t[::1] list_data, uint64_t[::1] label_of_word, uint8_t[::1] is_list_start):
-    """Walk the list data once (as ``scan_list_data``) and store each list's argmax.
-
-    ``label_of_word[byte_offset // 4]`` receives the argmax of the list starting
-    there (highest count, ties to the smaller unsigned id, empty list INVALID:
-    the rule of ``argmax_of_lists``) and ``is_list_start`` (pre-filled with 0)
-    is set to 1. Returns ``(status, position)`` like ``scan_list_data``.
-    """
-    cdef Py_ssize_t size = list_data.shape[0]
-    cdef Py_ssize_t pos = 0, entry, end
-    cdef uint64_t n, best, label
-    cdef uint32_t best_count, c
-    cdef int status = OK
-    with nogil:
-        while pos < size:
-            status = list_length(&list_data[0], size, pos, &n)
-            if status != OK:
-                break
-            best = INVALID
-            best_count = 0
-            end = pos + 4 + 12 * <Py_ssize_t>n
-            entry = pos + 4
-            while entry < end:
-                label = load_u64_le(&list_data[entry])
-                c = load_u32_le(&list_data[entry + 8])
-                if c > best_count or (c == best_count and label < best):
-                    best = label
-                    best_count = c
-                entry += 12
-            label_of_word[pos >> 2] = best
-            is_list_start[pos >> 2] = 1
-            pos = end
-    return status, pos
-
-
-# no offset: tables hold 32-bit values (BE ones sign-extended, so >= 2**64 - 2**31)
-DEF NO_OFFSET = 1ULL << 63
 
 
 cdef struct LabelLookup:
     const uint8_t* table
-    bint big_endian
-    const uint64_t* label_of_word
-    const uint8_t* is_list_start
-    uint64_t size  # of the list data
+    const uint64_t* label_of_list
+    ListIndex* lists  # a pointer: this struct of scalars then stays in registers
     uint64_t last_offset
     uint64_t label
     Py_ssize_t bad
 
 
-cdef inline LabelLookup label_lookup(const uint8_t* table, bint big_endian, const uint64_t* label_of_word,
-                                     const uint8_t* is_list_start, uint64_t size) noexcept nogil:
+cdef inline LabelLookup label_lookup(const uint8_t* table, const uint64_t* label_of_list,
+                                     ListIndex* lists) noexcept nogil:
     cdef LabelLookup lookup
-    lookup.table, lookup.big_endian = table, big_endian
-    lookup.label_of_word, lookup.is_list_start, lookup.size = label_of_word, is_list_start, size
+    lookup.table, lookup.label_of_list, lookup.lists = table, label_of_list, lists
     lookup.last_offset, lookup.label, lookup.bad = NO_OFFSET, 0, 0
     return lookup
 
 
-cdef inline uint64_t label_of_voxel(LabelLookup* lookup, Py_ssize_t v) noexcept nogil:
+cdef inline uint64_t label_of_voxel(LabelLookup* lookup, Py_ssize_t v, bint big_endian) noexcept nogil:
     """The label of table entry ``v``; a bad offset gives 0 and counts in ``lookup.bad``.
-    Neighbours mostly share a list, so the last offset's label is reused without a lookup."""
-    cdef uint64_t offset
-    if lookup.big_endian:
-        offset = <uint64_t><int64_t><int32_t>load_u32_be(&lookup.table[4 * v])
-    else:
-        offset = load_u32_le(&lookup.table[4 * v])
+    Neighbours mostly share a list, so the last offset's label is reused without a lookup.
+    Callers pass ``big_endian`` as a constant, in one loop per byte order."""
+    cdef uint64_t offset = voxel_offset(lookup.table, v, big_endian)
+    cdef int64_t number
     if offset != lookup.last_offset:
-        if offset < lookup.size and (offset & 3) == 0 and lookup.is_list_start[offset >> 2]:
-            lookup.label = lookup.label_of_word[offset >> 2]
+        if list_of_offset(lookup.lists, offset, &number):
+            lookup.label = lookup.label_of_list[number]
             lookup.last_offset = offset
         else:
             lookup.bad += 1
@@ -214,20 +292,24 @@ cdef inline uint64_t label_of_voxel(LabelLookup* lookup, Py_ssize_t v) noexcept 
 
 
 cdef Py_ssize_t labels_of_run(const uint8_t* table, bint big_endian, Py_ssize_t start, Py_ssize_t stop,
-                              const uint64_t* label_of_word, const uint8_t* is_list_start,
-                              uint64_t size, uint64_t* out) noexcept nogil:
+                              const uint64_t* label_of_list, ListIndex lists, uint64_t* out) noexcept nogil:
     """Labels of voxels ``start:stop`` in table order; returns the number of bad offsets."""
-    cdef LabelLookup lookup = label_lookup(table, big_endian, label_of_word, is_list_start, size)
+    cdef LabelLookup lookup = label_lookup(table, label_of_list, &lists)
     cdef Py_ssize_t v
-    for v in range(start, stop):
-        out[v] = label_of_voxel(&lookup, v)
+    if big_endian:
+        for v in range(start, stop):
+            out[v] = label_of_voxel(&lookup, v, True)
+    else:
+        for v in range(start, stop):
+            out[v] = label_of_voxel(&lookup, v, False)
     return lookup.bad
 
 
-def labels_of_voxels(const uint8_t[::1] table, bint big_endian, const uint64_t[::1] label_of_word,
-                     const uint8_t[::1] is_list_start, Py_ssize_t list_data_size, uint64_t[::1] out,
-                     int num_threads):
-    """Each voxel's list argmax (from ``argmax_of_list_words``) in table order.
+def labels_of_voxels(const uint8_t[::1] table, bint big_endian, const uint64_t[::1] label_of_list,
+                     const uint8_t[::1] list_data, const uint64_t[::1] start_bits, const int64_t[::1] rank,
+                     uint64_t[::1] out, int num_threads):
+    """Each voxel's list argmax (``label_of_list`` and the list index from ``scan_list_data``)
+    in table order.
 
     Bad offsets (negative, past the list data, not a list start) give 0;
     returns their number (the caller raises naming the first one).
@@ -235,10 +317,12 @@ def labels_of_voxels(const uint8_t[::1] table, bint big_endian, const uint64_t[:
     cdef Py_ssize_t n_voxels = out.shape[0]
     cdef Py_ssize_t n_runs = (n_voxels + LABEL_RUN - 1) // LABEL_RUN
     cdef Py_ssize_t r, bad = 0
+    cdef ListIndex lists = list_index(&list_data[0] if list_data.shape[0] else NULL, list_data.shape[0],
+                                      &start_bits[0], &rank[0])
     for r in prange(n_runs, nogil=True, schedule="static", num_threads=num_threads,
                     use_threads_if=n_voxels > PARALLEL_VOXELS):
         bad += labels_of_run(&table[0], big_endian, r * LABEL_RUN, min((r + 1) * LABEL_RUN, n_voxels),
-                             &label_of_word[0], &is_list_start[0], <uint64_t>list_data_size, &out[0])
+                             &label_of_list[0], lists, &out[0])
     return bad
 
 
@@ -374,34 +458,45 @@ def c_order_copy_3d(const voxel_t[:, :, :] src, voxel_t[::1] dst, int num_thread
 
 
 
-cdef Py_ssize_t labels_of_tile(const uint8_t* table, bint big_endian, Py_ssize_t a0, Py_ssize_t a_end,
-                               Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2, const uint64_t* label_of_word,
-                               const uint8_t* is_list_start, uint64_t size, uint64_t* out) noexcept nogil:
+cdef inline Py_ssize_t labels_of_tile_in_order(const uint8_t* table, bint big_endian, Py_ssize_t a0, Py_ssize_t a_end,
+                               Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2, const uint64_t* label_of_list,
+                               ListIndex lists, uint64_t* out) noexcept nogil:
     """Labels of the voxels ``a0 <= a < a_end`` of a first-axis-fastest table, written in C
     order, 8 x 8 tiles of (first, last) at a time (see ``c_order_copy_3d``). Returns the
     number of bad offsets."""
-    cdef LabelLookup lookup = label_lookup(table, big_endian, label_of_word, is_list_start, size)
+    cdef LabelLookup lookup = label_lookup(table, label_of_list, &lists)
     cdef Py_ssize_t c0, c_end, a, b, c
     for c0 in range(0, n2, TILE):
         c_end = min(c0 + TILE, n2)
         for b in range(n1):
             for a in range(a0, a_end):
                 for c in range(c0, c_end):
-                    out[(a * n1 + b) * n2 + c] = label_of_voxel(&lookup, a + n0 * (b + n1 * c))
+                    out[(a * n1 + b) * n2 + c] = label_of_voxel(&lookup, a + n0 * (b + n1 * c), big_endian)
     return lookup.bad
 
 
-def labels_of_voxels_c_order(const uint8_t[::1] table, bint big_endian, const uint64_t[::1] label_of_word,
-                             const uint8_t[::1] is_list_start, Py_ssize_t list_data_size, uint64_t[::1] out,
-                             Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2, int num_threads):
+cdef Py_ssize_t labels_of_tile(const uint8_t* table, bint big_endian, Py_ssize_t a0, Py_ssize_t a_end,
+                               Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2, const uint64_t* label_of_list,
+                               ListIndex lists, uint64_t* out) noexcept nogil:
+    # one loop per byte order (a constant there): no per-voxel test of it
+    if big_endian:
+        return labels_of_tile_in_order(table, True, a0, a_end, n0, n1, n2, label_of_list, lists, out)
+    return labels_of_tile_in_order(table, False, a0, a_end, n0, n1, n2, label_of_list, lists, out)
+
+
+def labels_of_voxels_c_order(const uint8_t[::1] table, bint big_endian, const uint64_t[::1] label_of_list,
+                             const uint8_t[::1] list_data, const uint64_t[::1] start_bits, const int64_t[::1] rank,
+                             uint64_t[::1] out, Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2, int num_threads):
     """``labels_of_voxels`` of a 3-D first-axis-fastest table (N5), written straight in C
     order of shape ``(n0, n1, n2)``: no second pass to transpose. Returns the number of
     bad offsets."""
     cdef Py_ssize_t a0, bad = 0
+    cdef ListIndex lists = list_index(&list_data[0] if list_data.shape[0] else NULL, list_data.shape[0],
+                                      &start_bits[0], &rank[0])
     if n0 * n1 * n2 == 0:
         return 0
     for a0 in prange(0, n0, TILE, nogil=True, schedule="static", num_threads=num_threads,
                      use_threads_if=n0 * n1 * n2 > PARALLEL_VOXELS):
-        bad += labels_of_tile(&table[0], big_endian, a0, min(a0 + TILE, n0), n0, n1, n2, &label_of_word[0],
-                              &is_list_start[0], <uint64_t>list_data_size, &out[0])
+        bad += labels_of_tile(&table[0], big_endian, a0, min(a0 + TILE, n0), n0, n1, n2, &label_of_list[0],
+                              lists, &out[0])
     return bad

@@ -20,6 +20,7 @@ decodes to shape ``(dx, dy, dz)`` and voxel ``[i, j, k]`` is payload voxel
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -215,22 +216,21 @@ def decode_payload(
     Raises :class:`LabelMultisetFormatError` naming the field that is wrong.
     """
     shape, table, list_data = _split_payload(data, shape, layout)
-    status, position, n_lists, n_entries = _kernels.scan_list_data(list_data)
+    status, position, n_lists, n_entries, start_bits, rank = _scan(list_data)
     if status:
         _raise_list_data_error(status, position, list_data, layout)
     if n_lists > table.size // 4:  # more lists than voxels: some are unreferenced
-        flat_index, list_offsets, ids, counts = _referenced_lists(table, list_data, layout)
+        flat_index, list_offsets, ids, counts = _referenced_lists(table, list_data, start_bits, layout)
         index = flat_index.reshape(shape, order=layout.order)
         return LabelMultisetArray(index, list_offsets, ids, counts, validate=False)
     list_offsets = np.empty(n_lists + 1, np.int64)
     ids = np.empty(n_entries, np.uint64)
     counts = np.empty(n_entries, np.uint32)
-    slot_of_word = np.full(list_data.size // 4 + 1, -1, np.int32)
-    _kernels.split_list_data(list_data, list_offsets, ids, counts, slot_of_word)
+    _kernels.split_list_data(list_data, list_offsets, ids, counts)
 
     flat_index = np.empty(table.size // 4, np.int32)
     bad = _kernels.map_voxel_offsets(
-        table, layout.big_endian_offsets, slot_of_word, list_data.size, flat_index, default_threads(threads),
+        table, layout.big_endian_offsets, list_data, start_bits, rank, flat_index, default_threads(threads),
     )
     if bad:
         _raise_offset_error(bad, int(np.flatnonzero(flat_index < 0)[0]), table, list_data, layout)
@@ -238,15 +238,51 @@ def decode_payload(
     return LabelMultisetArray(index, list_offsets, ids, counts, validate=False)
 
 
-def _referenced_lists(table, list_data, layout):
+# Per-thread scratch for a decode's temporaries (the list-start index, the argmax of
+# each list), reused across calls up to this many values each: fresh allocations of
+# a few hundred KiB per block made glibc return and re-fault the heap's top on every
+# call, which cost more than the decode.
+_SCRATCH_VALUES = 1 << 17
+_scratch = threading.local()
+
+
+def _scratch_array(name, size, dtype):
+    """A ``size``-value array of ``dtype`` (contents undefined), this thread's ``name``
+    scratch when it is small enough."""
+    if size > _SCRATCH_VALUES:
+        return np.empty(size, dtype)
+    array = getattr(_scratch, name, None)
+    if array is None:
+        array = np.empty(_SCRATCH_VALUES, dtype)
+        setattr(_scratch, name, array)
+    return array[:size]
+
+
+def _scan(list_data, label_of_list=None):
+    """``scan_list_data`` with the list-start index (and the argmax of the first
+    ``len(label_of_list)`` lists): ``(status, position, n_lists, n_entries, start_bits, rank)``;
+    the index is thread scratch, valid until the next decode."""
+    words = _kernels.list_start_words(list_data.size)
+    start_bits = _scratch_array("start_bits", words, np.uint64)
+    start_bits.fill(0)
+    rank = _scratch_array("rank", words, np.int64)
+    return (*_kernels.scan_list_data(list_data, start_bits, rank, label_of_list), start_bits, rank)
+
+
+def _list_start_offsets(table, list_data, start_bits, layout):
+    """``(offsets, usable)``: every voxel's offset (int64) and whether a list starts there."""
+    offsets = np.frombuffer(table, ">i4" if layout.big_endian_offsets else "<u4").astype(np.int64)
+    usable = (offsets >= 0) & (offsets < list_data.size) & (offsets % 4 == 0)
+    words = offsets[usable] // 4
+    usable[usable] = (start_bits[words // 64] >> (words % 64).astype(np.uint64)) & np.uint64(1) == 1
+    return offsets, usable
+
+
+def _referenced_lists(table, list_data, start_bits, layout):
     """``(flat index, list_offsets, ids, counts)`` of only the lists some voxel refers to
     (in stored order), for list data that holds more lists than voxels: a crafted payload
     then costs one bit per list word, never arrays or objects per unreferenced list."""
-    is_list_start = np.zeros(list_data.size // 4 + 1, np.uint8)
-    _kernels.mark_list_starts(list_data, is_list_start)
-    offsets = np.frombuffer(table, ">i4" if layout.big_endian_offsets else "<u4").astype(np.int64)
-    usable = (offsets >= 0) & (offsets < list_data.size) & (offsets % 4 == 0)
-    usable[usable] = is_list_start[offsets[usable] // 4].astype(bool)
+    offsets, usable = _list_start_offsets(table, list_data, start_bits, layout)
     if not usable.all():
         bad = np.flatnonzero(~usable)
         _raise_offset_error(bad.size, int(bad[0]), table, list_data, layout)
@@ -286,31 +322,29 @@ def decode_payload_labels(
     if check_rule(rule):
         return _java_labels(data, shape, layout, threads, order)
     shape, table, list_data = _split_payload(data, shape, layout)
-    status, position, n_lists, _ = _kernels.scan_list_data(list_data)
+    # one pass validates, indexes and takes each list's argmax; a payload with more lists
+    # than voxels stops storing argmaxes there and goes the bounded way below
+    # (lists are at least 4 bytes: never more of them than list data words)
+    label_of_list = _scratch_array("label_of_list", min(table.size, list_data.size) // 4 + 1, np.uint64)
+    status, position, n_lists, _, start_bits, rank = _scan(list_data, label_of_list)
     if status:
         _raise_list_data_error(status, position, list_data, layout)
     if n_lists > table.size // 4:  # more lists than voxels: argmax of the referenced lists only
-        flat_index, list_offsets, ids, counts = _referenced_lists(table, list_data, layout)
+        flat_index, list_offsets, ids, counts = _referenced_lists(table, list_data, start_bits, layout)
         labels = LabelMultisetArray(flat_index.reshape(shape, order=layout.order), list_offsets, ids, counts,
                                     validate=False).argmax()
         return c_order(labels, default_threads(threads)) if order == "C" else labels
-    words = list_data.size // 4 + 1
-    label_of_word = np.empty(words, np.uint64)
-    is_list_start = np.zeros(words, np.uint8)
-    status, position = _kernels.argmax_of_list_words(list_data, label_of_word, is_list_start)
-    if status:
-        _raise_list_data_error(status, position, list_data, layout)
     # N5 blocks of 64^3 and up: huge pages (page faults dominate a fresh 2 MiB otherwise)
     flat = aligned_empty(2 * table.size, huge_from=HUGE_PAGE).view(np.uint64)
     direct_c_order = order == "C" and layout.order == "F" and len(shape) == 3
     if direct_c_order:
-        bad = _kernels.labels_of_voxels_c_order(table, layout.big_endian_offsets, label_of_word, is_list_start,
-                                                list_data.size, flat, *shape, default_threads(threads))
+        bad = _kernels.labels_of_voxels_c_order(table, layout.big_endian_offsets, label_of_list, list_data,
+                                                start_bits, rank, flat, *shape, default_threads(threads))
     else:
-        bad = _kernels.labels_of_voxels(table, layout.big_endian_offsets, label_of_word, is_list_start,
-                                        list_data.size, flat, default_threads(threads))
+        bad = _kernels.labels_of_voxels(table, layout.big_endian_offsets, label_of_list, list_data, start_bits, rank,
+                                        flat, default_threads(threads))
     if bad:
-        _raise_offset_error(bad, _first_bad_offset(table, list_data, is_list_start, layout), table, list_data,
+        _raise_offset_error(bad, _first_bad_offset(table, list_data, start_bits, layout), table, list_data,
                             layout)
     if direct_c_order:
         return flat.reshape(shape)
@@ -334,12 +368,9 @@ def _java_labels(data, shape, layout, threads, order):
     return c_order(labels) if order == "C" else labels
 
 
-def _first_bad_offset(table, list_data, is_list_start, layout):
+def _first_bad_offset(table, list_data, start_bits, layout):
     """The first voxel whose offset is not a list start (error path only)."""
-    offsets = np.frombuffer(table, ">i4" if layout.big_endian_offsets else "<u4").astype(np.int64)
-    usable = (offsets >= 0) & (offsets < list_data.size) & (offsets % 4 == 0)
-    usable[usable] = is_list_start[offsets[usable] // 4].astype(bool)
-    return int(np.flatnonzero(~usable)[0])
+    return int(np.flatnonzero(~_list_start_offsets(table, list_data, start_bits, layout)[1])[0])
 
 
 def payload_order(array: np.ndarray, layout: Layout, dtype: DTypeLike, threads: int = 1) -> np.ndarray:
