@@ -430,3 +430,23 @@ def test_argmax_of_a_dataset_with_huge_dims_lists_its_blocks(tmp_path, capsys):
     assert n5ms(["argmax", source, str(tmp_path / "c.n5" / "argmax"), "--quiet"]) == 0
     assert f"1 of {2**38 * 2**38} blocks present" in capsys.readouterr().out
     assert n5.open(tmp_path / "c.n5" / "argmax")[0:4, 0:4, 0:4].tolist() == np.ones((4, 4, 4)).tolist()
+
+
+def test_zstd_never_reserves_more_than_its_input_can_expand_to():
+    """A fuzzer finding: a 40-byte block claiming 1.1 GB of payload made zstd's decode reserve a
+    1.1 GB buffer before it found that the bytes are no zstd frame."""
+    import tracemalloc
+
+    from n5mscodecs.errors import CompressionError
+    from n5mscodecs.n5.compression import compressor_from_config
+
+    zstd = compressor_from_config({"type": "zstd"})
+    tracemalloc.start()
+    try:
+        with pytest.raises(CompressionError, match="zstd"):
+            zstd.decode(b"\x28\xb5\x2f\xfd" + b"\x00" * 36, 1_114_402_659)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20
+    assert bytes(zstd.decode(zstd.encode(bytes(1 << 20)), 1 << 20)) == bytes(1 << 20)  # real data fits the bound

@@ -168,6 +168,10 @@ class Gzip(Compressor):
         return {"type": "gzip", "level": self.level, "useZlib": self.use_zlib}
 
 
+# a zstd block needs at least 4 bytes (3 of header, 1 of RLE content) for its at most 128 KiB
+_ZSTD_MAX_RATIO = (128 << 10) // 4
+
+
 class Zstd(Compressor):
     """N5 ``zstd`` (n5-zstandard): zstd frames, possibly without content size."""
 
@@ -191,8 +195,9 @@ class Zstd(Compressor):
             if bound is None:
                 out = reader.readall()
             else:
-                # one buffer, filled in place (pages are touched only as output arrives)
-                buffer = np.empty(bound + 1, np.uint8)
+                # one buffer, filled in place (pages are touched only as output arrives), never
+                # larger than what the input can expand to
+                buffer = np.empty(min(bound, len(data) * _ZSTD_MAX_RATIO) + 1, np.uint8)
                 view, produced = memoryview(buffer), 0
                 while produced <= bound:
                     n = reader.readinto(view[produced:produced + _READ_STEP])
