@@ -200,11 +200,11 @@ def to_ome_zarr(
 
     Parameters
     ----------
-    source : str or os.PathLike
+    source : path
         A local path or a URL: a Paintera label source, a label multiset pyramid, a container holding
         one, or a single label multiset dataset (what
         :func:`~n5mscodecs.paintera.open_pyramid` opens).
-    target : str or os.PathLike
+    target : path
         A local path or a URL: the labels image group to write, e.g. ``out.zarr`` or
         ``image.zarr/labels/cells`` (then ``image-label.source.image`` points
         back to the image and the ``labels`` group lists it).
