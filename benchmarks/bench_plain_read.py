@@ -38,6 +38,33 @@ def numpy_loop(path):
     return run
 
 
+def decompress_alone(path, compression):
+    """Decompressing every block from memory with the same library our read uses: the floor of a
+    one-thread read, whatever is done around it."""
+    from n5mscodecs.n5.compression import compressor_from_config
+
+    compressor = compressor_from_config({"type": compression})
+    blocks = []
+    for position in np.ndindex(*(n // BLOCK for n in SHAPE)):
+        with open(os.path.join(path, *map(str, position)), "rb") as f:
+            blocks.append(f.read()[16:])
+    size = BLOCK ** 3 * 4
+    return lambda: [compressor.decode(block, expected_size=size) for block in blocks]
+
+
+def zarr_native(work, data, compression):
+    """zarr reading a zarr v3 array of the same values, chunks and compression: zarr's own floor
+    for the ``N5Store`` route."""
+    import zarr
+
+    codecs = {"raw": [], "gzip": [zarr.codecs.GzipCodec(level=6)], "zstd": [zarr.codecs.ZstdCodec(level=3)]}
+    array = zarr.create_array(os.path.join(work, f"{compression}.zarr"), shape=SHAPE, chunks=(BLOCK,) * 3,
+                              dtype=data.dtype, serializer=zarr.codecs.BytesCodec(endian="big"),
+                              compressors=codecs[compression])
+    array[...] = data
+    return lambda: array[...]
+
+
 def two_thread_ceiling(repeat):
     """Median seconds of 2 x 16 MiB numpy copies on one thread and on two."""
     sources = [np.random.default_rng(k).integers(0, 255, 16 << 20, dtype=np.uint8) for k in range(2)]
@@ -78,6 +105,8 @@ def main():
                      "ours, window, 1 thread": lambda: dataset.read(WINDOW, threads=1)}
             if compression == "raw":
                 cases["numpy loop"] = numpy_loop(path)
+            else:
+                cases["decompress alone"] = decompress_alone(path, compression)
             try:
                 import z5py
 
@@ -101,9 +130,12 @@ def main():
                 array = zarr.open_array(N5Store(zarr.storage.LocalStore(os.path.dirname(path))), path="data",
                                         mode="r")
                 cases["zarr through N5Store"] = lambda: array[...]
+                cases["zarr, native v3 array"] = zarr_native(work, data, compression)
             except ImportError:
                 pass
             for name, function in cases.items():
+                if name == "decompress alone":
+                    continue
                 result, expected = np.asarray(function()), data[WINDOW] if "window" in name else data
                 if name.startswith("z5py"):  # z5py's axes are N5's reversed
                     result = result.T
