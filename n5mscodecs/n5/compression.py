@@ -178,16 +178,23 @@ class Gzip(Compressor):
         return {"type": "gzip", "level": self.level, "useZlib": self.use_zlib}
 
 
+# deflate expands at most 1032:1 (a 258-byte match in two 1-bit codes: four per byte)
+_DEFLATE_MAX_RATIO = 1032
+
+
 def _inflate_whole(data: memoryview, expected_size: int | None) -> bytearray | None:
     """One gzip member or zlib stream of known size inflated by libdeflate in one call, or None
     where that cannot be done within the bounds (no size known, a trailer that claims another size,
     several members, a damaged stream): the streaming path then decodes it and words any error.
 
-    libdeflate allocates what the gzip trailer claims (ISIZE), so the claim is checked first; like
+    libdeflate allocates what the gzip trailer (ISIZE) or the caller claims, and both come from the
+    file, so a claim no stream of this length can meet is not passed to it; like
     Java's GZIPInputStream it ignores bytes after the member's trailer.
     """
     if _libdeflate is None or expected_size is None or len(data) < 18:
         return None
+    if expected_size > _DEFLATE_MAX_RATIO * len(data):
+        return None  # no stream this short inflates that far: libdeflate would still reserve it all
     try:
         if data[0] == 0x1F and data[1] == 0x8B:
             if int.from_bytes(data[-4:], "little") != expected_size:
