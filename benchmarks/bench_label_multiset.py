@@ -22,9 +22,10 @@ from pathlib import Path
 import numpy as np
 from timing import interleaved_medians, median_time
 
-from n5mscodecs import LabelMultisetArray, n5_label_multiset_decode, n5_label_multiset_encode
+from n5mscodecs import LabelMultisetArray
 from n5mscodecs.demo import voronoi_labels
 from n5mscodecs.n5 import n5_varlen_decode, n5_varlen_decode_labels, n5_varlen_encode
+from n5mscodecs.payload import n5_label_multiset_decode, n5_label_multiset_encode
 
 INVALID = np.uint64(0xFFFFFFFFFFFFFFFE)
 

@@ -120,7 +120,8 @@ def real_block(data_dir, repeat):
         payload, what = block.read_bytes()[20:], "real downscaleTest block 0/0/0"
     else:  # the same statistics: 0-9 entries per voxel, ids < 100
         rng = np.random.default_rng(0)
-        from n5mscodecs import LabelMultisetArray, n5_label_multiset_encode
+        from n5mscodecs import LabelMultisetArray
+        from n5mscodecs.payload import n5_label_multiset_encode
 
         elements = [dict(zip(rng.integers(0, 100, n).tolist(), rng.integers(0, 100, n).tolist()))
                     for n in rng.integers(0, 10, 32**3)]

@@ -20,9 +20,10 @@ import tempfile
 import numpy as np
 from timing import median_time
 
-from n5mscodecs import LabelMultisetArray, n5_label_multiset_encode
+from n5mscodecs import LabelMultisetArray
 from n5mscodecs.demo import voronoi_labels
 from n5mscodecs.paintera import convert
+from n5mscodecs.payload import n5_label_multiset_encode
 
 
 def blocks_of(labels, edge):

@@ -23,8 +23,8 @@ from timing import median_time
 from zarr.codecs import GzipCodec
 
 import n5mscodecs.zarr as nz
-from n5mscodecs import label_multiset_decode
 from n5mscodecs.demo import voronoi_labels
+from n5mscodecs.payload import label_multiset_decode
 
 
 def main(argv=None):

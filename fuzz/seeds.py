@@ -15,17 +15,10 @@ from pathlib import Path
 import numpy as np
 import zstandard
 
-from n5mscodecs import (
-    LabelMultisetArray,
-    LabelMultisetVLen,
-    N5BlockHeader,
-    chunked_encode,
-    label_multiset_encode,
-    n5_block_header,
-    n5_label_multiset_encode,
-    n5_varlen_encode,
-)
+from n5mscodecs import LabelMultisetArray, LabelMultisetVLen, chunked_encode
+from n5mscodecs.n5 import N5BlockHeader, n5_block_header, n5_varlen_encode
 from n5mscodecs.n5.header import MODE_DEFAULT, MODE_VARLENGTH
+from n5mscodecs.payload import label_multiset_encode, n5_label_multiset_encode
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))

@@ -12,24 +12,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from n5mscodecs import (
-    LabelMultisetArray,
-    LabelMultisetVLen,
-    N5BlockHeader,
-    N5msCodecsError,
-    chunked_decode,
-    chunked_info,
+from n5mscodecs import LabelMultisetArray, LabelMultisetVLen, N5msCodecsError, chunked_decode, chunked_info
+from n5mscodecs.czi import backends
+from n5mscodecs.n5 import ArrayDataset, LabelMultisetDataset, N5BlockHeader, n5_varlen_decode, n5_varlen_encode
+from n5mscodecs.paintera.lookup import parse_mapping_file
+from n5mscodecs.payload import (
+    N5_LAYOUT,
+    ZARR_LAYOUT,
+    decode_payload_labels,
     label_multiset_decode,
     label_multiset_encode,
     n5_label_multiset_decode,
     n5_label_multiset_encode,
-    n5_varlen_decode,
-    n5_varlen_encode,
 )
-from n5mscodecs.czi import backends
-from n5mscodecs.n5 import ArrayDataset, LabelMultisetDataset
-from n5mscodecs.paintera.lookup import parse_mapping_file
-from n5mscodecs.payload import N5_LAYOUT, ZARR_LAYOUT, decode_payload_labels
 
 VARLEN_CHAINS = [
     ["n5_label_multiset"],

@@ -14,17 +14,9 @@ import pytest
 import zstandard
 from support import hand_list, hand_n5_payload, hand_varlen_block
 
-from n5mscodecs import (
-    ConfigurationError,
-    LookupFormatError,
-    N5HeaderError,
-    StorageError,
-    n5,
-    n5_varlen_decode,
-    paintera,
-)
+from n5mscodecs import ConfigurationError, LookupFormatError, N5HeaderError, StorageError, n5, paintera
 from n5mscodecs.cli import main as n5ms
-from n5mscodecs.n5 import storage
+from n5mscodecs.n5 import n5_varlen_decode, storage
 from n5mscodecs.n5.compression import Blosc
 from n5mscodecs.n5.header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 from n5mscodecs.paintera.lookup import parse_mapping_file
@@ -409,7 +401,8 @@ def test_storage_confinement_without_a_container_name(tmp_path):
 
 
 def test_padded_boundary_blocks_are_decompressed_once(tmp_path, monkeypatch):
-    from n5mscodecs import LabelMultisetArray, n5_varlen_encode
+    from n5mscodecs import LabelMultisetArray
+    from n5mscodecs.n5 import n5_varlen_encode
     from n5mscodecs.n5.compression import Gzip
 
     labels = np.arange(6 * 5 * 4, dtype=np.uint64).reshape(6, 5, 4)

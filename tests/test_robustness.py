@@ -8,14 +8,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import hand_list, hand_n5_payload, hand_varlen_block
 
-from n5mscodecs import (
-    N5msCodecsError,
-    label_multiset_decode,
-    n5_label_multiset_decode,
-    n5_varlen_decode,
-    n5_varlen_encode,
-)
+from n5mscodecs import N5msCodecsError
+from n5mscodecs.n5 import n5_varlen_decode, n5_varlen_encode
 from n5mscodecs.n5.compression import Blosc, Lz4
+from n5mscodecs.payload import label_multiset_decode, n5_label_multiset_decode
 
 CHAINS = [["n5_label_multiset"], ["n5_label_multiset", "gzip"], ["n5_label_multiset", "zstd"],
           ["label_multiset", {"type": "bzip2"}], ["n5_label_multiset", {"type": "xz"}],

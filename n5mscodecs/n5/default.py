@@ -1,6 +1,6 @@
 """N5 default-mode blocks (mode 0x0000) of plain numeric datasets.
 
-A block is an :class:`~n5mscodecs.N5BlockHeader` (mode, ndim, dims; big-endian)
+A block is an :class:`~n5mscodecs.n5.N5BlockHeader` (mode, ndim, dims; big-endian)
 followed by the voxels in N5 axis order (first axis fastest, i.e. F order over
 the dims), big-endian, through the dataset's one N5 compressor. These two
 functions are the whole format: :class:`~n5mscodecs.n5.ArrayDataset` and the

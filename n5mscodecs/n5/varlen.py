@@ -1,6 +1,6 @@
 """``n5_varlen``: the N5 varlength block (mode 0x0001) around an inner codec chain.
 
-A block is an :class:`~n5mscodecs.N5BlockHeader` (mode, ndim,
+A block is an :class:`~n5mscodecs.n5.N5BlockHeader` (mode, ndim,
 dims, numElements; big-endian) followed by the payload of the inner chain:
 one array-to-bytes codec (``n5_label_multiset``, or ``label_multiset``)
 then zero or more N5 compressors. ``numElements`` is the payload size in

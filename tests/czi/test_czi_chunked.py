@@ -662,9 +662,8 @@ def test_entry_point_is_declared():
 
     pyproject = pathlib.Path(__file__).resolve().parents[2] / "pyproject.toml"
     entry_points = tomllib.loads(pyproject.read_text())["project"]["entry-points"]["numcodecs.codecs"]
-    for target in (entry_points["czi_chunked"], "n5mscodecs.czi_chunked:CziChunked"):  # the 0.1 path too
-        module, name = target.split(":")
-        assert getattr(importlib.import_module(module), name) is CziChunked
+    module, name = entry_points["czi_chunked"].split(":")
+    assert getattr(importlib.import_module(module), name) is CziChunked
 
 
 def test_zarr_v2_format_compressor_round_trip(tmp_path):

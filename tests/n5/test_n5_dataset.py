@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 from support import n5_data
 
-from n5mscodecs import INVALID, LabelMultisetArray, n5, n5_block_header, n5_varlen_decode, n5_varlen_encode
+from n5mscodecs import INVALID, LabelMultisetArray, n5
 from n5mscodecs.errors import CompressionError, ConfigurationError
+from n5mscodecs.n5 import n5_block_header, n5_varlen_decode, n5_varlen_encode
 
 PAINTERA = "paintera_export_test.n5"
 

@@ -13,17 +13,9 @@ import pytest
 import zstandard
 from support import hand_list, hand_n5_payload, hand_varlen_block, n5_data
 
-from n5mscodecs import (
-    CompressionError,
-    LabelMultisetArray,
-    N5BlockHeader,
-    N5HeaderError,
-    N5Varlen,
-    n5_block_header,
-    n5_varlen_decode,
-    n5_varlen_encode,
-)
+from n5mscodecs import CompressionError, LabelMultisetArray, N5HeaderError, N5Varlen
 from n5mscodecs.errors import ConfigurationError
+from n5mscodecs.n5 import N5BlockHeader, n5_block_header, n5_varlen_decode, n5_varlen_encode
 
 LABELS = (np.arange(4 * 5 * 6, dtype=np.uint64).reshape(4, 5, 6) // 7) % 5
 

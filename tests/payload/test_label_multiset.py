@@ -5,14 +5,8 @@ import numpy as np
 import pytest
 from support import hand_list, hand_zarr_payload
 
-from n5mscodecs import (
-    LabelMultisetArray,
-    LabelMultisetCodec,
-    LabelMultisetFormatError,
-    label_multiset_decode,
-    label_multiset_encode,
-    n5_label_multiset_encode,
-)
+from n5mscodecs import LabelMultisetArray, LabelMultisetCodec, LabelMultisetFormatError
+from n5mscodecs.payload import label_multiset_decode, label_multiset_encode, n5_label_multiset_encode
 
 
 def test_hand_built_payload_is_c_order_little_endian():

@@ -6,15 +6,9 @@ import pytest
 from support import hand_list, hand_n5_payload, n5_data
 
 import n5mscodecs
-from n5mscodecs import (
-    LabelMultisetArray,
-    LabelMultisetFormatError,
-    N5LabelMultiset,
-    n5_label_multiset_decode,
-    n5_label_multiset_encode,
-)
+from n5mscodecs import LabelMultisetArray, LabelMultisetFormatError, N5LabelMultiset
 from n5mscodecs.errors import ConfigurationError
-from n5mscodecs.payload import N5_LAYOUT, decode_payload_labels
+from n5mscodecs.payload import N5_LAYOUT, decode_payload_labels, n5_label_multiset_decode, n5_label_multiset_encode
 
 
 def test_hand_built_payload_decodes_in_n5_order():

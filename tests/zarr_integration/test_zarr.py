@@ -13,17 +13,17 @@ zarr = pytest.importorskip("zarr")
 from zarr.storage import LocalStore  # noqa: E402
 
 import n5mscodecs.zarr as nz  # noqa: E402
-from n5mscodecs import (  # noqa: E402
+from n5mscodecs import (
     INVALID,
     ConfigurationError,
     LabelMultiset,
     LabelMultisetArray,
     LabelMultisetVLen,
     argmax_elements,
-    label_multiset_decode,
     n5,
-    n5_block_header,
 )
+from n5mscodecs.n5 import n5_block_header
+from n5mscodecs.payload import label_multiset_decode
 
 SPEC_ZARR_JSON = {
     "zarr_format": 3,

@@ -1,0 +1,93 @@
+"""The package's surface: one codec registration path, the error hierarchy's two kinds, the
+top-level names, no module aliases."""
+
+import importlib
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import n5mscodecs
+from n5mscodecs import errors
+
+ROOT = Path(__file__).resolve().parents[1]
+CODEC_ENTRY_POINTS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["numcodecs.codecs"]
+
+
+def run_python(code):
+    """``code``'s stdout as JSON, run in a fresh interpreter (nothing imported yet)."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout)
+
+
+def test_get_codec_after_importing_only_numcodecs():
+    """The entry points alone: numcodecs finds every codec in a process that never imported the package."""
+    found = run_python(
+        "import json, sys, numcodecs\n"
+        "assert 'n5mscodecs' not in sys.modules\n"
+        f"ids = {sorted(CODEC_ENTRY_POINTS)!r}\n"
+        "codecs = {i: numcodecs.get_codec({'id': i}) for i in ids}\n"
+        "print(json.dumps({i: [type(c).__module__, type(c).__name__, c.codec_id] for i, c in codecs.items()}))\n"
+    )
+    assert sorted(found) == sorted(CODEC_ENTRY_POINTS)
+    for codec_id, (module, name, reported_id) in found.items():
+        entry_module, entry_name = CODEC_ENTRY_POINTS[codec_id].split(":")
+        assert module.startswith(entry_module) and name == entry_name and reported_id == codec_id
+
+
+def test_importing_the_package_registers_nothing_by_hand():
+    """One registration path: after ``import n5mscodecs`` numcodecs' registry holds none of our
+    ids until ``get_codec`` loads them from the entry points, which then gives our classes."""
+    found = run_python(
+        "import json, numcodecs, n5mscodecs\n"
+        "from numcodecs.registry import codec_registry\n"
+        f"ids = {sorted(CODEC_ENTRY_POINTS)!r}\n"
+        "before = sorted(i for i in ids if i in codec_registry)\n"
+        "ours = all(type(numcodecs.get_codec({'id': i})) is getattr(n5mscodecs, type(numcodecs.get_codec({'id': i}))"
+        ".__name__) for i in ids)\n"
+        "print(json.dumps({'before': before, 'ours': ours}))\n"
+    )
+    assert found == {"before": [], "ours": True}
+
+
+@pytest.mark.parametrize("old", ["czi_chunked", "label_multiset", "label_multiset_vlen", "n5_label_multiset",
+                                 "n5_varlen", "n5_header", "n5_compression", "multiset_array", "payload_layout"])
+def test_no_module_aliases(old):
+    """The flat module paths of unreleased development versions are gone."""
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(f"n5mscodecs.{old}")
+
+
+def test_storage_errors_are_os_errors_not_value_errors():
+    assert issubclass(errors.StorageError, OSError) and issubclass(errors.StorageError, errors.N5msCodecsError)
+    assert not issubclass(errors.StorageError, ValueError)
+    try:
+        raise errors.StorageError("s3://bucket/c.n5/attributes.json: read failed")
+    except ValueError:  # parsing code's except ValueError must not swallow a storage failure
+        pytest.fail("StorageError caught as a ValueError")
+    except OSError as error:
+        assert "read failed" in str(error)
+
+
+def test_input_errors_are_value_errors():
+    rejecting_input = [getattr(errors, name) for name in errors.__all__
+                       if name not in ("N5msCodecsError", "StorageError")]
+    assert len(rejecting_input) == 11
+    assert all(issubclass(cls, errors.N5msCodecsError) and issubclass(cls, ValueError) for cls in rejecting_input)
+    assert issubclass(errors.InputTypeError, TypeError) and issubclass(errors.MissingExtraError, ImportError)
+
+
+def test_top_level_names():
+    """A list a user reads in a minute: codecs, label multisets, CZI functions, errors."""
+    assert len(n5mscodecs.__all__) == len(set(n5mscodecs.__all__)) <= 35
+    assert all(hasattr(n5mscodecs, name) for name in n5mscodecs.__all__)
+    assert set(errors.__all__) <= set(n5mscodecs.__all__)
+    public = {name for name in vars(n5mscodecs) if not name.startswith("_")}
+    subpackages = {name for name in public if type(getattr(n5mscodecs, name)) is type(n5mscodecs)}
+    assert public - subpackages == set(n5mscodecs.__all__) - {"__version__"}
+    for module in ("n5mscodecs.czi", "n5mscodecs.zarr", "n5mscodecs.errors"):
+        exported = importlib.import_module(module)
+        assert all(hasattr(exported, name) for name in exported.__all__), module
