@@ -11,9 +11,9 @@ configuration (``zarr.config.set``, ``ZARR_CODECS__N5_DEFAULT``) still wins.
 """
 
 import zarr as _zarr
-from zarr.core.dtype import data_type_registry as _data_type_registry
 from zarr.registry import register_codec as _register_codec
 
+from ._compat import data_type_registry as _data_type_registry
 from .attributes import (
     default_mode_metadata,
     label_multiset_metadata,

@@ -20,17 +20,17 @@ functions, changing their result only for this package's data type and codecs:
   ``label_multiset_vlen``, at creation, before anything is written (and when
   opening such an array that an older version let through).
 
-Where a zarr version lacks one of these functions, that wrapper is skipped.
+Where a zarr version lacks one of these functions, that wrapper is skipped. The
+wrapping itself is in ``n5mscodecs.zarr._compat``, with every other use of zarr's
+private internals.
 """
 
 from __future__ import annotations
 
-import functools
-
 from ..errors import ConfigurationError
+from ._compat import wrap_default_codec_function
 
 ARRAY_TO_BYTES_IDS = frozenset({"n5_varlen", "n5_label_multiset", "label_multiset"})
-_MARK = "_n5mscodecs_wrapper"
 
 
 def check_v2_filters(filters) -> None:
@@ -45,20 +45,8 @@ def check_v2_filters(filters) -> None:
             )
 
 
-def _wrap(module, name, make_wrapper):
-    original = getattr(module, name, None)
-    if original is None or getattr(original, _MARK, False):
-        return
-    wrapper = functools.wraps(original)(make_wrapper(original))
-    setattr(wrapper, _MARK, True)
-    setattr(module, name, wrapper)
-
-
 def install() -> None:
     """Wrap zarr's default-codec functions for the ``label_multiset`` data type (idempotent)."""
-    from zarr.core import array
-    from zarr.core.metadata import v2
-
     from ..payload import LabelMultisetVLen
     from .codecs import LabelMultisetZarrCodec
     from .dtype import LabelMultisetDType
@@ -80,6 +68,6 @@ def install() -> None:
             return parsed
         return parse_filters
 
-    _wrap(array, "default_serializer_v3", serializer)
-    _wrap(array, "default_filters_v2", filters_v2)
-    _wrap(v2, "parse_filters", parse_filters)
+    wrap_default_codec_function("default_serializer_v3", serializer)
+    wrap_default_codec_function("default_filters_v2", filters_v2)
+    wrap_default_codec_function("parse_filters", parse_filters)

@@ -8,14 +8,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-try:  # zarr >= 3.4 moved it
-    from zarr.errors import DataTypeValidationError
-except ImportError:
-    from zarr.core.dtype.common import DataTypeValidationError
-from zarr.core.dtype.wrapper import ZDType
-
 from ..errors import ConfigurationError
 from ..multiset import INVALID, LabelMultiset
+from ._compat import LOADS_DATA_TYPE_ENTRY_POINTS, DataTypeValidationError, ZDType
 
 if TYPE_CHECKING:
     from typing import Any
@@ -33,9 +28,7 @@ def zarr_finds_the_data_type() -> bool:
     """Whether the installed zarr finds ``label_multiset`` through its entry point (zarr >= 3.4.1)
     in a process that never imported ``n5mscodecs.zarr``; older zarr (the newest for Python
     3.11 is 3.1.6) raises :data:`UNKNOWN_DATA_TYPE_ERROR` there."""
-    import zarr
-
-    return tuple(int(part) for part in re.findall(r"\d+", zarr.__version__)[:3]) >= (3, 4, 1)
+    return LOADS_DATA_TYPE_ENTRY_POINTS
 
 
 def parse_fill_value(value: Any) -> LabelMultiset:

@@ -6,9 +6,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import zarr
-from zarr.core import sync as _zarr_sync
 
 from .._threads import default_threads
+from ._compat import restart_thread_pool, shut_down_thread_pool
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -37,10 +37,10 @@ def zarr_threads(n_threads: int | None = None) -> Iterator[None]:
     15
     """
     n_threads = default_threads(n_threads)
-    _zarr_sync.cleanup_resources()
+    shut_down_thread_pool()
     try:
         with zarr.config.set({"threading.max_workers": n_threads}):
-            _zarr_sync._get_executor()
+            restart_thread_pool()
             yield
     finally:
-        _zarr_sync.cleanup_resources()
+        shut_down_thread_pool()

@@ -1,0 +1,100 @@
+"""Every use of zarr-python's private internals (``zarr.core``), in this one module.
+
+zarr keeps ``zarr.core`` out of its versioning policy, so what this package needs from
+it is reached from here only, each piece gated by the zarr version that changed it or,
+where a name may be missing, checked before use:
+
+- whether zarr loads data types from entry points (zarr >= 3.4.1; older zarr needs
+  ``import n5mscodecs.zarr`` to know ``label_multiset``);
+- ``DataTypeValidationError`` (``zarr.errors`` from zarr 3.4, ``zarr.core.dtype.common``
+  before), the data type base class ``ZDType`` and the data type registry;
+- the thread pool of ``zarr.core.sync`` (:func:`restart_thread_pool`, for
+  :func:`~n5mscodecs.zarr.zarr_threads`) and its ``sync`` (run a coroutine from
+  synchronous code);
+- the default-codec functions that :mod:`n5mscodecs.zarr.defaults` wraps
+  (:func:`wrap_default_codec_function`).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+from typing import TYPE_CHECKING, Any
+
+import zarr
+from zarr.core import sync as _zarr_sync
+from zarr.core.dtype import data_type_registry
+from zarr.core.dtype.wrapper import ZDType
+from zarr.core.sync import sync
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+try:  # zarr >= 3.4
+    from zarr.errors import DataTypeValidationError  # type: ignore[attr-defined,unused-ignore]
+except ImportError:
+    from zarr.core.dtype.common import DataTypeValidationError
+
+__all__ = [
+    "ZARR_VERSION",
+    "LOADS_DATA_TYPE_ENTRY_POINTS",
+    "DataTypeValidationError",
+    "ZDType",
+    "data_type_registry",
+    "restart_thread_pool",
+    "shut_down_thread_pool",
+    "sync",
+    "wrap_default_codec_function",
+    "wrap_private_function",
+]
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """The leading release numbers of a version string (``"3.1.6.dev3"`` -> ``(3, 1, 6)``)."""
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+
+
+ZARR_VERSION = version_tuple(zarr.__version__)
+#: zarr >= 3.4.1 finds ``label_multiset`` through the ``zarr.data_type`` entry point in a process
+#: that never imported ``n5mscodecs.zarr``; older zarr never loads data type entry points.
+LOADS_DATA_TYPE_ENTRY_POINTS = ZARR_VERSION >= (3, 4, 1)
+
+_WRAPPED = "_n5mscodecs_wrapper"
+#: the modules of zarr's functions that pick an array's default codecs and parse v2 filters
+DEFAULT_CODEC_FUNCTIONS = {
+    "default_serializer_v3": "zarr.core.array",
+    "default_filters_v2": "zarr.core.array",
+    "parse_filters": "zarr.core.metadata.v2",
+}
+
+
+def shut_down_thread_pool() -> None:
+    """Shut zarr's thread pool and event loop down; the next zarr call builds them anew from
+    the then current configuration (``threading.max_workers`` is read only then)."""
+    _zarr_sync.cleanup_resources()
+
+
+def restart_thread_pool() -> None:
+    """Build zarr's thread pool now, from the current configuration."""
+    shut_down_thread_pool()
+    _zarr_sync._get_executor()
+
+
+def wrap_private_function(module_name: str, name: str, make_wrapper: Callable[[Any], Any]) -> bool:
+    """Replace ``module_name.name`` by ``make_wrapper(original)`` (idempotent: an installed
+    wrapper is kept). False, and nothing changed, where this zarr has no such function."""
+    module = importlib.import_module(module_name)
+    original = getattr(module, name, None)
+    if original is None:
+        return False
+    if not getattr(original, _WRAPPED, False):
+        wrapper = functools.wraps(original)(make_wrapper(original))
+        setattr(wrapper, _WRAPPED, True)
+        setattr(module, name, wrapper)
+    return True
+
+
+def wrap_default_codec_function(name: str, make_wrapper: Callable[[Any], Any]) -> bool:
+    """:func:`wrap_private_function` for one of :data:`DEFAULT_CODEC_FUNCTIONS`."""
+    return wrap_private_function(DEFAULT_CODEC_FUNCTIONS[name], name, make_wrapper)
