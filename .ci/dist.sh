@@ -55,7 +55,7 @@ required = {"setup.py", "pyproject.toml", "MANIFEST.in", "README.md", "CHANGELOG
             "n5mscodecs/multiset/_kernels.pyx", "n5mscodecs/multiset/_hash_table.pxd", "n5mscodecs/py.typed",
             "n5mscodecs/zarr/codecs.py"}
 required |= {p.relative_to(src).as_posix() for pattern in
-             ("n5mscodecs/**/*.py", "n5mscodecs/**/*.pyx", "n5mscodecs/**/*.pxd", "n5mscodecs/**/*.pxi", "tests/**/*.py",
+             ("n5mscodecs/**/*.py", "n5mscodecs/**/*.pyi", "n5mscodecs/**/*.pyx", "n5mscodecs/**/*.pxd", "n5mscodecs/**/*.pxi", "tests/**/*.py",
               "docs/**/*.md", "docs/**/*.rst", "docs/**/*.py", "docs/**/*.txt", "benchmarks/*.py",
               "fuzz/*.py", "fuzz/regressions/*/*", "tests/fixtures/**/*")
              for p in src.glob(pattern) if "_build" not in p.parts and p.is_file()}
@@ -75,6 +75,8 @@ for pyx in sorted(name for name in sdist_files if name.startswith("n5mscodecs/")
     stem = pyx[: -len(".pyx")]
     if not any(n.startswith(stem + ".") and n.endswith((".so", ".pyd")) for n in wheel_files):
         errors.append(f"wheel lacks the compiled extension of {pyx}")
+    if stem + ".pyi" not in wheel_files:
+        errors.append(f"wheel lacks the type stub of {pyx} ({stem}.pyi)")
 
 project = tomllib.loads((src / "pyproject.toml").read_text())["project"]
 expected = dict(project["entry-points"], console_scripts=project["scripts"])

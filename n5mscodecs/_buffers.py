@@ -17,13 +17,14 @@ import numpy as np
 from .errors import ConfigurationError, InputTypeError
 
 if TYPE_CHECKING:
-    from typing import Literal, TypeAlias
+    from typing import Any, Literal, TypeAlias
 
     from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
 
-    #: A bytes-like object: anything exporting the buffer protocol
-    #: (bytes, bytearray, memoryview, numpy arrays, ...).
-    BytesLike: TypeAlias = Buffer
+    #: A bytes-like object: anything exporting the buffer protocol (bytes, bytearray,
+    #: memoryview, numpy arrays, ...). ndarray is named too: numpy's stubs give it
+    #: ``__buffer__`` only when checking for Python >= 3.12.
+    BytesLike: TypeAlias = Buffer | np.ndarray[Any, Any]
 
 
 HUGE_PAGE = 1 << 21

@@ -127,3 +127,29 @@ def test_wrap_private_function_is_idempotent_and_skips_missing_functions(monkeyp
     assert wrap_private_function(module.__name__, "double", plus_one)  # kept, not wrapped twice
     assert module.double(3) == 7 and wrapped == 1
     assert not wrap_private_function(module.__name__, "missing", plus_one) and not hasattr(module, "missing")
+
+
+KERNELS = sorted(path.relative_to(ROOT).with_suffix("") for path in (ROOT / "n5mscodecs").rglob("*.pyx"))
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=str)
+def test_kernel_stubs_match_the_compiled_modules(kernel):
+    """Every kernel has a ``.pyi`` beside its ``.pyx`` naming each public function and class of
+    the compiled module with its parameters (names, order and defaults) as the kernel has them."""
+    import ast
+    import inspect
+
+    stub = ast.parse((ROOT / kernel).with_suffix(".pyi").read_text())
+    module = importlib.import_module(".".join(kernel.parts))
+    stubbed = {node.name: node for node in stub.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    compiled = {name: value for name, value in vars(module).items()
+                if not name.startswith("_") and (inspect.isclass(value) or callable(value))
+                and getattr(value, "__module__", None) == module.__name__}
+    assert sorted(stubbed) == sorted(compiled)
+    for name, node in stubbed.items():
+        if isinstance(node, ast.ClassDef):
+            continue
+        parameters = list(inspect.signature(compiled[name]).parameters.values())
+        assert [a.arg for a in node.args.args] == [p.name for p in parameters], name
+        defaults = [ast.literal_eval(d) for d in node.args.defaults]
+        assert defaults == [p.default for p in parameters if p.default is not inspect.Parameter.empty], name

@@ -1,0 +1,7 @@
+"""Type stubs of the block placing kernel (``_place.pyx``)."""
+
+from .._buffers import BytesLike
+
+def place_block(
+    source: BytesLike, source_dims: tuple[int, ...], start: tuple[int, ...], destination: BytesLike, itemsize: int
+) -> None: ...
