@@ -312,7 +312,7 @@ class PythonBackend:
         # Python ints and memoryviews: the per-chunk bookkeeping runs under the GIL.
         compressed_offsets = layout.compressed_offsets.tolist()
         decompressed_offsets = layout.decompressed_offsets.tolist()
-        source = memoryview(payload)
+        source = payload.data
         batch_chunks = max(1, _BATCH_BYTES // max(1, int(info.decompressed_sizes[0])))
 
         def start_worker():
@@ -367,7 +367,7 @@ class PythonBackend:
     def encoder(self, job: EncodeJob) -> StartWorker:
         source, max_chunk_size, codec, level, hilo = job.source, job.chunk_size, job.codec, job.level, job.hilo
         total, kernel_threads, staging = source.shape[0], job.kernel_threads, job.staging
-        stream = memoryview(source)
+        stream = source.data
         batch_chunks = max(1, _BATCH_BYTES // max_chunk_size)
 
         def start_worker():
@@ -394,9 +394,9 @@ class PythonBackend:
 
 
 NATIVE_AVAILABLE = _libraries.bind()
-_BACKENDS = {"native": NativeBackend(), "python": PythonBackend()}
+_BACKENDS: dict[str, Backend] = {"native": NativeBackend(), "python": PythonBackend()}
 _DEFAULT = _BACKENDS["native" if NATIVE_AVAILABLE else "python"]
-_selected = contextvars.ContextVar("n5mscodecs_czi_backend", default=None)
+_selected: contextvars.ContextVar[Backend | None] = contextvars.ContextVar("n5mscodecs_czi_backend", default=None)
 
 
 def current_backend() -> Backend:

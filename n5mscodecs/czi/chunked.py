@@ -26,7 +26,7 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 import zstandard
@@ -51,6 +51,8 @@ from .header import (
 from .workers import run_chunks, thread_split
 
 if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
     from .._buffers import BytesLike
 
 __all__ = ["ChunkedInfo", "chunked_decode", "chunked_encode", "chunked_info"]
@@ -114,7 +116,7 @@ def input_bytes(data: BytesLike, hilo: bool) -> np.ndarray:
 _SAMPLES = (1, 3, 4)  # gray, BGR, BGRA: the CZI pixel types' sample counts
 
 
-def _is_size(out: object) -> bool:
+def _is_size(out: object) -> TypeIs[int]:
     """``out`` given as a size (imagecodecs: an int ``out`` asks for ``bytes``)."""
     return isinstance(out, int) and not isinstance(out, bool | np.bool_)
 
@@ -133,10 +135,12 @@ def codec_name(codec: object) -> str:
         if 0 <= codec < len(CODECS):
             return CODECS[int(codec)]
         raise ConfigurationError(f"codec must be one of {CODECS} or their CompressionMethod values 0, 1, got {codec!r}")
-    return codec  # validate_options checks it
+    if not isinstance(codec, str):
+        raise ConfigurationError(f"codec must be one of {CODECS}, got {codec!r}")
+    return codec  # validate_options checks the name
 
 
-def output_view(out: BytesLike, target: np.ndarray, size: int) -> BytesLike:
+def output_view(out: object, target: np.ndarray, size: int) -> BytesLike:
     """imagecodecs' result for a buffer ``out`` that received ``size`` bytes: the bytearray
     itself when it holds exactly that, a 1-D uint8 view of an ndarray's first bytes, else a
     memoryview of them."""
@@ -144,7 +148,7 @@ def output_view(out: BytesLike, target: np.ndarray, size: int) -> BytesLike:
         return out
     if isinstance(out, np.ndarray):
         return target[:size]
-    return memoryview(target[:size])
+    return target[:size].data
 
 
 def bgr_to_rgb(pixels: np.ndarray, itemsize: int, samples: int) -> None:
@@ -164,10 +168,32 @@ def bgr_to_rgb(pixels: np.ndarray, itemsize: int, samples: int) -> None:
 # --- decode --------------------------------------------------------------------
 
 
+@overload
 def chunked_decode(
     data: BytesLike,
     *,
-    out: BytesLike | None = None,
+    out: np.ndarray,
+    threads: int | None = None,
+    max_decompressed_size: int | None = None,
+    allow_size_mismatch: bool = False,
+    itemsize: int | None = None,
+    samples: int | None = None,
+) -> np.ndarray: ...
+@overload
+def chunked_decode(
+    data: BytesLike,
+    *,
+    out: BytesLike | int | None = None,
+    threads: int | None = None,
+    max_decompressed_size: int | None = None,
+    allow_size_mismatch: bool = False,
+    itemsize: int | None = None,
+    samples: int | None = None,
+) -> np.ndarray | BytesLike: ...
+def chunked_decode(
+    data: BytesLike,
+    *,
+    out: BytesLike | int | None = None,
     threads: int | None = None,
     max_decompressed_size: int | None = None,
     allow_size_mismatch: bool = False,
@@ -303,6 +329,34 @@ def _decode(data, out, threads, max_decompressed_size, allow_size_mismatch, pixe
 # --- encode --------------------------------------------------------------------
 
 
+@overload
+def chunked_encode(
+    data: BytesLike,
+    level: int | None = None,
+    *,
+    codec: str | int | None = "zstd",
+    max_chunk_size: int | None = 65536,
+    hilo: bool = False,
+    threads: int | None = None,
+    chunksize: int | None = None,
+    itemsize: int | None = None,
+    out: int | None = None,
+    header: str = "libczi",
+) -> bytes: ...
+@overload
+def chunked_encode(
+    data: BytesLike,
+    level: int | None = None,
+    *,
+    codec: str | int | None = "zstd",
+    max_chunk_size: int | None = 65536,
+    hilo: bool = False,
+    threads: int | None = None,
+    chunksize: int | None = None,
+    itemsize: int | None = None,
+    out: BytesLike | int | None = None,
+    header: str = "libczi",
+) -> bytes | BytesLike: ...
 def chunked_encode(
     data: BytesLike,
     level: int | None = None,
@@ -445,12 +499,11 @@ def chunked_encode(
         return copy_range
 
     run_chunks(start_copier, chunk_count, workers * kernel_threads)
-    if out is None:
+    if out is None or target is None:  # no out, or out given as a size (imagecodecs: bytes)
+        if _is_size(out) and len(output) > out:
+            raise ConfigurationError(f"out holds {out} bytes, the payload needs {len(output)}")
         return output
-    room = out if target is None else target.shape[0]
-    if len(output) > room:
-        raise ConfigurationError(f"out holds {room} bytes, the payload needs {len(output)}")
-    if target is None:
-        return output
+    if len(output) > target.shape[0]:
+        raise ConfigurationError(f"out holds {target.shape[0]} bytes, the payload needs {len(output)}")
     target[: len(output)] = np.frombuffer(output, np.uint8)
     return output_view(out, target, len(output))

@@ -72,7 +72,7 @@ class CziChunked(Codec):
         self._check_size(source.shape[0], "buffer to encode")
         # a memoryview: the 16-bit check for hilo was done on buf
         return chunked_encode(
-            memoryview(source), codec=self.codec, level=self.level, max_chunk_size=self.max_chunk_size,
+            source.data, codec=self.codec, level=self.level, max_chunk_size=self.max_chunk_size,
             hilo=self.hilo,
         )  # fmt: skip
 

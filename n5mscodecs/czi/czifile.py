@@ -23,7 +23,7 @@ import importlib
 import inspect
 import threading
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._buffers import aligned_empty, read_bytes
 from .chunked import check_threads, chunked_decode
@@ -51,7 +51,7 @@ class _Patch:
     """What is replaced while the acceleration is on."""
 
     def __init__(self, cls: type, original: staticmethod, fallback: Callable, version: str) -> None:
-        self.cls = cls
+        self.cls: Any = cls  # czifile's CziCompressionType, whose decoder is replaced (czifile has no types)
         self.original = original  # CziCompressionType.__dict__["decoder"], put back on restore
         self.fallback = fallback  # czifile's own mode-7 decoder (imagecodecs.chunked_decode)
         self.version = version

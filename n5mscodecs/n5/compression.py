@@ -20,6 +20,7 @@ import struct
 import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import lz4.block
@@ -28,8 +29,12 @@ import numpy as np
 import zstandard
 from numcodecs import blosc as _blosc
 
+from .._buffers import as_bytes, read_bytes
+from ..errors import CompressionError, ConfigurationError
 from . import _xxhash
 
+_deflate: ModuleType  # zlib's API: zlib-ng's where it is installed
+_libdeflate: ModuleType | None
 try:  # zlib-ng writes the same gzip/zlib formats about 5x faster at the same level
     from zlib_ng import zlib_ng as _deflate
 except ImportError:  # pragma: no cover - the stdlib fallback
@@ -38,9 +43,6 @@ try:  # libdeflate inflates a whole block of known size about 1.5x faster than z
     import deflate as _libdeflate
 except ImportError:  # pragma: no cover - zlib-ng inflates everything
     _libdeflate = None
-
-from .._buffers import as_bytes, read_bytes
-from ..errors import CompressionError, ConfigurationError
 
 if TYPE_CHECKING:
     from typing import Any, TypeAlias
@@ -97,10 +99,11 @@ class Compressor:
         raise NotImplementedError
 
     def decode(self, data: BytesLike, expected_size: int | None = None,
-               max_size: int | None = None) -> bytes | bytearray:
+               max_size: int | None = None) -> bytes | bytearray | np.ndarray:
         """Decompress ``data``: exactly ``expected_size`` bytes when given, else at most ``max_size``
         (when given); more output is a :class:`~n5mscodecs.CompressionError`, raised before it is produced.
-        The result may be a bytearray (gzip blocks of known size: no copy)."""
+        The result may be a bytearray (gzip blocks of known size: no copy) or a uint8 array (zstd
+        with a bound: filled in place)."""
         raise NotImplementedError
 
     def configuration(self) -> dict[str, Any]:
@@ -143,24 +146,25 @@ class Gzip(Compressor):
 
     def decode(self, data: BytesLike, expected_size: int | None = None,
                max_size: int | None = None) -> bytes | bytearray:
-        data = memoryview(read_bytes(data, "gzip"))  # zlib reads any buffer: no copy of the input
+        view = read_bytes(data, "gzip").data  # zlib reads any buffer: no copy of the input
         limit = _limit(expected_size, max_size)
-        whole = _inflate_whole(data, expected_size)
+        whole = _inflate_whole(view, expected_size)
         if whole is not None:
             return whole
         budget = None if limit is None else limit + 1
         parts, produced = [], 0
+        remaining: memoryview | bytes = view
         try:
-            while len(data) and (budget is None or produced < budget):
+            while len(remaining) and (budget is None or produced < budget):
                 stream = _deflate.decompressobj(47)  # 32 + 15: gzip or zlib header, detected
-                part = stream.decompress(data, 0 if budget is None else budget - produced)
+                part = stream.decompress(remaining, 0 if budget is None else budget - produced)
                 parts.append(part)
                 produced += len(part)
                 if not stream.eof:
                     if budget is not None and produced >= budget:
                         break  # more output than expected: the size check reports it
                     raise CompressionError("gzip: compressed stream is truncated")
-                data = stream.unused_data  # concatenated members continue the stream
+                remaining = stream.unused_data  # concatenated members continue the stream
         except (zlib.error, _deflate.error) as exc:
             raise CompressionError(f"gzip: corrupt compressed data ({exc})") from exc
         out = b"".join(parts)
@@ -226,22 +230,24 @@ class Zstd(Compressor):
         self.checksum = bool(checksum)
 
     def encode(self, data: BytesLike) -> bytes:
-        return zstandard.ZstdCompressor(level=self.level, write_checksum=self.checksum).compress(data)
+        return zstandard.ZstdCompressor(level=self.level, write_checksum=self.checksum).compress(read_bytes(data).data)
 
-    def decode(self, data: BytesLike, expected_size: int | None = None, max_size: int | None = None) -> bytes:
+    def decode(
+        self, data: BytesLike, expected_size: int | None = None, max_size: int | None = None
+    ) -> bytes | np.ndarray:
         bound = _limit(expected_size, max_size)
         window = 0 if bound is None else min(1 << 31, max(_ZSTD_MIN_WINDOW, 1 << bound.bit_length()))
+        source = as_bytes(data)
+        out: bytes | np.ndarray
         try:
-            reader = zstandard.ZstdDecompressor(max_window_size=window).stream_reader(
-                as_bytes(data), read_across_frames=True
-            )
+            reader = zstandard.ZstdDecompressor(max_window_size=window).stream_reader(source, read_across_frames=True)
             if bound is None:
                 out = reader.readall()
             else:
                 # one buffer, filled in place (pages are touched only as output arrives), never
                 # larger than what the input can expand to
-                buffer = np.empty(min(bound, len(data) * _ZSTD_MAX_RATIO) + 1, np.uint8)
-                view, produced = memoryview(buffer), 0
+                buffer = np.empty(min(bound, len(source) * _ZSTD_MAX_RATIO) + 1, np.uint8)
+                view, produced = buffer.data, 0
                 while produced <= bound:
                     n = reader.readinto(view[produced:produced + _READ_STEP])
                     if not n:
@@ -356,7 +362,7 @@ class _StreamCompressor(Compressor):
     def _decompressor(self):
         raise NotImplementedError
 
-    _errors = ()
+    _errors: tuple[type[Exception], ...] = ()
 
     def decode(self, data: BytesLike, expected_size: int | None = None, max_size: int | None = None) -> bytes:
         decompressor = self._decompressor()
@@ -387,7 +393,7 @@ class Xz(_StreamCompressor):
         return lzma.LZMADecompressor(lzma.FORMAT_AUTO, memlimit=_XZ_MEMLIMIT)
 
     def encode(self, data: BytesLike) -> bytes:
-        return lzma.compress(data, format=lzma.FORMAT_XZ, preset=self.preset)
+        return lzma.compress(read_bytes(data).data, format=lzma.FORMAT_XZ, preset=self.preset)
 
     def configuration(self) -> dict[str, Any]:
         return {"format": lzma.FORMAT_XZ, "preset": self.preset}
@@ -412,7 +418,7 @@ class Bzip2(_StreamCompressor):
         return bz2.BZ2Decompressor()
 
     def encode(self, data: BytesLike) -> bytes:
-        return bz2.compress(data, self.level)
+        return bz2.compress(read_bytes(data).data, self.level)
 
     def configuration(self) -> dict[str, Any]:
         return {"level": self.level}

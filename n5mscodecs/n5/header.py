@@ -46,7 +46,7 @@ class N5BlockHeader:
         size = buf.shape[0]
         if size < 4:
             raise N5HeaderError(f"N5 header: mode and ndim need 4 bytes, block has {size}")
-        mode, ndim = struct.unpack_from(">HH", buf, 0)
+        mode, ndim = struct.unpack_from(">HH", buf.data, 0)
         if mode not in _MODE_NAMES:
             raise N5HeaderError(f"N5 header: mode 0x{mode:04x} is not default, varlength or object")
         if ndim == 0:
@@ -57,10 +57,10 @@ class N5BlockHeader:
                 f"N5 header: ndim {ndim} ({_MODE_NAMES[mode]} mode) needs {end} header bytes, "
                 f"block has {size}"
             )
-        shape = struct.unpack_from(f">{ndim}I", buf, 4)
+        shape = struct.unpack_from(f">{ndim}I", buf.data, 4)
         num_elements = None
         if mode == MODE_VARLENGTH:
-            (num_elements,) = struct.unpack_from(">I", buf, 4 + 4 * ndim)
+            (num_elements,) = struct.unpack_from(">I", buf.data, 4 + 4 * ndim)
         return cls(mode, tuple(int(s) for s in shape), num_elements)
 
     def to_bytes(self) -> bytes:
@@ -71,7 +71,7 @@ class N5BlockHeader:
             raise N5HeaderError(f"N5 header: dims {self.shape} do not fit uint32")
         parts = [struct.pack(">HH", self.mode, ndim), struct.pack(f">{ndim}I", *self.shape)]
         if self.mode == MODE_VARLENGTH:
-            if not 0 <= int(self.num_elements) < 2**32:
+            if self.num_elements is None or not 0 <= int(self.num_elements) < 2**32:
                 raise N5HeaderError(f"N5 header: numElements {self.num_elements} does not fit uint32")
             parts.append(struct.pack(">I", self.num_elements))
         return b"".join(parts)

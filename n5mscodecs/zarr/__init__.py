@@ -40,7 +40,8 @@ from .threads import zarr_threads
 for _name, _cls in ZARR_CODECS.items():
     _register_codec(_name, _cls)
 if LabelMultisetDType._zarr_v3_name not in _data_type_registry.contents:
-    _data_type_registry.register(LabelMultisetDType._zarr_v3_name, LabelMultisetDType)
+    # (zarr's registry is typed for numpy-scalar data types; see LabelMultisetDType)
+    _data_type_registry.register(LabelMultisetDType._zarr_v3_name, LabelMultisetDType)  # type: ignore[arg-type]
 _zarr.config.update_defaults(
     {"codecs": {N5DefaultZarrCodec.codec_name: f"{N5DefaultZarrCodec.__module__}.{N5DefaultZarrCodec.__qualname__}"}})
 _install_defaults()

@@ -70,8 +70,9 @@ def fill_value_json(element: ElementLike) -> str:
     return f"0x{fill_value_id(element):016X}"
 
 
+# zarr bounds a data type's scalar to numpy scalars, str and bytes; ours is a Python object
 @dataclass(frozen=True, kw_only=True)
-class LabelMultisetDType(ZDType[np.dtypes.ObjectDType, LabelMultiset]):
+class LabelMultisetDType(ZDType[np.dtypes.ObjectDType, LabelMultiset]):  # type: ignore[type-var]
     """zarr data type ``label_multiset``: elements are :class:`~n5mscodecs.LabelMultiset`.
 
     In zarr v3 metadata it is the string ``"label_multiset"``; in the v2
