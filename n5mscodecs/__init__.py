@@ -3,7 +3,7 @@
 The top level holds what most code needs: the numcodecs codecs, the label multiset
 types, the CZI chunked functions and the errors. Datasets and containers live in
 :mod:`n5mscodecs.n5`, Paintera sources in :mod:`n5mscodecs.paintera`, zarr-python 3
-in :mod:`n5mscodecs.zarr`; payload and block functions in :mod:`n5mscodecs.payload`
+in :mod:`n5mscodecs.zarr`; payload and block functions in ``n5mscodecs.payload``
 and :mod:`n5mscodecs.n5`.
 
 The codecs reach numcodecs through the ``numcodecs.codecs`` entry points, the one
