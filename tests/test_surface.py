@@ -101,8 +101,7 @@ def test_zarr_private_internals_are_reached_from_one_module():
 
     assert _compat.version_tuple("3.1.6.dev12+g0a1b") == (3, 1, 6) and _compat.version_tuple("3.4") == (3, 4)
     assert _compat.LOADS_DATA_TYPE_ENTRY_POINTS == (_compat.ZARR_VERSION >= (3, 4, 1))
-    package = Path(n5mscodecs.__file__).parent / "zarr"
-    for module in package.glob("*.py"):
+    for module in (PACKAGE / "zarr").glob("*.py"):
         if module.name not in ("_compat.py", "store.py", "codecs.py"):
             assert "zarr.core" not in module.read_text().replace("``zarr.core``", ""), module.name
 
@@ -129,7 +128,14 @@ def test_wrap_private_function_is_idempotent_and_skips_missing_functions(monkeyp
     assert not wrap_private_function(module.__name__, "missing", plus_one) and not hasattr(module, "missing")
 
 
-KERNELS = sorted(path.relative_to(ROOT).with_suffix("") for path in (ROOT / "n5mscodecs").rglob("*.pyx"))
+# the imported package (a source tree or an installed wheel: both hold the .pyx and .pyi files)
+PACKAGE = Path(n5mscodecs.__file__).parent
+KERNELS = sorted(path.relative_to(PACKAGE.parent).with_suffix("") for path in PACKAGE.rglob("*.pyx"))
+
+
+def test_every_kernel_has_a_stub():
+    assert len(KERNELS) >= 7  # the package's .pyx files were found
+    assert [k for k in KERNELS if not (PACKAGE.parent / k).with_suffix(".pyi").is_file()] == []
 
 
 @pytest.mark.parametrize("kernel", KERNELS, ids=str)
@@ -139,7 +145,7 @@ def test_kernel_stubs_match_the_compiled_modules(kernel):
     import ast
     import inspect
 
-    stub = ast.parse((ROOT / kernel).with_suffix(".pyi").read_text())
+    stub = ast.parse((PACKAGE.parent / kernel).with_suffix(".pyi").read_text())
     module = importlib.import_module(".".join(kernel.parts))
     stubbed = {node.name: node for node in stub.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
     compiled = {name: value for name, value in vars(module).items()
