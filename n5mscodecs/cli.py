@@ -27,8 +27,6 @@ from .demo import verify_pyramid, voronoi_labels
 from .errors import ConfigurationError, IncompleteError, MissingExtraError, N5msCodecsError
 from .multiset import INVALID
 from .n5 import storage
-from .n5.compression import compressor_from_config
-from .n5.writing import LOCK_NAME, WriterLock, mark_complete
 from .paintera.convert import FINISH_HINT
 from .paintera.multiscale import interrupted
 
@@ -148,9 +146,6 @@ def _factors(text):
     return values[0] if len(values) == 1 else values
 
 
-# NAME[:LEVEL] -> the N5 attribute key LEVEL sets
-_COMPRESSION_LEVEL_KEYS = {"gzip": "level", "zstd": "level", "xz": "preset", "bzip2": "blockSize",
-                           "lz4": "blockSize"}
 _COMPRESSION_HELP = ("N5 compression: raw, gzip[:LEVEL -1..9], zstd[:LEVEL], lz4[:BLOCKSIZE], xz[:PRESET 0..9], "
                      "bzip2[:LEVEL 1..9], blosc[:CNAME[:CLEVEL[:SHUFFLE]]] (CNAME lz4, zstd, zlib, ...), "
                      "or an N5 compression object as JSON, e.g. '{\"type\": \"zstd\", \"level\": 19}' "
@@ -159,38 +154,11 @@ _COMPRESSION_HELP = ("N5 compression: raw, gzip[:LEVEL -1..9], zstd[:LEVEL], lz4
 
 def compression_config(text):
     """The N5 ``compression`` attributes a ``--compression`` value spells (``gzip:9`` ->
-    ``{"type": "gzip", "level": 9}``); checked by the library's parser."""
-    text = text.strip()
-    if text.startswith("{"):
-        try:
-            config = json.loads(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
-    else:
-        name, *values = text.split(":")
-        try:
-            numbers = [int(v) for v in values if v.lstrip("-").isdigit()]
-        except ValueError:
-            numbers = []
-        config = {"type": name}
-        if name == "blosc":
-            if len(values) > 3 or any(not v for v in values):
-                raise argparse.ArgumentTypeError(f"expected blosc[:CNAME[:CLEVEL[:SHUFFLE]]], got {text!r}")
-            for key, value in zip(("cname", "clevel", "shuffle"), values):
-                config[key] = value if key == "cname" else _int_at_least(0)(value)
-        elif values:
-            if name not in _COMPRESSION_LEVEL_KEYS or len(values) != 1 or len(numbers) != 1:
-                raise argparse.ArgumentTypeError(
-                    f"expected NAME or NAME:LEVEL with NAME one of raw, gzip, zstd, lz4, xz, bzip2, blosc; "
-                    f"got {text!r}")
-            config[_COMPRESSION_LEVEL_KEYS[name]] = numbers[0]
+    ``{"type": "gzip", "level": 9}``, see :func:`n5mscodecs.paintera.parse_compression`)."""
     try:
-        compressor_from_config(config)
-    except MissingExtraError:
-        raise
-    except (N5msCodecsError, ImportError) as exc:
+        return paintera.parse_compression(text)
+    except N5msCodecsError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-    return config
 
 
 def _storage_option(text):
@@ -221,27 +189,6 @@ def _join_negative_values(argv):
             joined.append(argv[i])
             i += 1
     return joined
-
-
-# ---------------------------------------------------------------------------------------------
-# default downsampling factors
-
-def anisotropic_factors(shape, block_size, resolution):
-    """Default ``--scale`` factors: per level, halve the axes whose voxel size is at most half the
-    coarsest (so 4,4,40 nm gives 2,2,1 until x and y reach 32 nm, then 2,2,2); when every voxel
-    size is within a factor 2 of the coarsest, halve every axis. Axes of extent 1 stay; levels
-    are added until the volume fits one block. Isotropic data gets 2,2,2 at every level."""
-    factors, shape, resolution = [], tuple(shape), [float(r) for r in resolution]
-    while any(n > b for n, b in zip(shape, block_size)):
-        open_axes = [a for a, n in enumerate(shape) if n > 1]
-        coarsest = max(resolution[a] for a in open_axes)
-        finer = [a for a in open_axes if 2 * resolution[a] <= coarsest]
-        halved = finer or open_axes
-        step = tuple(2 if a in halved else 1 for a in range(len(shape)))
-        factors.append(step)
-        shape = tuple(-(-n // f) for n, f in zip(shape, step))
-        resolution = [r * f for r, f in zip(resolution, step)]
-    return factors
 
 
 # ---------------------------------------------------------------------------------------------
@@ -296,11 +243,15 @@ def _check_tiff(source):
         require("tifffile", "cli", "TIFF sources")
 
 
+def _refused(exc):
+    """Whether ``exc`` refused the command before its first write."""
+    return isinstance(exc, (FileExistsError, ConfigurationError, MissingExtraError))
+
+
 def _say_stopped(what, exc, target, options):
     """After a failure that started writing (not a refusal before the first write): the target
     is incomplete, and how to go on."""
-    refused = isinstance(exc, (FileExistsError, ConfigurationError, MissingExtraError))
-    if not refused and storage.exists(target, options):
+    if not _refused(exc) and storage.exists(target, options):
         print(f"n5ms: {what} stopped; {storage.display(target)} is incomplete: rerun with "
               "--resume to finish it (same arguments) or --overwrite to start again", file=sys.stderr)
 
@@ -311,20 +262,11 @@ def cmd_convert(args):
         return _error(f"{storage.display(args.target)} exists (pass --overwrite to replace it "
                       "or --resume to finish an interrupted conversion)")
     _check_tiff(args.source)
-    factors = args.scale
-    if factors is None:
-        source = paintera.sources.open_label_source(args.source, args.dataset, storage_options=options,
-                                                    level=args.level)
-        resolution = args.resolution or source.resolution  # an OME-Zarr source gives its own
-        if resolution is not None:
-            block = (args.block_size,) * len(source.shape)
-            factors = anisotropic_factors(source.shape, block, resolution)
-            print(f"  downsampling factors for resolution {list(resolution)}: "
-                  + " ".join(",".join(map(str, f)) for f in factors))
     print(f"n5ms convert {storage.display(args.source)} -> {storage.display(args.target)}")
     try:
         summary = paintera.convert(
-            args.source, args.target, dataset=args.dataset, block_size=args.block_size, factors=factors,
+            args.source, args.target, dataset=args.dataset, block_size=args.block_size,
+            factors=args.scale or "resolution",  # by default, levels that make the voxels isotropic first
             compression=args.compression, max_num_entries=args.max_num_entries, keep=args.keep,
             rule=args.rule, write_background_blocks=args.write_background_blocks,
             resolution=args.resolution, offset=args.offset, lookup_block_size=args.lookup_block_size,
@@ -334,103 +276,29 @@ def cmd_convert(args):
     except (Exception, KeyboardInterrupt) as exc:
         _say_stopped("conversion", exc, args.target, options)
         raise
+    if args.scale is None and summary.factors:
+        print(f"  downsampling factors for resolution {list(summary.resolution)}: "
+              + " ".join(",".join(map(str, f)) for f in summary.factors))
     _print_summary(summary, options)
     return EXIT_OK
 
 
-def _world_attributes(source, options):
-    """(resolution, offset) of a label multiset level in N5 order: the ``data`` group's (or the
-    dataset's own) times the level's ``downsamplingFactors``; None when none is written."""
-    attributes = dict(source.attributes)
-    parent = storage.join(source.path, "..")
-    if "resolution" not in attributes and storage.is_directory(parent, options):
-        group = n5.read_attributes(parent, storage_options=options)
-        attributes = {**group, **attributes}
-    if "resolution" not in attributes and "offset" not in attributes:
-        return None, None
-    resolution = np.asarray(attributes.get("resolution", [1.0] * source.ndim), float)
-    factors = np.asarray(source.attributes.get("downsamplingFactors", [1.0] * source.ndim), float)
-    offset = np.asarray(attributes.get("offset", [0.0] * source.ndim), float)
-    # a level's voxel centres sit (factors - 1) / 2 s0 voxels from s0's (as paintera.open_pyramid)
-    return list(resolution * factors), list(offset + (factors - 1) / 2 * resolution)
-
-
 def cmd_argmax(args):
     options = args.storage_options
-    storage.refuse_overlap(args.target, args.source)
-    source = n5.open(args.source, storage_options=options)
-    if not isinstance(source, n5.LabelMultisetDataset):
-        return _error(f"{source.name}: not a label multiset dataset")
     if storage.exists(args.target, options) and not args.overwrite:
         return _error(f"{storage.display(args.target)} exists (pass --overwrite to replace it)")
-    zarr_target = args.target.rstrip("/").endswith(".zarr")
-    zarr = require("zarr", "zarr", "zarr targets") if zarr_target else None
-    resolution, offset = _world_attributes(source, options)
-    # only the blocks that exist: a sparse dataset's grid can be astronomically large
-    positions = source.present_blocks()
-    started = time.perf_counter()
-    created = not storage.exists(args.target, options)
     try:
-        _argmax_locked(args, source, positions, zarr, resolution, offset)
-    finally:
-        if created and storage.is_directory(args.target, options) and not storage.list_names(args.target, options):
-            storage.remove_tree(args.target, options)  # the lock's directory was all that a refusal left
-    order = "(z, y, x) " if zarr_target else ""
-    print(f"n5ms argmax: wrote {storage.display(args.target)} {order}({list(source.shape)} x,y,z, "
-          f"{len(positions)} of {_block_count(source)} blocks present, {time.perf_counter() - started:.1f} s)")
-    return EXIT_OK
-
-
-def _argmax_locked(args, source, positions, zarr, resolution, offset):
-    """The argmax export of ``positions`` with the target's writer lock held; a failure removes
-    what it wrote."""
-    options, zarr_target = args.storage_options, zarr is not None
-    with WriterLock(args.target, options):
-        if zarr_target:
-            # zarr arrays are C-ordered (z, y, x): the N5 axes reversed
-            target = zarr.create_array(args.target, shape=source.shape[::-1], chunks=source.chunks[::-1],
-                                       dtype="uint64", overwrite=args.overwrite, fill_value=0,
-                                       **({"storage_options": options} if options else {}))
-            attributes = {"axes": ["z", "y", "x"]}
-            if resolution is not None:
-                attributes.update(resolution=resolution[::-1], offset=offset[::-1])
-            target.attrs.update(attributes)
-
-            def write(grid, labels):
-                target[source.block_region(grid)[::-1]] = labels.T
-        else:
-            world = {} if resolution is None else {"resolution": resolution, "offset": offset}
-            target = n5.create_array_dataset(args.target, source.shape, source.chunks, "uint64",
-                                             compression=source.attributes.get("compression", "gzip"),
-                                             attributes=world, overwrite=args.overwrite, storage_options=options,
-                                             container=args.container, incomplete="n5ms argmax")
-
-            def write(grid, labels):
-                target.write_block(grid, labels)
-
-        def convert_block(grid):
-            labels = source.read_block_labels(grid, rule=args.rule)
-            if labels is not None:
-                labels[labels == INVALID] = 0   # as missing blocks read: 0 is no label
-                write(grid, labels)
-
-        progress = _progress(not args.quiet)
-        bar = progress("argmax", len(positions)) if progress else None
-        try:
-            with ThreadPoolExecutor(max_workers=storage.request_threads(args.target, args.threads)) as pool:
-                for _ in pool.map(convert_block, positions):
-                    if bar is not None:
-                        bar.update(1)
-        except (Exception, KeyboardInterrupt):
-            if bar is not None:
-                bar.close()
-            storage.clear(args.target, {LOCK_NAME}, options)
+        summary = paintera.export_argmax(args.source, args.target, rule=args.rule, overwrite=args.overwrite,
+                                         threads=args.threads, container=args.container,
+                                         progress=_progress(not args.quiet), storage_options=options)
+    except (Exception, KeyboardInterrupt) as exc:
+        if not _refused(exc):
             print(f"n5ms: argmax stopped; removed the partial {storage.display(args.target)}", file=sys.stderr)
-            raise
-        if bar is not None:
-            bar.close()
-        if not zarr_target:
-            mark_complete(args.target, storage_options=options)
+        raise
+    order = "(z, y, x) " if summary.zarr else ""
+    print(f"n5ms argmax: wrote {storage.display(summary.target)} {order}({list(summary.shape)} x,y,z, "
+          f"{summary.blocks_present} of {summary.blocks_total} blocks present, {summary.seconds:.1f} s)")
+    return EXIT_OK
 
 
 def cmd_preview(args):

@@ -239,7 +239,7 @@ def test_negative_offset_without_equals(tmp_path):
 
 
 def test_default_factors_follow_anisotropic_resolution(tmp_path, capsys):
-    from n5mscodecs.cli import anisotropic_factors
+    from n5mscodecs.paintera.conventions import default_factors as anisotropic_factors
 
     assert anisotropic_factors((512, 512, 64), (64, 64, 64), (4, 4, 40)) == [(2, 2, 1), (2, 2, 1), (2, 2, 1)]
     assert anisotropic_factors((2048, 2048, 256), (64,) * 3, (4, 4, 40)) == [
