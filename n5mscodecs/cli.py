@@ -12,20 +12,16 @@ import argparse
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import __version__, n5, paintera
+from . import __version__, demo, n5, paintera, preview
 from ._extras import require
 from ._threads import default_threads
-from .demo import verify_pyramid, voronoi_labels
 from .errors import ConfigurationError, IncompleteError, MissingExtraError, N5msCodecsError
-from .multiset import INVALID
 from .n5 import storage
 from .paintera.convert import FINISH_HINT
 from .paintera.multiscale import interrupted
@@ -77,12 +73,12 @@ def _progress(enabled, unit="block"):
                                            file=sys.stderr, leave=True)
 
 
-def _print_summary(summary, options=None):
+def _print_summary(summary, stored_bytes):
     seconds = summary.seconds
     print(f"  wrote {storage.display(summary.target)}: {len(summary.level_shapes)} levels "
           + " ".join(f"s{k}={list(shape)}" for k, shape in enumerate(summary.level_shapes)))
     print(f"    {summary.blocks_written}/{summary.blocks_total} blocks written, {summary.n_labels} labels, "
-          f"maxId {summary.max_id}, {storage.total_size(summary.target, options) / 2**20:.2f} MiB stored")
+          f"maxId {summary.max_id}, {stored_bytes / 2**20:.2f} MiB stored")
     if summary.blocks_written == 0 and summary.blocks_total:
         print("    nothing to do: the conversion was complete already")
     else:
@@ -194,53 +190,25 @@ def _join_negative_values(argv):
 # ---------------------------------------------------------------------------------------------
 # commands
 
-DEMO_BYTES_PER_VOXEL = 40   # the labels, the Voronoi construction's temporaries and the read-back
-
-
-def _available_memory():
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def cmd_demo(args):
-    shape = (args.size,) * 3
-    needed, available = args.size ** 3 * DEMO_BYTES_PER_VOXEL, _available_memory()
-    if available is not None and needed > available:
-        largest = int((available / DEMO_BYTES_PER_VOXEL) ** (1 / 3))
-        return _error(f"--size {args.size}: the demo needs about {needed / 2**30:.1f} GiB of memory, "
-                      f"{available / 2**30:.1f} GiB are free (the largest size that fits is about {largest})")
-    print(f"n5mscodecs {__version__} demo: {shape} Voronoi segmentation, {args.labels} labels")
-    t0 = time.perf_counter()
-    labels = voronoi_labels(shape, args.labels, args.seed)
-    print(f"  generated labels in {time.perf_counter() - t0:.2f} s")
-    workdir = args.out or tempfile.mkdtemp(prefix="n5ms-demo-")
-    try:
-        target = os.path.join(workdir, "demo.n5", "labels")
-        summary = paintera.convert(labels, target, block_size=64, compression={"type": "gzip", "level": 6},
-                                   overwrite=True, threads=args.threads, progress=_progress(not args.quiet))
-        _print_summary(summary)
-        print(f"    {labels.nbytes / 2**20:.0f} MiB of uint64 labels")
-        t0 = time.perf_counter()
-        problems = verify_pyramid(target, labels)
-        print(f"  verified by reading back in {time.perf_counter() - t0:.2f} s: "
-              + ("OK" if not problems else "MISMATCH: " + "; ".join(problems)))
-    finally:
-        if not args.out:
-            shutil.rmtree(workdir, ignore_errors=True)
-    if not args.out:
-        print(f"  removed {workdir} (pass --out DIR to keep the output)")
-    return EXIT_OK if not problems else EXIT_PROBLEMS
+    shortfall = demo.memory_shortfall(args.size)
+    if shortfall is not None:
+        return _error(f"--size {args.size}: {shortfall}")
+    print(f"n5mscodecs {__version__} demo: {(args.size,) * 3} Voronoi segmentation, {args.labels} labels")
+    report = demo.run_demo(args.size, args.labels, args.seed, out=args.out, threads=args.threads,
+                           progress=_progress(not args.quiet))
+    print(f"  generated labels in {report.label_seconds:.2f} s")
+    _print_summary(report.summary, report.stored_bytes)
+    print(f"    {report.label_bytes / 2**20:.0f} MiB of uint64 labels")
+    print(f"  verified by reading back in {report.verify_seconds:.2f} s: "
+          + ("OK" if not report.problems else "MISMATCH: " + "; ".join(report.problems)))
+    if not report.kept:
+        print(f"  removed {report.workdir} (pass --out DIR to keep the output)")
+    return EXIT_OK if not report.problems else EXIT_PROBLEMS
 
 
 _CONTAINER_HELP = ("the N5 container root holding TARGET, which gets the attribute n5: 4.0.0 "
                    "(default: the nearest of TARGET and its parents named *.n5)")
-
-
-def _check_tiff(source):
-    if source.lower().endswith((".tif", ".tiff")):
-        require("tifffile", "cli", "TIFF sources")
 
 
 def _refused(exc):
@@ -261,7 +229,6 @@ def cmd_convert(args):
     if storage.exists(args.target, options) and not (args.overwrite or args.resume):
         return _error(f"{storage.display(args.target)} exists (pass --overwrite to replace it "
                       "or --resume to finish an interrupted conversion)")
-    _check_tiff(args.source)
     print(f"n5ms convert {storage.display(args.source)} -> {storage.display(args.target)}")
     try:
         summary = paintera.convert(
@@ -279,7 +246,7 @@ def cmd_convert(args):
     if args.scale is None and summary.factors:
         print(f"  downsampling factors for resolution {list(summary.resolution)}: "
               + " ".join(",".join(map(str, f)) for f in summary.factors))
-    _print_summary(summary, options)
+    _print_summary(summary, storage.total_size(summary.target, options))
     return EXIT_OK
 
 
@@ -302,32 +269,11 @@ def cmd_argmax(args):
 
 
 def cmd_preview(args):
-    from . import preview
-
-    image_module = require("PIL.Image", "preview", "previews")
-    image_format = preview.image_format(args.out)
-    path, options = args.source, args.storage_options
-    if "dimensions" not in n5.read_attributes(path, storage_options=options):
-        path = storage.join(path, "data", args.level)
-    # missing blocks as INVALID: the picture shows where there is no data (hatched)
-    dataset = n5.open(path, fill_label=INVALID, storage_options=options)
-    if not isinstance(dataset, n5.LabelMultisetDataset):
-        return _error(f"{dataset.name}: not a label multiset dataset")
-    if dataset.ndim == 3:
-        axis = "xyz".index(args.axis)
-        index = dataset.shape[axis] // 2 if args.index is None else args.index
-        if not 0 <= index < dataset.shape[axis]:
-            return _error(f"--index {index} outside 0..{dataset.shape[axis] - 1} of axis {args.axis}")
-        where = f"{args.axis}={index}"
-    else:  # drawn whole
-        if args.index is not None:
-            return _error(f"--index: {dataset.name} has {dataset.ndim} dimension(s) and is drawn whole")
-        axis, index, where = 0, 0, f"{dataset.ndim}-D, whole"
-    rendered = preview.render_slice(dataset, axis, index, width=args.width, scale=args.scale,
-                                    title=f"{storage.display(args.source)} {args.level if path != args.source else ''}")
-    image_module.fromarray(rendered.picture).save(args.out, format=image_format)
-    print(f"n5ms preview: {args.out}: {dataset.name} {where}, {rendered.n_labels} labels, "
-          f"{rendered.picture.shape[1]}x{rendered.picture.shape[0]} px; {rendered.description}")
+    drawn = preview.write_preview(args.source, args.out, axis=args.axis, index=args.index, level=args.level,
+                                  width=args.width, scale=args.scale, storage_options=args.storage_options)
+    picture = drawn.rendered.picture
+    print(f"n5ms preview: {args.out}: {drawn.dataset} {drawn.where}, {drawn.rendered.n_labels} labels, "
+          f"{picture.shape[1]}x{picture.shape[0]} px; {drawn.rendered.description}")
     return EXIT_OK
 
 
@@ -469,7 +415,6 @@ def cmd_info(args):
 
 def cmd_ome_zarr(args):
     options = args.storage_options
-    require("zarr", "ome-zarr", "OME-Zarr export")
     print(f"n5ms ome-zarr {storage.display(args.source)} -> {storage.display(args.target)} (NGFF {args.ngff})")
     shards = False if args.no_shards else (args.shards[::-1] if args.shards else True)
     try:
@@ -527,15 +472,17 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"n5mscodecs {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     threads_help = "worker threads (default: every core)"
-    demo = commands.add_parser("demo", help="convert a generated segmentation to a Paintera pyramid and verify it")
-    demo.add_argument("--size", type=_int_at_least(1), default=256, help="edge length of the cube (default 256)")
-    demo.add_argument("--labels", type=_int_at_least(1), default=300, help="number of cells (default 300)")
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
-    demo.add_argument("--out", help="directory to keep the output in (default: a temporary directory, "
+    demo_command = commands.add_parser(
+        "demo", help="convert a generated segmentation to a Paintera pyramid and verify it")
+    demo_command.add_argument("--size", type=_int_at_least(1), default=256,
+                              help="edge length of the cube (default 256)")
+    demo_command.add_argument("--labels", type=_int_at_least(1), default=300, help="number of cells (default 300)")
+    demo_command.add_argument("--seed", type=int, default=0)
+    demo_command.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
+    demo_command.add_argument("--out", help="directory to keep the output in (default: a temporary directory, "
                                     "removed at the end)")
-    demo.add_argument("--quiet", action="store_true", help="no progress bars")
-    demo.set_defaults(run=cmd_demo)
+    demo_command.add_argument("--quiet", action="store_true", help="no progress bars")
+    demo_command.set_defaults(run=cmd_demo)
     info = commands.add_parser("info", help="summarise an N5 container, Paintera source or dataset")
     info.add_argument("path")
     info.add_argument("--check", action="store_true",
