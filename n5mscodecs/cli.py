@@ -14,17 +14,12 @@ import os
 import re
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
-
-from . import __version__, demo, n5, paintera, preview
+from . import __version__, demo, paintera, preview
 from ._extras import require
-from ._threads import default_threads
-from .errors import ConfigurationError, IncompleteError, MissingExtraError, N5msCodecsError
+from .errors import ConfigurationError, MissingExtraError, N5msCodecsError
 from .n5 import storage
 from .paintera.convert import FINISH_HINT
-from .paintera.multiscale import interrupted
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1       # the command ran and found problems (info --check, demo verification)
@@ -280,124 +275,30 @@ def cmd_preview(args):
 # ---------------------------------------------------------------------------------------------
 # info
 
-def _block_count(dataset):
-    return int(np.prod(dataset.grid_shape, dtype=object))
-
-
-def _describe(dataset):
-    present_blocks = dataset.present_blocks()
-    present = len(present_blocks)
-    compressor = dataset.compressor  # parsed and checked when the dataset was opened
-    compression = "raw" if compressor is None else compressor.n5_type or compressor.name
-    if dataset.shape == (paintera.LOOKUP_DIMENSION,):
-        ids = dataset.chunks[0]
-        return f"label-to-block mapping, {compression}, {present} files of {ids} ids each", None
-    kind = "label multiset" if isinstance(dataset, n5.LabelMultisetDataset) else dataset.dtype.name
-    text = (f"{kind}, shape {list(dataset.shape)}, blocks {list(dataset.chunks)}, {compression}, "
-            f"{present}/{_block_count(dataset)} blocks present")
-    if "downsamplingFactors" in dataset.attributes:
-        text += ", factors " + ",".join(f"{f:g}" for f in dataset.attributes["downsamplingFactors"])
-    if isinstance(dataset, n5.LabelMultisetDataset) and present:
-        first = present_blocks[0]
-        try:
-            block = dataset.read_block(first)
-        except (N5msCodecsError, OSError) as exc:
-            return text, str(exc)
-        text += (f"; block {list(first)}: {block.n_lists} distinct lists, "
-                 f"{block.entries_per_voxel().mean():.2f} entries/voxel, max {block.list_lengths().max()}")
-    return text, None
-
-
-def _describe_source(path, attributes, options):
-    """Lines about a Paintera label source group (None when ``attributes`` are not one's)."""
-    paintera_data = attributes.get("painteraData")
-    if not isinstance(paintera_data, dict) or paintera_data.get("type") != "label":
-        return None
-    lines = [f"Paintera label source, maxId {attributes.get('maxId', '?')}"]
-    data = storage.join(path, "data")
-    group = n5.read_attributes(data, storage_options=options) if storage.is_directory(data, options) else {}
-    if "resolution" in group or "offset" in group:
-        lines.append(f"  resolution {group.get('resolution', '?')}, offset {group.get('offset', '?')} (x, y, z)")
-    levels = []
-    while storage.is_directory(storage.join(data, f"s{len(levels)}"), options):
-        levels.append(n5.read_attributes(storage.join(data, f"s{len(levels)}"), storage_options=options))
-    if levels:
-        lines.append(f"  {len(levels)} levels: " + " ".join(
-            f"s{k}={level.get('dimensions')}" for k, level in enumerate(levels)))
-    state = attributes.get(paintera.CONVERSION_KEY)
-    if state is not None and not isinstance(state, dict):
-        lines.append(f"  {paintera.CONVERSION_KEY}: not a JSON object ({state!r}); not written by n5ms convert")
-    return lines
-
-
-def _not_n5(path, options):
-    """What ``path`` is when it holds nothing N5 (for the message), else None."""
-    for name, kind in (("zarr.json", "a zarr (v3) array or group"), (".zarray", "a zarr (v2) array"),
-                       (".zgroup", "a zarr (v2) group")):
-        if storage.exists(storage.join(path, name), options):
-            return f"{kind}, not N5"
-    if not storage.list_names(path, options):
-        return "an empty directory, not N5"
-    return "not an N5 container, group or dataset (no attributes.json here or below)"
-
-
-def _check(dataset):
-    """(blocks read, [problem, ...]) after reading and decoding every block of ``dataset``."""
-    positions = dataset.present_blocks()
-    decode = dataset.read_block_labels if isinstance(dataset, n5.LabelMultisetDataset) else dataset.read_block
-
-    def check_one(position):
-        try:
-            decode(position)
-        except (N5msCodecsError, OSError) as exc:
-            return str(exc)
-        return None
-
-    with ThreadPoolExecutor(max_workers=default_threads()) as pool:
-        problems = [p for p in pool.map(check_one, positions) if p is not None]
-    return len(positions), problems
-
-
 def cmd_info(args):
-    path, options = args.path, args.storage_options
-    if not storage.is_directory(path, options):
-        what = "a file, not an N5 container" if storage.exists(path, options) else "no such directory"
-        return _error(f"{storage.display(path)}: {what}")
-    attributes = n5.read_attributes(path, storage_options=options)
-    incomplete = []
-    if "dimensions" in attributes:
-        datasets = [(path, storage.display(path))]
-    else:
-        datasets = [(d, "  " + storage.relative(d, path)) for d in n5.dataset_paths(path, storage_options=options)]
-        if not attributes and not datasets:
-            return _error(f"{storage.display(path)}: {_not_n5(path, options)}")
-        source = _describe_source(path, attributes, options)
-        print(f"{storage.display(path)}: " + (source[0] if source else f"N5 group {attributes.get('n5', '')}".rstrip()))
-        for line in (source or [])[1:]:
+    found = paintera.survey(args.path, check=args.check, storage_options=args.storage_options)
+    incomplete, bad, checked = [], [], 0
+    if found.heading is not None:
+        print(f"{storage.display(found.path)}: {found.heading[0]}")
+        for line in found.heading[1:]:
             print(line)
-        if interrupted(attributes):
+        if found.interrupted:
             print(f"  INCOMPLETE: an interrupted n5ms convert; {FINISH_HINT}")
-            incomplete.append(path)
-    checked, bad = 0, []
-    for directory, name in datasets:
-        try:
-            dataset = n5.open(directory, storage_options=options)
-            text, problem = _describe(dataset)
-        except IncompleteError as exc:
-            print(f"{name}: INCOMPLETE: {str(exc).split('INCOMPLETE: ', 1)[-1]}", flush=True)
-            incomplete.append(directory)
-            continue
-        except (N5msCodecsError, OSError) as exc:
-            print(f"{name}: unreadable: {exc}", flush=True)
-            bad.append(str(exc))
-            continue
-        print(f"{name}: {text}" + (f"; first block unreadable: {problem}" if problem else ""), flush=True)
-        if args.check:
-            n, problems = _check(dataset)
-            checked += n
-            bad.extend(problems)
-        elif problem:
-            bad.append(problem)
+            incomplete.append(found.path)
+    indent = "" if found.heading is None else "  "
+    for entry in found.datasets:
+        name = indent + entry.name
+        if entry.incomplete is not None:
+            print(f"{name}: INCOMPLETE: {entry.incomplete}", flush=True)
+            incomplete.append(entry.path)
+        elif entry.unreadable is not None:
+            print(f"{name}: unreadable: {entry.unreadable}", flush=True)
+        else:
+            problem = entry.first_block_problem
+            print(f"{name}: {entry.description}" + (f"; first block unreadable: {problem}" if problem else ""),
+                  flush=True)
+        checked += entry.blocks_checked
+        bad.extend(entry.bad)
     if args.check:
         for problem in bad:
             print(f"  BAD {problem}")

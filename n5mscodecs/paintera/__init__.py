@@ -20,7 +20,8 @@ Modules: ``sources`` (label sources), ``pyramid`` (layout and block tasks),
 ``lookup`` (label-to-block-mapping), ``convert`` (the converter),
 ``multiscale`` (pyramids as dask arrays), ``conventions`` (level placement,
 default factors, compression spellings: one definition each), ``argmax``
-(label multisets to uint64 labels), ``ome_zarr`` (the OME-Zarr export).
+(label multisets to uint64 labels), ``ome_zarr`` (the OME-Zarr export),
+``survey`` (what a container holds, in words).
 
 >>> import tempfile, numpy as np
 >>> labels = np.repeat(np.arange(4, dtype=np.uint64), 8).reshape(4, 4, 2)
@@ -45,6 +46,7 @@ from .multiscale import LabelPyramid, find_label_pyramids, open_pyramid
 from .ome_zarr import OmeZarrSummary, ome_zarr_level, to_ome_zarr
 from .pyramid import PyramidJob, write_pyramid_block
 from .sources import LabelSource, open_label_source
+from .survey import DatasetEntry, Survey, describe_dataset, survey
 
 __all__ = [
     "ArgmaxSummary",
@@ -70,4 +72,8 @@ __all__ = [
     "write_pyramid_block",
     "LabelSource",
     "open_label_source",
+    "DatasetEntry",
+    "Survey",
+    "describe_dataset",
+    "survey",
 ]

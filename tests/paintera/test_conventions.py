@@ -163,3 +163,31 @@ def test_pyramid_job_makes_each_level_dataset_once_and_pickles_without_them(tmp_
     assert job.data(0) is not job.data(1)
     copy = pickle.loads(pickle.dumps(job))
     assert copy._datasets == {} and copy.data(1).path == job.data(1).path
+
+
+def test_survey_describes_groups_datasets_and_what_is_not_n5(tmp_path):
+    labels = np.arange(8 * 8 * 8, dtype=np.uint64).reshape(8, 8, 8) % 5
+    paintera.convert(labels, tmp_path / "p.n5/labels", block_size=4, factors=[2], resolution=(4, 4, 40))
+    found = paintera.survey(tmp_path / "p.n5/labels")
+    assert found.heading[0] == "Paintera label source, maxId 4" and not found.interrupted
+    assert "  resolution [4.0, 4.0, 40.0], offset [0.0, 0.0, 0.0] (x, y, z)" in found.heading
+    entries = {entry.name: entry for entry in found.datasets}
+    assert entries["data/s1"].description.startswith("label multiset, shape [4, 4, 4], blocks [4, 4, 4], gzip, "
+                                                     "1/1 blocks present, factors 2,2,2; block [0, 0, 0]:")
+    assert entries["unique-labels/s0"].description == (
+        "uint64, shape [8, 8, 8], blocks [4, 4, 4], gzip, 8/8 blocks present")
+    single = paintera.survey(tmp_path / "p.n5/labels/data/s0", check=True)
+    (entry,) = list(single.datasets)
+    assert single.heading is None and entry.name == str(tmp_path / "p.n5/labels/data/s0")
+    assert entry.blocks_checked == 8 and entry.bad == []
+    (tmp_path / "p.n5/labels/data/s0/1/1/1").write_bytes(b"\0\0")
+    (entry,) = list(paintera.survey(tmp_path / "p.n5/labels/data/s0", check=True).datasets)
+    assert len(entry.bad) == 1 and "1/1/1" in entry.bad[0]
+    (tmp_path / "z").mkdir()
+    (tmp_path / "z/.zarray").write_text("{}")
+    with pytest.raises(ConfigurationError, match="a zarr \\(v2\\) array, not N5"):
+        paintera.survey(tmp_path / "z")
+    with pytest.raises(FileNotFoundError, match="no such directory"):
+        paintera.survey(tmp_path / "missing")
+    with pytest.raises(ConfigurationError, match="a file, not an N5 container"):
+        paintera.survey(tmp_path / "z/.zarray")
