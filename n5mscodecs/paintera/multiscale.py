@@ -16,6 +16,8 @@ pyramid Paintera or ``n5ms convert`` writes) has
   ``offset + resolution * (f - 1) / 2``: a downsampled voxel sits at the centre
   of the s0 voxels it summarises.
 
+(:func:`~n5mscodecs.paintera.conventions.level_placement` is the one definition.)
+
 That is Paintera's ``N5Helpers.considerDownsampling`` (the transform it gives
 label multiset levels opened from a group: a shift of ``0.5 - 0.5 / f`` level
 voxels), what its "export source" writes as the OME-NGFF translation of a
