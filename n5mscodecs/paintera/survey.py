@@ -187,7 +187,7 @@ def _source_lines(path: str, attributes: dict[str, Any], options: StorageOptions
     group = n5.read_attributes(data, storage_options=options) if storage.is_directory(data, options) else {}
     if "resolution" in group or "offset" in group:
         lines.append(f"  resolution {group.get('resolution', '?')}, offset {group.get('offset', '?')} (x, y, z)")
-    levels = []
+    levels: list[dict[str, Any]] = []
     while storage.is_directory(storage.join(data, f"s{len(levels)}"), options):
         levels.append(n5.read_attributes(storage.join(data, f"s{len(levels)}"), storage_options=options))
     if levels:
