@@ -520,12 +520,8 @@ def main(argv=None):
         return code
     except BrokenPipeError:
         return _quiet_broken_pipe()
-    except MissingExtraError as exc:
+    except MissingExtraError as exc:  # the one way the library reports a missing extra: it names the extra
         print(f"n5ms: {exc}", file=sys.stderr)
-        return EXIT_MISSING_EXTRA
-    except ImportError as exc:  # an optional module imported by the library without naming its extra
-        print(f"n5ms: {exc.name or exc} is not installed: see docs/installation.md for the extras",
-              file=sys.stderr)
         return EXIT_MISSING_EXTRA
     except (N5msCodecsError, OSError) as exc:
         return _error(exc)
