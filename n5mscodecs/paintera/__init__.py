@@ -21,7 +21,7 @@ Modules: ``sources`` (label sources), ``pyramid`` (layout and block tasks),
 ``multiscale`` (pyramids as dask arrays), ``conventions`` (level placement,
 default factors, compression spellings: one definition each), ``argmax``
 (label multisets to uint64 labels), ``ome_zarr`` (the OME-Zarr export),
-``survey`` (what a container holds, in words).
+``containers`` (what a container holds, in words: :func:`survey`).
 
 >>> import tempfile, numpy as np
 >>> labels = np.repeat(np.arange(4, dtype=np.uint64), 8).reshape(4, 4, 2)
@@ -33,6 +33,7 @@ default factors, compression spellings: one definition each), ``argmax``
 """
 
 from .argmax import ArgmaxSummary, export_argmax
+from .containers import DatasetEntry, Survey, survey
 from .conventions import default_factors, level_placement, parse_compression
 from .convert import CONVERSION_KEY, ConversionSummary, convert
 from .lookup import (
@@ -46,7 +47,6 @@ from .multiscale import LabelPyramid, find_label_pyramids, open_pyramid
 from .ome_zarr import OmeZarrSummary, ome_zarr_level, to_ome_zarr
 from .pyramid import PyramidJob, write_pyramid_block
 from .sources import LabelSource, open_label_source
-from .survey import DatasetEntry, Survey, describe_dataset, survey
 
 __all__ = [
     "ArgmaxSummary",
@@ -74,6 +74,5 @@ __all__ = [
     "open_label_source",
     "DatasetEntry",
     "Survey",
-    "describe_dataset",
     "survey",
 ]
