@@ -50,17 +50,18 @@ class LabelMultiset(Mapping):
         if isinstance(ids, Mapping):
             if counts is not None:
                 raise InputTypeError("LabelMultiset: pass a mapping of id -> count, or ids and counts, not both")
-            ids, counts = list(ids.keys()), list(ids.values())
-        ids = np.asarray(ids, dtype=np.uint64).reshape(-1)
-        counts = np.ones(ids.shape, np.uint32) if counts is None else as_counts(counts)
-        if counts.shape != ids.shape:
+            counts = list(ids.values())
+            ids = list(ids.keys())
+        id_array = np.asarray(ids, dtype=np.uint64).reshape(-1)
+        count_array = np.ones(id_array.shape, np.uint32) if counts is None else as_counts(counts)
+        if count_array.shape != id_array.shape:
             raise LabelMultisetFormatError(
-                f"counts: {counts.size} counts for {ids.size} ids"
+                f"counts: {count_array.size} counts for {id_array.size} ids"
             )
-        ids.flags.writeable = False
-        counts.flags.writeable = False
-        self._ids = ids
-        self._counts = counts
+        id_array.flags.writeable = False
+        count_array.flags.writeable = False
+        self._ids = id_array
+        self._counts = count_array
         self._merged: dict[int, int] | None = None
 
     @classmethod
@@ -172,7 +173,7 @@ class LabelMultiset(Mapping):
     def __hash__(self) -> int:
         return hash(tuple(self._items().items()))
 
-    def __array__(self, dtype: DTypeLike = None, copy: bool | None = None) -> np.ndarray:
+    def __array__(self, dtype: DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         """A 0-d object array holding this multiset: numpy would otherwise take a mapping
         (it has ``__len__`` and ``__getitem__``) for a sequence and build arrays of its ids."""
         if dtype is not None and np.dtype(dtype) != object:
