@@ -90,7 +90,7 @@ class LabelMultisetArray:
     """
 
     __slots__ = ("index", "list_offsets", "ids", "counts")
-    __hash__ = None
+    __hash__ = None  # == compares contents, which are mutable arrays
 
     index: np.ndarray
     list_offsets: np.ndarray
@@ -100,16 +100,10 @@ class LabelMultisetArray:
     def __init__(
         self, index: ArrayLike, list_offsets: ArrayLike, ids: ArrayLike, counts: ArrayLike, *, validate: bool = True
     ) -> None:
-        index = np.asarray(index)
-        list_offsets = np.asarray(list_offsets)
-        ids = np.asarray(ids)
-        counts = np.asarray(counts)
+        arrays = np.asarray(index), np.asarray(list_offsets), np.asarray(ids), np.asarray(counts)
         if validate:
-            index, list_offsets, ids, counts = _validated(index, list_offsets, ids, counts)
-        self.index = index
-        self.list_offsets = list_offsets
-        self.ids = ids
-        self.counts = counts
+            arrays = _validated(*arrays)
+        self.index, self.list_offsets, self.ids, self.counts = arrays
 
     # -- construction -----------------------------------------------------
 
@@ -172,6 +166,7 @@ class LabelMultisetArray:
         ``elements`` is an object ndarray (its shape is used) or a flat
         sequence together with ``shape``. Identical objects share one list.
         """
+        flat: np.ndarray | list[ElementLike]
         if isinstance(elements, np.ndarray) and elements.dtype == object:
             shape = elements.shape if shape is None else tuple(shape)
             flat = elements.reshape(-1)
@@ -193,16 +188,16 @@ class LabelMultisetArray:
         # one list per distinct object: zarr and to_elements share one object per list
         object_ids = np.fromiter(map(id, flat), np.int64, count=len(flat))
         _, first, index = np.unique(object_ids, return_index=True, return_inverse=True)
-        elements = [LabelMultiset.coerce(flat[i]) for i in first]
-        lengths = [e.ids.size for e in elements]
-        list_offsets = np.zeros(len(elements) + 1, np.int64)
+        distinct = [LabelMultiset.coerce(flat[i]) for i in first]
+        lengths = [e.ids.size for e in distinct]
+        list_offsets = np.zeros(len(distinct) + 1, np.int64)
         np.cumsum(lengths, out=list_offsets[1:])
-        if elements:
-            ids = np.concatenate([e.ids for e in elements])
-            counts = np.concatenate([e.counts for e in elements])
+        if distinct:
+            ids = np.concatenate([e.ids for e in distinct])
+            counts = np.concatenate([e.counts for e in distinct])
         else:
             ids, counts = np.zeros(0, np.uint64), np.zeros(0, np.uint32)
-        index = index.reshape(-1).astype(_index_dtype(len(elements))).reshape(shape)
+        index = index.reshape(-1).astype(_index_dtype(len(distinct))).reshape(shape)
         return cls._from_parts(index, list_offsets, ids, counts)
 
     @classmethod
@@ -405,14 +400,14 @@ class LabelMultisetArray:
         java = rule == "java"
         if not 1 <= self.ndim <= 3:
             raise ConfigurationError(f"downsample: arrays of 1 to 3 dimensions, got {self.ndim}")
-        factors = _downsampling_factors(factors, self.ndim)
+        window = _downsampling_factors(factors, self.ndim)
         max_num_entries = int(max_num_entries)
-        out_shape = tuple(-(-n // f) for n, f in zip(self.shape, factors))
+        out_shape = tuple(-(-n // f) for n, f in zip(self.shape, window))
         pad = (1,) * (3 - self.ndim)
         index = self.index.reshape(pad + self.shape)
         if index.dtype not in (np.int32, np.int64):
             index = index.astype(np.int64)
-        factors3 = pad + factors
+        factors3 = pad + window
         n_slabs = min(default_threads(threads), out_shape[0] if self.ndim == 3 else 1)
         if int(np.prod(out_shape)) < _PARALLEL_DOWNSAMPLE_VOXELS:
             n_slabs = 1
@@ -538,7 +533,7 @@ def argmax_elements(elements: ArrayLike, rule: Rule = "spec") -> np.ndarray:
 _PARALLEL_DOWNSAMPLE_VOXELS = 1 << 20
 
 
-def _downsampling_factors(factors, ndim):
+def _downsampling_factors(factors: int | Sequence[int], ndim: int) -> tuple[int, ...]:
     values = (factors,) * ndim if isinstance(factors, (int, np.integer)) else tuple(factors)
     if len(values) != ndim or any(int(f) != f or f < 1 for f in values):
         raise ConfigurationError(

@@ -99,7 +99,7 @@ class LabelMultiset(Mapping):
         if isinstance(value, Mapping):
             return cls(value)
         if isinstance(value, (int, np.integer)):
-            return cls([value], [1])
+            return cls(np.array([value], np.uint64))
         try:
             return cls.from_pairs(value)
         except TypeError as exc:

@@ -145,7 +145,8 @@ def varlen_payload(
     """
     buf = read_bytes(data, "block")
     header = N5BlockHeader.from_bytes(buf)
-    if header.mode != MODE_VARLENGTH:
+    num_elements = header.num_elements  # a varlength header's only
+    if header.mode != MODE_VARLENGTH or num_elements is None:
         raise N5HeaderError(f"n5_varlen: mode is 0x{header.mode:04x}, expected 0x0001 (varlength)")
     if shape is None and len(header.shape) > MAX_NDIM:
         raise N5HeaderError(f"n5_varlen: ndim is {len(header.shape)}, more than {MAX_NDIM}")
@@ -154,17 +155,17 @@ def varlen_payload(
     if max_voxels is None:
         max_voxels = voxels(header.shape if shape is None else shape)
     bound = max_payload_size(max_voxels, chain.layout, max_entries)
-    if header.num_elements > bound:
+    if num_elements > bound:
         raise N5HeaderError(
-            f"n5_varlen: numElements {header.num_elements} exceeds the {bound} bytes a block of "
+            f"n5_varlen: numElements {num_elements} exceeds the {bound} bytes a block of "
             f"{max_voxels} voxels can need (at most {max_entries} entries per voxel on average)"
         )
     body = buf[header.nbytes:]
-    if not chain.compressors and body.size != header.num_elements:
+    if not chain.compressors and body.size != num_elements:
         raise N5HeaderError(
-            f"n5_varlen: numElements is {header.num_elements} but the raw payload has {body.size} bytes"
+            f"n5_varlen: numElements is {num_elements} but the raw payload has {body.size} bytes"
         )
-    return header, chain.decompress(body, header.num_elements)
+    return header, chain.decompress(body, num_elements)
 
 
 @overload

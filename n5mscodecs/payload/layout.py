@@ -68,8 +68,8 @@ class Layout:
     max_offset: int
 
 
-N5_LAYOUT = Layout("n5_label_multiset", True, True, "F", _MAX_N5_OFFSET)
-ZARR_LAYOUT = Layout("label_multiset", False, False, "C", _MAX_ZARR_OFFSET)
+N5_LAYOUT: Layout = Layout("n5_label_multiset", True, True, "F", _MAX_N5_OFFSET)
+ZARR_LAYOUT: Layout = Layout("label_multiset", False, False, "C", _MAX_ZARR_OFFSET)
 
 
 def max_payload_size(n_voxels: int, layout: Layout, max_entries: int = MAX_ENTRIES_PER_VOXEL) -> int:

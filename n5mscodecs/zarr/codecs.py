@@ -326,8 +326,11 @@ class N5DefaultZarrCodec(_WorkerThreadCodec, ArrayBytesCodec):
         return chunk_spec.prototype.buffer.from_bytes(encoded)
 
 
-ZARR_CODECS = {cls.codec_name: cls for cls in (N5DefaultZarrCodec, N5VarlenZarrCodec, N5LabelMultisetZarrCodec,
-                                               LabelMultisetZarrCodec)}
+#: The package's zarr v3 codecs by name.
+ZARR_CODECS: dict[str, type[ArrayBytesCodec | BytesBytesCodec]] = {
+    cls.codec_name: cls
+    for cls in (N5DefaultZarrCodec, N5VarlenZarrCodec, N5LabelMultisetZarrCodec, LabelMultisetZarrCodec)
+}
 
 
 @dataclass(frozen=True, init=False)
