@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 class LabelMultiset(Mapping):
     """One voxel's multiset of labels: a read-only mapping of id -> count; immutable and hashable.
 
-    As a :class:`~collections.abc.Mapping` it holds each distinct id once with its
+    As a ``collections.abc.Mapping`` it holds each distinct id once with its
     total count (duplicate stored entries merged) and iterates over the ids in ascending
     order; it equals any mapping with the same items. ``ids`` and ``counts`` are the
     stored entries (read-only numpy arrays, in stored order, duplicates kept), as the

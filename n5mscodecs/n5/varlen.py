@@ -196,7 +196,7 @@ def n5_varlen_decode(
     """Decode one varlength block to a :class:`~n5mscodecs.LabelMultisetArray`, or with
     ``labels=True`` straight to its argmax labels (uint64, N5 axis order).
 
-    The header is checked and the payload decompressed (:func:`varlen_payload`), then
+    The header is checked and the payload decompressed (``varlen_payload``), then
     :func:`~n5mscodecs.payload.decode_payload` decodes it in the view ``labels`` asks for
     (see there for ``order`` and ``rule``). The voxel count comes from the header dims
     unless ``shape`` is given (dataset readers pass the cropped block shape, because some

@@ -238,10 +238,12 @@ def decode_payload(
     """Decode a payload of ``shape`` voxels: to its multisets, or with ``labels=True``
     straight to each voxel's argmax label. The one entry to both kernels.
 
+    Raises :class:`~n5mscodecs.LabelMultisetFormatError` naming the field that is wrong.
+
     Parameters
     ----------
     labels : bool
-        False: a :class:`LabelMultisetArray`, lists kept exactly as stored (order,
+        False: a :class:`~n5mscodecs.LabelMultisetArray`, lists kept exactly as stored (order,
         duplicate ids, zero counts). True: a uint64 ndarray of ``shape``, equal to
         ``decode_payload(...).argmax(rule)`` bit for bit, without building the lists (one
         pass over the list data takes every list's argmax, one pass over the offset table
@@ -257,8 +259,6 @@ def decode_payload(
         argmax values cached in an N5 payload (as elf and older conversion helpers wrote;
         ``argMaxSize`` at least the voxel count) as stored, else
         ``decode_payload(...).argmax(rule="java")``.
-
-    Raises :class:`LabelMultisetFormatError` naming the field that is wrong.
     """
     if order not in ("K", "C"):
         raise ConfigurationError(f"order must be 'K' or 'C', got {order!r}")
@@ -458,7 +458,7 @@ def encode_payload(data: MultisetsLike, layout: Layout, *, threads: int | None =
 
     Identical lists are stored once; lists are laid out in first-encounter
     order along the layout's voxel order and written as stored (call
-    :meth:`LabelMultisetArray.canonical` first to sort and merge them).
+    :meth:`~n5mscodecs.LabelMultisetArray.canonical` first to sort and merge them).
     ``data`` may be a LabelMultisetArray, integer labels or an object array.
     """
     threads = default_threads(threads)
