@@ -11,7 +11,6 @@ from here too.
 
 from __future__ import annotations
 
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -199,13 +198,6 @@ class LabelMultisetArray:
             ids, counts = np.zeros(0, np.uint64), np.zeros(0, np.uint32)
         index = index.reshape(-1).astype(_index_dtype(len(distinct))).reshape(shape)
         return cls._from_parts(index, list_offsets, ids, counts)
-
-    @classmethod
-    def from_object_array(cls, elements: np.ndarray, shape: Sequence[int] | None = None) -> LabelMultisetArray:
-        """Deprecated name of :meth:`from_elements`."""
-        warnings.warn("LabelMultisetArray.from_object_array is deprecated: use from_elements",
-                      DeprecationWarning, stacklevel=2)
-        return cls.from_elements(elements, shape)
 
     @classmethod
     def coerce(cls, data: MultisetsLike, *, reserved: ReservedRule = "reject") -> LabelMultisetArray:
@@ -495,12 +487,6 @@ class LabelMultisetArray:
             flat = flat.astype(np.int64)
         out = _kernels.gather_objects(elements, np.ascontiguousarray(flat))
         return out.reshape(self.shape, order=order)
-
-    def to_object_array(self) -> np.ndarray:
-        """Deprecated name of :meth:`to_elements`."""
-        warnings.warn("LabelMultisetArray.to_object_array is deprecated: use to_elements",
-                      DeprecationWarning, stacklevel=2)
-        return self.to_elements()
 
     def equals(self, other: object) -> bool:
         """True if both have the same shape and every voxel the same multiset."""

@@ -83,11 +83,3 @@ def test_numpy_keeps_it_one_object():
     a = LabelMultisetArray.from_elements(np.array([m, n, m]))
     assert a.argmax().tolist() == [1, 2, 1] and a.n_lists == 2
 
-
-def test_deprecated_object_array_names_warn_and_delegate():
-    a = LabelMultisetArray.from_labels(np.array([[1, 2]], np.uint64))
-    with pytest.warns(DeprecationWarning, match="to_elements"):
-        objects = a.to_object_array()
-    assert objects.tolist() == a.to_elements().tolist()
-    with pytest.warns(DeprecationWarning, match="from_elements"):
-        assert LabelMultisetArray.from_object_array(objects) == a
