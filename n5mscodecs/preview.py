@@ -279,7 +279,7 @@ def write_preview(source: str | os.PathLike[str], out: str | os.PathLike[str], *
                   index: int | None = None, level: str = "s0", width: int | None = None, scale: int | None = None,
                   storage_options: dict | None = None) -> PreviewSummary:
     """Draw one slice of a label multiset dataset (or level ``level`` of a Paintera source
-    group) with :func:`render_slice` and save it to ``out``, whose extension picks the format.
+    group) with ``render_slice`` and save it to ``out``, whose extension picks the format.
 
     ``axis`` is the N5 axis across the slice (``"x"``, ``"y"`` or ``"z"``), ``index`` the
     slice (default: the middle); 1-D and 2-D datasets are drawn whole. Missing blocks are drawn

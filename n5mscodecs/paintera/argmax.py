@@ -96,7 +96,7 @@ def export_argmax(
     Only the blocks present in the source are read (a sparse dataset's grid can be
     astronomically large); missing blocks and voxels without an entry (INVALID) read as 0.
     The source's world placement (``resolution`` and ``offset`` of it or its group, times
-    its ``downsamplingFactors``, see :func:`~n5mscodecs.paintera.conventions.level_placement`)
+    its ``downsamplingFactors``, see :func:`~n5mscodecs.paintera.level_placement`)
     is copied, for zarr reversed. A failure removes what was written.
     """
     options, target = storage_options, os.fspath(target)
@@ -132,7 +132,7 @@ def world_placement(
     it nor its group has a ``resolution`` or ``offset``.
 
     The dataset's attributes win over its group's (Paintera's ``data`` group); the level's
-    ``downsamplingFactors`` place it (:func:`~n5mscodecs.paintera.conventions.level_placement`).
+    ``downsamplingFactors`` place it (:func:`~n5mscodecs.paintera.level_placement`).
     """
     attributes = dict(dataset.attributes)
     parent = storage.join(dataset.path, "..")

@@ -3,12 +3,12 @@ downsampling factors a pyramid gets by default, and how a compression is spelled
 
 Everything is in N5 axis order (x, y, z for 3-d data).
 
-- :func:`level_placement`: a level's voxel size and offset from the source's ``resolution``
+- :func:`~n5mscodecs.paintera.level_placement`: a level's voxel size and offset from the source's ``resolution``
   and ``offset`` and the level's cumulative ``downsamplingFactors`` (see
-  :mod:`n5mscodecs.paintera.multiscale` for why a downsampled voxel sits at the centre of
+  ``n5mscodecs.paintera.multiscale`` for why a downsampled voxel sits at the centre of
   the voxels it summarises).
-- :func:`default_factors`: the levels added when no factors are given.
-- :func:`parse_compression`: ``gzip:9``, ``xz:6``, ``blosc:zstd:5:1`` or a JSON object to the
+- :func:`~n5mscodecs.paintera.default_factors`: the levels added when no factors are given.
+- :func:`~n5mscodecs.paintera.parse_compression`: ``gzip:9``, ``xz:6``, ``blosc:zstd:5:1`` or a JSON object to the
   N5 ``compression`` attribute (what ``n5ms convert --compression`` takes).
 
 >>> level_placement((4.0, 4.0, 40.0), (0.0, 0.0, 100.0), (2.0, 2.0, 2.0))
@@ -105,7 +105,7 @@ def parse_compression(text: str) -> dict[str, Any]:
     ----------
     text : str
         ``NAME`` (``raw``, ``gzip``, ``zstd``, ``lz4``, ``xz``, ``bzip2``, ``blosc``),
-        ``NAME:LEVEL`` (the number :data:`COMPRESSION_LEVEL_KEYS` names),
+        ``NAME:LEVEL`` (the number ``COMPRESSION_LEVEL_KEYS`` names),
         ``blosc[:CNAME[:CLEVEL[:SHUFFLE]]]``, or an N5 compression object as JSON.
 
     Returns

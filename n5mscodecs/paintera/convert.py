@@ -197,7 +197,7 @@ def convert(
         the volume fits one block. ``"resolution"``: levels until the volume
         fits one block that halve only the axes whose voxel size is at most
         half the coarsest (``n5ms convert``'s default; see
-        :func:`~n5mscodecs.paintera.conventions.default_factors`).
+        :func:`~n5mscodecs.paintera.default_factors`).
     compression : str or dict
         N5 compression of every dataset (default gzip).
     max_num_entries, keep
