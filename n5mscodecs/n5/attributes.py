@@ -6,16 +6,15 @@ from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, ReadOnlyError
-from . import storage
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterator
 
-    from .storage import PathLike, StorageOptions
+    from .store import Store
 
 
 class Attributes(MutableMapping[str, Any]):
-    """The user attributes in the ``attributes.json`` of the group or dataset at ``location``.
+    """The user attributes in the ``attributes.json`` at the root of ``store`` (a group or dataset).
 
     Every access reads the document (another writer may have changed it); every change
     reads it, changes one key and writes it back whole, atomically. The keys in
@@ -24,32 +23,28 @@ class Attributes(MutableMapping[str, Any]):
 
     Parameters
     ----------
-    location : str or os.PathLike
-        The group or dataset (a local path or a URL).
-    storage_options : Mapping, optional
-        fsspec options for a URL.
+    store : Store
+        The group's or dataset's store.
     reserved : Collection of str
         Keys this view hides and refuses.
     read_only : bool
         Refuse every change (:class:`~n5mscodecs.ReadOnlyError`).
     """
 
-    def __init__(self, location: PathLike, storage_options: StorageOptions = None, *,
-                 reserved: Collection[str] = (), read_only: bool = False) -> None:
-        self.location = location
-        self.storage_options = storage_options
+    def __init__(self, store: Store, *, reserved: Collection[str] = (), read_only: bool = False) -> None:
+        self.store = store
         self.reserved = frozenset(reserved)
         self.read_only = read_only
 
     def _document(self) -> dict[str, Any]:
-        return storage.read_attributes(self.location, self.storage_options)
+        return self.store.get_attributes()
 
     def _check_key(self, key: str) -> None:
         if self.read_only:
-            raise ReadOnlyError(f"{storage.display(self.location)}: opened read-only (mode 'r'); "
+            raise ReadOnlyError(f"{self.store.display()}: opened read-only (mode 'r'); "
                                 "open it with mode='r+' or 'a' to change its attributes")
         if key in self.reserved:
-            raise ConfigurationError(f"{storage.display(self.location)}: {key!r} is an N5 field of the dataset, "
+            raise ConfigurationError(f"{self.store.display()}: {key!r} is an N5 field of the dataset, "
                                      "not a user attribute")
 
     def __getitem__(self, key: str) -> Any:
@@ -65,7 +60,7 @@ class Attributes(MutableMapping[str, Any]):
         self._check_key(key)
         document = self._document()
         del document[key]
-        storage.write_attributes(self.location, document, self.storage_options)
+        self.store.set_attributes("", document)
 
     def update(self, other: Any = (), /, **kwargs: Any) -> None:
         """Set several attributes with one write."""
@@ -73,7 +68,7 @@ class Attributes(MutableMapping[str, Any]):
         for key in changes:
             self._check_key(key)
         if changes:
-            storage.write_attributes(self.location, {**self._document(), **changes}, self.storage_options)
+            self.store.set_attributes("", {**self._document(), **changes})
 
     def __iter__(self) -> Iterator[str]:
         return iter([key for key in self._document() if key not in self.reserved])
@@ -86,4 +81,4 @@ class Attributes(MutableMapping[str, Any]):
         return {key: value for key, value in self._document().items() if key not in self.reserved}
 
     def __repr__(self) -> str:
-        return f"<Attributes of {storage.display(self.location)}: {self.asdict()!r}>"
+        return f"<Attributes of {self.store.display()}: {self.asdict()!r}>"

@@ -26,6 +26,7 @@ from .compression import max_compressed_size
 from .default import n5_default_decode, n5_default_encode, place_block
 from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 from .metadata import RESERVED_KEYS, DatasetMetadata, max_id
+from .store import Store, open_store
 from .varlen import CodecChain, n5_varlen_encode, varlen_payload
 from .writing import INCOMPLETE_KEY
 
@@ -82,7 +83,7 @@ class _Dataset:
 
     def __init__(self, path: PathLike, attributes: Mapping[str, Any] | DatasetMetadata, *,
                  storage_options: StorageOptions = None, allow_outside_root: bool = False,
-                 read_only: bool = False) -> None:
+                 read_only: bool = False, store: Store | None = None) -> None:
         self.path = os.fspath(path)
         self.storage_options = storage_options  # passed to fsspec for URLs; never printed
         self.name = storage.display(self.path)  # for messages
@@ -93,10 +94,10 @@ class _Dataset:
             self.metadata = DatasetMetadata.from_json(attributes, self.name)
             self.attributes = dict(attributes)
         self.shape, self.chunks, self.compressor = self.metadata.shape, self.metadata.chunks, self.metadata.compressor
-        # block reads stay inside the container root (the dataset itself outside any *.n5)
-        self.root = None if storage.is_url(self.path) else (storage.container_root(self.path)
-                                                            or os.path.abspath(storage.local_path(self.path)))
         self.allow_outside_root = bool(allow_outside_root)
+        # block reads stay inside the container root (the dataset itself outside any *.n5)
+        self.store = store or open_store(self.path, storage_options, boundary=storage.confinement_root(self.path),
+                                         read_outside=self.allow_outside_root)
         self.read_only = bool(read_only)
 
     @property
@@ -115,7 +116,7 @@ class _Dataset:
     @property
     def attrs(self) -> Attributes:
         """The user attributes (a MutableMapping over ``attributes.json``; N5's fields are hidden)."""
-        return Attributes(self.path, self.storage_options, reserved=RESERVED_KEYS | {INCOMPLETE_KEY},
+        return Attributes(self.store, reserved=RESERVED_KEYS | {INCOMPLETE_KEY},
                           read_only=self.read_only)
 
     def _view_name(self) -> str:
@@ -134,15 +135,19 @@ class _Dataset:
     def grid_shape(self) -> tuple[int, ...]:
         return grid.grid_shape(self.shape, self.chunks)
 
-    def block_path(self, grid_position: Sequence[int]) -> str:
-        """The block's location; a position off the grid (negative, past its end, of another
-        ndim) is a :class:`~n5mscodecs.ConfigurationError`."""
+    def block_key(self, grid_position: Sequence[int]) -> str:
+        """The block's key in the dataset's store (``"i/j/k"``); a position off the grid
+        (negative, past its end, of another ndim) is a :class:`~n5mscodecs.ConfigurationError`."""
         position = tuple(grid_position)
         grid_shape = self.grid_shape
         if len(position) != len(grid_shape) or not all(
                 isinstance(g, int | np.integer) and 0 <= g < n for g, n in zip(position, grid_shape)):
             raise ConfigurationError(f"{self.name}: block {position} is outside the grid {list(grid_shape)}")
-        return storage.join(self.path, *(int(g) for g in position))
+        return "/".join(str(int(g)) for g in position)
+
+    def block_path(self, grid_position: Sequence[int]) -> str:
+        """The block's location (see :meth:`block_key`)."""
+        return self.store.url(self.block_key(grid_position))
 
     def block_name(self, grid_position: Sequence[int]) -> str:
         """The block's location, for messages."""
@@ -157,14 +162,15 @@ class _Dataset:
         return grid.block_region(grid_position, self.chunks, self.shape)
 
     def has_block(self, grid_position: Sequence[int]) -> bool:
-        return storage.exists(self.block_path(grid_position), self.storage_options)
+        return self.store.exists(self.block_key(grid_position))
 
     def present_blocks(self) -> list[tuple[int, ...]]:
         """Grid positions of the blocks that exist, sorted (found by listing: a grid can be
         astronomically large)."""
         found = []
-        for directory, subdirectories, files in storage.walk(self.path, self.storage_options):
-            parts = storage.relative(directory, self.path).split("/")
+        top = self.store.url()
+        for directory, subdirectories, files in self.store.walk():
+            parts = storage.relative(directory, top).split("/")
             parts = [] if parts == ["."] else parts
             if len(parts) == self.ndim - 1 and all(p.isdigit() for p in parts):
                 # a directory where a block should be is listed too: reading it is an error
@@ -180,9 +186,7 @@ class _Dataset:
     def read_block_bytes(self, grid_position: Sequence[int]) -> bytes | None:
         """The block's bytes (None when it is missing); a file larger than
         ``max_block_bytes()``, or not a regular file, is a :class:`~n5mscodecs.StorageError`."""
-        return storage.read_bytes(self.block_path(grid_position), self.storage_options,
-                                  max_size=self.max_block_bytes(), root=self.root,
-                                  confine=not self.allow_outside_root)
+        return self.store.get(self.block_key(grid_position), max_size=self.max_block_bytes())
 
     def _read_decoded(self, decode, grid_position):
         """``decode(block bytes, grid_position)``, None for a missing block; errors name the block."""
@@ -197,7 +201,7 @@ class _Dataset:
             raise type(exc)(f"{self.block_name(grid_position)}: {exc}") from exc
 
     def write_block_bytes(self, grid_position: Sequence[int], data: bytes | bytearray | memoryview) -> None:
-        storage.write_bytes(self.block_path(grid_position), data, self.storage_options, root=self.root)
+        self.store.set(self.block_key(grid_position), data)
 
     def _covering(self, key):
         """``(starts, stops, steps, dropped axes, covering blocks)`` of a basic selection; a
@@ -224,7 +228,7 @@ class _Dataset:
 
     def _each_block(self, function, items, threads):
         """``[function(item) for item in items]``, on a pool of threads when there are several."""
-        workers = min(storage.request_threads(self.path, threads), len(items))
+        workers = min(self.store.request_threads(threads), len(items))
         if workers <= 1:  # one block (a dask task): no pool to start
             return [function(item) for item in items]
         with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -297,9 +301,9 @@ class LabelMultisetDataset(_Dataset):
     def __init__(self, path: PathLike, attributes: Mapping[str, Any] | DatasetMetadata, *,
                  fill_label: int = BACKGROUND, multisets: str = "elements", rule: Rule = "spec",
                  storage_options: StorageOptions = None, allow_outside_root: bool = False,
-                 read_only: bool = False) -> None:
+                 read_only: bool = False, store: Store | None = None) -> None:
         super().__init__(path, attributes, storage_options=storage_options, allow_outside_root=allow_outside_root,
-                         read_only=read_only)
+                         read_only=read_only, store=store)
         if multisets not in VIEWS:
             raise ConfigurationError(f"multisets must be one of {VIEWS}, got {multisets!r}")
         check_rule(rule)
@@ -333,7 +337,8 @@ class LabelMultisetDataset(_Dataset):
         if view is None:  # a race makes two equal views, one kept
             view = self._views.setdefault(rule, type(self)(
                 self.path, self.metadata, fill_label=self.fill_label, multisets="labels", rule=rule,
-                storage_options=self.storage_options, allow_outside_root=self.allow_outside_root, read_only=True))
+                storage_options=self.storage_options, allow_outside_root=self.allow_outside_root, read_only=True,
+                store=self.store))
         return view
 
     def max_payload_bytes(self) -> int:
@@ -460,8 +465,7 @@ class LabelMultisetDataset(_Dataset):
         self._each_block(put, covering, None)
         new_max = max_id(value.unique_labels())
         if self.max_id is None or new_max > self.max_id:
-            document = {**storage.read_attributes(self.path, self.storage_options), "maxId": new_max}
-            storage.write_attributes(self.path, document, self.storage_options)
+            self.store.set_attributes("", {**self.store.get_attributes(), "maxId": new_max})
             self.attributes["maxId"] = new_max
 
     def write_block(self, grid_position: Sequence[int], data: MultisetsLike, *,
@@ -479,7 +483,7 @@ class LabelMultisetDataset(_Dataset):
         if data.shape != expected:
             raise ConfigurationError(f"block {tuple(grid_position)}: shape {data.shape}, expected {expected}")
         if not data.has_positive_counts() or (not write_background and data.is_background()):
-            storage.remove(self.block_path(grid_position), self.storage_options)
+            self.store.delete(self.block_key(grid_position))
             return False
         self.write_block_bytes(grid_position, n5_varlen_encode(data, self.codec_chain, threads=1))
         return True
@@ -490,9 +494,9 @@ class ArrayDataset(_Dataset):
 
     def __init__(self, path: PathLike, attributes: Mapping[str, Any] | DatasetMetadata, *,
                  fill_value: int | float = 0, storage_options: StorageOptions = None,
-                 allow_outside_root: bool = False, read_only: bool = False) -> None:
+                 allow_outside_root: bool = False, read_only: bool = False, store: Store | None = None) -> None:
         super().__init__(path, attributes, storage_options=storage_options, allow_outside_root=allow_outside_root,
-                         read_only=read_only)
+                         read_only=read_only, store=store)
         self.dtype = self.metadata.dtype
         self.fill_value = fill_value
 
@@ -583,12 +587,11 @@ class ArrayDataset(_Dataset):
 
     def write_block(self, grid_position: Sequence[int], data: ArrayLike) -> None:
         data = np.asarray(data, self.dtype)
-        location = self.block_path(grid_position)  # checks the position first
+        key = self.block_key(grid_position)  # checks the position first
         if data.ndim != self.ndim or any(n > b for n, b in zip(data.shape, self.chunks)):
             raise ConfigurationError(f"block {tuple(grid_position)}: shape {data.shape} does not fit blockSize "
                                      f"{list(self.chunks)}")
-        storage.write_bytes(location, n5_default_encode(data, self.compressor, dtype=self.dtype),
-                            self.storage_options, root=self.root)
+        self.store.set(key, n5_default_encode(data, self.compressor, dtype=self.dtype))
 
     def write_varlength_block(
         self, grid_position: Sequence[int], values: ArrayLike, dims: Iterable[int] | None = None

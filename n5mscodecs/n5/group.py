@@ -42,6 +42,7 @@ from .attributes import Attributes
 from .create import create_array_dataset, write, write_array
 from .dataset import ArrayDataset, LabelMultisetDataset, read_attributes
 from .metadata import N5_VERSION
+from .store import Store, open_store
 from .writing import LOCK_NAME, check_complete
 
 if TYPE_CHECKING:
@@ -96,10 +97,10 @@ class Group(Mapping[str, "Group | Dataset"]):
 
     Parameters
     ----------
-    path : str or os.PathLike
-        The group (a local path or a URL).
+    store : Store
+        The group's store (:func:`~n5mscodecs.n5.store.open_store`), handed down to its children.
     storage_options : Mapping, optional
-        fsspec options for a URL.
+        fsspec options for a URL (for the writers of new datasets).
     read_only : bool
         Refuse every change (mode ``r``).
     container : str, optional
@@ -110,10 +111,11 @@ class Group(Mapping[str, "Group | Dataset"]):
         ``allow_incomplete``, ``allow_outside_root``).
     """
 
-    def __init__(self, path: PathLike, *, storage_options: StorageOptions = None, read_only: bool = False,
+    def __init__(self, store: Store, *, storage_options: StorageOptions = None, read_only: bool = False,
                  container: str | None = None, dataset_options: Mapping[str, Any] | None = None) -> None:
-        self.path = os.fspath(path)
-        self.name = storage.display(self.path)
+        self.store = store
+        self.path = store.url()
+        self.name = store.display()
         self.storage_options = storage_options
         self.read_only = read_only
         self.container = container
@@ -125,34 +127,34 @@ class Group(Mapping[str, "Group | Dataset"]):
     @property
     def attrs(self) -> Attributes:
         """The group's attributes (a MutableMapping over its ``attributes.json``)."""
-        return Attributes(self.path, self.storage_options, read_only=self.read_only)
+        return Attributes(self.store, read_only=self.read_only)
 
     def _location(self, key: str) -> str:
-        return storage.join(self.path, *_parts(key))
+        return self.store.url("/".join(_parts(key)))
 
-    def _open(self, location: str) -> Group | Dataset | None:
-        attributes = storage.read_attributes(location, self.storage_options)
+    def _child(self, key: str) -> Group | Dataset | None:
+        store = self.store.child("/".join(_parts(key)))
+        attributes = store.get_attributes()
         if "dimensions" in attributes:
-            return _open_dataset(location, attributes, storage_options=self.storage_options,
-                                 read_only=self.read_only, **self.dataset_options)
-        if attributes or storage.is_directory(location, self.storage_options):
-            return Group(location, storage_options=self.storage_options, read_only=self.read_only,
+            return _open_dataset(store, attributes, storage_options=self.storage_options, read_only=self.read_only,
+                                 **self.dataset_options)
+        if attributes or store.is_directory():
+            return Group(store, storage_options=self.storage_options, read_only=self.read_only,
                          container=self.container, dataset_options=self.dataset_options)
         return None
 
     def __getitem__(self, key: str) -> Group | Dataset:
-        child = self._open(self._location(key))
+        child = self._child(key)
         if child is None:
             raise KeyError(key)
         return child
 
     def __contains__(self, key: object) -> bool:
         try:
-            location = self._location(key)  # type: ignore[arg-type]
+            name = "/".join(_parts(key))  # type: ignore[arg-type]
         except (KeyError, TypeError):
             return False
-        return storage.exists(storage.join(location, storage.ATTRIBUTES), self.storage_options) or \
-            storage.is_directory(location, self.storage_options)
+        return self.store.exists(f"{name}/{storage.ATTRIBUTES}") or self.store.is_directory(name)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.keys_list())
@@ -162,8 +164,7 @@ class Group(Mapping[str, "Group | Dataset"]):
 
     def keys_list(self) -> list[str]:
         """The names of the direct children, sorted (one listing)."""
-        return [name for name in storage.list_names(self.path, self.storage_options)
-                if _is_child(name) and storage.is_directory(storage.join(self.path, name), self.storage_options)]
+        return [name for name in self.store.list() if _is_child(name) and self.store.is_directory(name)]
 
     def groups(self) -> Iterator[tuple[str, Group]]:
         """``(name, group)`` of the direct child groups."""
@@ -203,12 +204,12 @@ class Group(Mapping[str, "Group | Dataset"]):
         """A new child group ``name`` (nested paths create their parents); an existing one is a
         FileExistsError."""
         self._check_writable()
-        location = self._location(name)
         if name in self:
-            raise FileExistsError(f"{storage.display(location)} exists")
-        storage.make_directory(location, self.storage_options)
-        storage.write_attributes(location, {}, self.storage_options)  # object stores have no directories
-        return Group(location, storage_options=self.storage_options, container=self.container,
+            raise FileExistsError(f"{storage.display(self._location(name))} exists")
+        store = self.store.child("/".join(_parts(name)))
+        store.make_directory()
+        store.set_attributes("", {})  # object stores have no directories
+        return Group(store, storage_options=self.storage_options, container=self.container,
                      dataset_options=self.dataset_options)
 
     def require_group(self, name: str) -> Group:
@@ -259,16 +260,18 @@ class Group(Mapping[str, "Group | Dataset"]):
                      container=self.container)
 
 
-def _open_dataset(path: str, attributes: dict[str, Any], *, storage_options: StorageOptions = None,
+def _open_dataset(store: Store, attributes: dict[str, Any], *, storage_options: StorageOptions = None,
                   read_only: bool = False, fill_label: int = BACKGROUND, multisets: str = "elements",
                   rule: Rule = "spec", allow_incomplete: bool = False,
                   allow_outside_root: bool = False) -> Dataset:
     if not allow_incomplete:
-        check_complete(attributes, storage.display(path))
-    common = {"storage_options": storage_options, "allow_outside_root": allow_outside_root, "read_only": read_only}
+        check_complete(attributes, store.display())
+    common = {"storage_options": storage_options, "allow_outside_root": allow_outside_root, "read_only": read_only,
+              "store": store}
     if attributes.get("isLabelMultiset"):
-        return LabelMultisetDataset(path, attributes, fill_label=fill_label, multisets=multisets, rule=rule, **common)
-    return ArrayDataset(path, attributes, **common)
+        return LabelMultisetDataset(store.url(), attributes, fill_label=fill_label, multisets=multisets, rule=rule,
+                                    **common)
+    return ArrayDataset(store.url(), attributes, **common)
 
 
 def _named_container(path: str) -> bool:
@@ -276,24 +279,22 @@ def _named_container(path: str) -> bool:
     return os.path.basename(path.rstrip("/")).lower().endswith(".n5")
 
 
-def _new_container(path: str, options: StorageOptions) -> None:
-    storage.make_directory(path, options)
-    storage.write_attributes(path, {"n5": N5_VERSION}, options)
+def _new_container(store: Store) -> None:
+    store.make_directory()
+    store.set_attributes("", {"n5": N5_VERSION})
 
 
-def _empty(path: str, options: StorageOptions) -> None:
+def _empty(store: Store) -> None:
     """Mode ``w`` on an existing location: only an N5 container, group or dataset is emptied,
     its attributes replaced by a bare container's *first*, so that an interruption leaves an
     empty-looking container, never a dataset over missing blocks."""
-    name = storage.display(path)
-    attributes = storage.read_attributes(path, options)
-    if not attributes and not _named_container(path):
-        raise ConfigurationError(f"{name}: refusing to empty (mode 'w') something that is not N5 "
+    if not store.get_attributes() and not _named_container(store.url()):
+        raise ConfigurationError(f"{store.display()}: refusing to empty (mode 'w') something that is not N5 "
                                  "(no attributes.json, not named *.n5)")
-    if storage.exists(storage.join(path, LOCK_NAME), options):
-        raise ConfigurationError(f"{name}: a writer holds its lock ({LOCK_NAME}); refusing to empty it")
-    storage.write_attributes(path, {"n5": N5_VERSION}, options)
-    storage.clear(path, {storage.ATTRIBUTES}, options)
+    if store.exists(LOCK_NAME):
+        raise ConfigurationError(f"{store.display()}: a writer holds its lock ({LOCK_NAME}); refusing to empty it")
+    store.set_attributes("", {"n5": N5_VERSION})
+    store.clear("", {storage.ATTRIBUTES})
 
 
 def open(path: PathLike, mode: str = "r", *,  # noqa: A001 - mirrors zarr.open / h5py.File naming
@@ -335,31 +336,31 @@ def open(path: PathLike, mode: str = "r", *,  # noqa: A001 - mirrors zarr.open /
     if mode not in MODES:
         raise ConfigurationError(f"mode must be one of {MODES}, got {mode!r}")
     path = os.fspath(path)
-    name = storage.display(path)
-    if not storage.is_url(path) and os.path.isfile(storage.local_path(path)):
-        raise ConfigurationError(f"{name}: a file, not an N5 dataset (a directory with an attributes.json)")
+    # the store is chosen here, once; reads below stay inside the container root
+    store = open_store(path, storage_options, boundary=storage.confinement_root(path),
+                       read_outside=allow_outside_root)
+    if store.is_file():
+        raise ConfigurationError(f"{store.display()}: a file, not an N5 dataset (a directory with an attributes.json)")
     dataset_options = {"fill_label": fill_label, "multisets": multisets, "rule": rule,
                        "allow_incomplete": allow_incomplete, "allow_outside_root": allow_outside_root}
+    group_options = {"storage_options": storage_options, "dataset_options": dataset_options}
     if mode in ("w", "w-"):
-        if storage.is_nonempty_directory(path, storage_options):
+        if store.is_directory() and store.list():
             if mode == "w-":
-                raise FileExistsError(f"{name} exists (mode 'w-' creates a new container; use 'a' or 'r+')")
-            _empty(path, storage_options)
+                raise FileExistsError(f"{store.display()} exists (mode 'w-' creates a new container; use 'a' or 'r+')")
+            _empty(store)
         else:
-            _new_container(path, storage_options)
-        return Group(path, storage_options=storage_options, container=path, dataset_options=dataset_options)
-    attributes = storage.read_attributes(path, storage_options, confine=not allow_outside_root)
+            _new_container(store)
+        return Group(store, container=path, **group_options)
+    attributes = store.get_attributes()
     if "dimensions" in attributes:
-        return _open_dataset(path, attributes, storage_options=storage_options, read_only=mode == "r",
+        return _open_dataset(store, attributes, storage_options=storage_options, read_only=mode == "r",
                              **dataset_options)
-    is_container = _named_container(path) and storage.is_directory(path, storage_options)
-    if not (attributes or is_container):
+    if not (attributes or _named_container(path) and store.is_directory()):
         if mode != "a":
-            raise ConfigurationError(f"{name}: not an N5 dataset or group (no attributes.json)")
-        _new_container(path, storage_options)
-    container = storage.container_root(path) or path
-    return Group(path, storage_options=storage_options, read_only=mode == "r", container=container,
-                 dataset_options=dataset_options)
+            raise ConfigurationError(f"{store.display()}: not an N5 dataset or group (no attributes.json)")
+        _new_container(store)
+    return Group(store, read_only=mode == "r", container=storage.container_root(path) or path, **group_options)
 
 
 def open_dataset(path: PathLike, mode: str = "r", **options: Any) -> Dataset:
