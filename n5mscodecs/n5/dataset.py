@@ -79,7 +79,10 @@ class _Dataset:
     """Grid geometry, block locations, and what users know from numpy/zarr arrays, shared by
     both dataset kinds. ``attributes`` is the parsed ``attributes.json`` or its
     :class:`~n5mscodecs.n5.metadata.DatasetMetadata`; ``read_only`` refuses assignments and
-    attribute changes (blocks written by the block methods are the writers' business)."""
+    attribute changes (blocks written by the block methods are the writers' business).
+    ``store`` is the dataset's store when a group hands it down (see
+    :mod:`n5mscodecs.n5.store`); without it one is opened for ``path`` and
+    ``storage_options``, confined to the container root."""
 
     def __init__(self, path: PathLike, attributes: Mapping[str, Any] | DatasetMetadata, *,
                  storage_options: StorageOptions = None, allow_outside_root: bool = False,

@@ -157,12 +157,12 @@ class Group(Mapping[str, "Group | Dataset"]):
         return self.store.exists(f"{name}/{storage.ATTRIBUTES}") or self.store.is_directory(name)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.keys_list())
+        return iter(self._names())
 
     def __len__(self) -> int:
-        return len(self.keys_list())
+        return len(self._names())
 
-    def keys_list(self) -> list[str]:
+    def _names(self) -> list[str]:
         """The names of the direct children, sorted (one listing)."""
         return [name for name in self.store.list() if _is_child(name) and self.store.is_directory(name)]
 
@@ -180,7 +180,7 @@ class Group(Mapping[str, "Group | Dataset"]):
         lines = ["/"]
 
         def walk(group: Group, prefix: str) -> None:
-            names = group.keys_list()
+            names = group._names()
             for i, name in enumerate(names):
                 last = i == len(names) - 1
                 child = group[name]

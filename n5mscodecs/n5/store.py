@@ -209,12 +209,12 @@ class LocalStore(Store):
         return LocalStore(self.url(key), boundary=self.boundary, read_outside=self.read_outside)
 
     def _confine(self, key: str, operation: str) -> str:
-        storage.check_confined(self.url(key), operation, self.boundary)
-        return self._path(key)
+        path = self._path(key)
+        storage.check_confined(path, operation, self.boundary)
+        return path
 
     def get(self, key: str = "", *, max_size: int | None = None) -> bytes | None:
         path = self._path(key) if self.read_outside else self._confine(key, "read")
-        name = self.display(key)
         try:
             # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below)
             fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_BINARY | _O_CLOEXEC)
@@ -222,24 +222,25 @@ class LocalStore(Store):
             return None
         except (IsADirectoryError, PermissionError):
             if os.path.isdir(path):  # Windows refuses to open a directory
-                raise StorageError(f"{name}: read: a directory, not a regular file") from None
+                raise StorageError(f"{self.display(key)}: read: a directory, not a regular file") from None
             raise
         except NotADirectoryError:
-            raise StorageError(f"{name}: read: a parent of it is a file, not a directory") from None
+            raise StorageError(f"{self.display(key)}: read: a parent of it is a file, not a directory") from None
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             os.close(fd)
-            raise StorageError(f"{name}: read: {_file_kind(info.st_mode)}, not a regular file")
+            raise StorageError(f"{self.display(key)}: read: {_file_kind(info.st_mode)}, not a regular file")
         with os.fdopen(fd, "rb") as f:
             if max_size is not None and info.st_size > max_size:
-                raise StorageError(f"{name}: read: {info.st_size} bytes, more than the {max_size} it can need")
+                raise StorageError(
+                    f"{self.display(key)}: read: {info.st_size} bytes, more than the {max_size} it can need")
             # the size fstat gave (a buffer of max_size would be allocated up front), then the rest
             # of a file that grows meanwhile, up to the bound
             data = f.read(info.st_size + 1)
             if len(data) > info.st_size:
                 data += f.read() if max_size is None else f.read(max(max_size + 1 - len(data), 0))
         if max_size is not None and len(data) > max_size:  # grew while being read
-            raise StorageError(f"{name}: read: more than the {max_size} bytes it can need")
+            raise StorageError(f"{self.display(key)}: read: more than the {max_size} bytes it can need")
         return data
 
     def set(self, key: str, data: bytes | bytearray | memoryview) -> None:
