@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -104,6 +104,10 @@ class _Dataset:
         self.read_only = bool(read_only)
 
     @property
+    def dtype(self) -> np.dtype:
+        raise NotImplementedError
+
+    @property
     def ndim(self) -> int:
         return len(self.shape)
 
@@ -170,7 +174,7 @@ class _Dataset:
     def present_blocks(self) -> list[tuple[int, ...]]:
         """Grid positions of the blocks that exist, sorted (found by listing: a grid can be
         astronomically large)."""
-        found = []
+        found: list[tuple[int, ...]] = []
         top = self.store.url()
         for directory, subdirectories, files in self.store.walk():
             parts = storage.relative(directory, top).split("/")
@@ -422,15 +426,15 @@ class LabelMultisetDataset(_Dataset):
         >>> ds.read_labels().tolist(), int(ds.read_labels((1, 0)))
         ([[1, 2], [3, 3]], 3)
         """
-        return self.labels_view(rule).read(key, threads)
+        return cast("np.ndarray", self.labels_view(rule).read(key, threads))
 
     def read_block_labels(self, grid_position: Sequence[int], rule: Rule = "spec") -> np.ndarray | None:
         """The argmax labels of one block: ``labels_view(rule).read_block(grid_position)``."""
-        return self.labels_view(rule).read_block(grid_position)
+        return cast("np.ndarray | None", self.labels_view(rule).read_block(grid_position))
 
     def decode_block_labels(self, data: BytesLike, grid_position: Sequence[int], rule: Rule = "spec") -> np.ndarray:
         """Block bytes to argmax labels: ``labels_view(rule).decode_block(data, grid_position)``."""
-        return self.labels_view(rule).decode_block(data, grid_position)
+        return cast("np.ndarray", self.labels_view(rule).decode_block(data, grid_position))
 
     def _dask_source(self):
         labels = self.labels_view(self.rule if self.labels else "spec")
@@ -500,8 +504,12 @@ class ArrayDataset(_Dataset):
                  allow_outside_root: bool = False, read_only: bool = False, store: Store | None = None) -> None:
         super().__init__(path, attributes, storage_options=storage_options, allow_outside_root=allow_outside_root,
                          read_only=read_only, store=store)
-        self.dtype = self.metadata.dtype
         self.fill_value = fill_value
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype of ``dataType``."""
+        return self.metadata.dtype
 
     def max_data_bytes(self, mode: int = MODE_DEFAULT) -> int:
         """The most bytes a block's data may decompress to: a full grid block (Java overstates

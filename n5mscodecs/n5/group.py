@@ -164,7 +164,7 @@ class Group(Mapping[str, "Group | Dataset"]):
 
     def _names(self) -> list[str]:
         """The names of the direct children, sorted (one listing)."""
-        return [name for name in self.store.list() if _is_child(name) and self.store.is_directory(name)]
+        return [name for name in self.store.list_dir() if _is_child(name) and self.store.is_directory(name)]
 
     def groups(self) -> Iterator[tuple[str, Group]]:
         """``(name, group)`` of the direct child groups."""
@@ -221,7 +221,7 @@ class Group(Mapping[str, "Group | Dataset"]):
             return child
         return self.create_group(name)
 
-    def create_dataset(self, name: str, *, shape: Iterable[int] | None = None, dtype: DTypeLike = None,
+    def create_dataset(self, name: str, *, shape: Iterable[int] | None = None, dtype: DTypeLike | None = None,
                        data: ArrayLike | None = None, chunks: int | Iterable[int] | None = None,
                        compression: CompressorConfig = "gzip", attributes: Mapping[str, Any] | None = None,
                        overwrite: bool = False, threads: int | None = None) -> ArrayDataset:
@@ -237,7 +237,7 @@ class Group(Mapping[str, "Group | Dataset"]):
             raise ConfigurationError("create_dataset: pass data, or shape and dtype")
         shape = tuple(int(n) for n in shape)
         chunks = tuple(max(1, min(DEFAULT_CHUNK, n)) for n in shape) if chunks is None else chunks
-        options = {"compression": compression, "attributes": attributes, "overwrite": overwrite,
+        options: dict[str, Any] = {"compression": compression, "attributes": attributes, "overwrite": overwrite,
                    "storage_options": self.storage_options, "container": self.container}
         if data is not None:
             dataset = write_array(location, data if dtype is None else np.asarray(data, dtype),
@@ -266,8 +266,8 @@ def _open_dataset(store: Store, attributes: dict[str, Any], *, storage_options: 
                   allow_outside_root: bool = False) -> Dataset:
     if not allow_incomplete:
         check_complete(attributes, store.display())
-    common = {"storage_options": storage_options, "allow_outside_root": allow_outside_root, "read_only": read_only,
-              "store": store}
+    common: dict[str, Any] = {"storage_options": storage_options, "allow_outside_root": allow_outside_root,
+                              "read_only": read_only, "store": store}
     if attributes.get("isLabelMultiset"):
         return LabelMultisetDataset(store.url(), attributes, fill_label=fill_label, multisets=multisets, rule=rule,
                                     **common)
@@ -341,11 +341,11 @@ def open(path: PathLike, mode: str = "r", *,  # noqa: A001 - mirrors zarr.open /
                        read_outside=allow_outside_root)
     if store.is_file():
         raise ConfigurationError(f"{store.display()}: a file, not an N5 dataset (a directory with an attributes.json)")
-    dataset_options = {"fill_label": fill_label, "multisets": multisets, "rule": rule,
+    dataset_options: dict[str, Any] = {"fill_label": fill_label, "multisets": multisets, "rule": rule,
                        "allow_incomplete": allow_incomplete, "allow_outside_root": allow_outside_root}
-    group_options = {"storage_options": storage_options, "dataset_options": dataset_options}
+    group_options: dict[str, Any] = {"storage_options": storage_options, "dataset_options": dataset_options}
     if mode in ("w", "w-"):
-        if store.is_directory() and store.list():
+        if store.is_directory() and store.list_dir():
             if mode == "w-":
                 raise FileExistsError(f"{store.display()} exists (mode 'w-' creates a new container; use 'a' or 'r+')")
             _empty(store)

@@ -398,12 +398,12 @@ def is_directory(location: PathLike, options: StorageOptions = None) -> bool:
 
 def is_nonempty_directory(location: PathLike, options: StorageOptions = None) -> bool:
     store = _store(location, options)
-    return bool(store.list()) if store.is_directory() else False
+    return bool(store.list_dir()) if store.is_directory() else False
 
 
 def list_names(location: PathLike, options: StorageOptions = None) -> list[str]:
     """The names directly below ``location`` (sorted; empty when there is nothing)."""
-    return _store(location, options).list()
+    return _store(location, options).list_dir()
 
 
 def remove(location: PathLike, options: StorageOptions = None) -> None:

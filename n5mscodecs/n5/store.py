@@ -19,7 +19,7 @@ See :mod:`n5mscodecs.n5.storage` for the confinement and retry rules.
 >>> import tempfile
 >>> store = open_store(tempfile.mkdtemp() + "/c.n5")
 >>> store.set("labels/0/0", b"block")
->>> store.child("labels").get("0/0"), store.list(), store.exists("labels/1/0")
+>>> store.child("labels").get("0/0"), store.list_dir(), store.exists("labels/1/0")
 (b'block', ['labels'], False)
 """
 
@@ -109,7 +109,7 @@ class Store(abc.ABC):
         return False
 
     @abc.abstractmethod
-    def list(self, key: str = "") -> list[str]:
+    def list_dir(self, key: str = "") -> list[str]:
         """The names directly below ``key``, sorted (empty when there is nothing)."""
 
     @abc.abstractmethod
@@ -131,7 +131,7 @@ class Store(abc.ABC):
 
     def clear(self, key: str = "", keep: Collection[str] = ()) -> None:
         """Remove everything directly below ``key`` (and below that) except the names in ``keep``."""
-        for name in self.list(key):
+        for name in self.list_dir(key):
             if name not in keep:
                 child = posixpath.join(key, name) if key else name
                 self.delete_tree(child) if self._is_tree(child) else self.delete(child)
@@ -294,7 +294,7 @@ class LocalStore(Store):
     def is_file(self, key: str = "") -> bool:
         return os.path.isfile(self._path(key))
 
-    def list(self, key: str = "") -> list[str]:
+    def list_dir(self, key: str = "") -> list[str]:
         try:
             return sorted(os.listdir(self._path(key)))
         except (FileNotFoundError, NotADirectoryError):
@@ -387,7 +387,7 @@ class FsspecStore(Store):
         path = self._key_path(key)
         return self._request(key, "look up", lambda: self.fs.isdir(path))
 
-    def list(self, key: str = "") -> list[str]:
+    def list_dir(self, key: str = "") -> list[str]:
         path = self._key_path(key)
         try:
             names = self._request(key, "list", lambda: self.fs.ls(path, detail=False))

@@ -343,16 +343,16 @@ def open_labels(store: ZarrStore | PathLike, path: str = "", *, storage_options:
     """
     import zarr
 
-    if not isinstance(store, ZarrStore):  # a location
-        store = _location_store(store, storage_options, read_only=True)
+    # a location gets zarr's store for it
+    wrapped = store if isinstance(store, ZarrStore) else _location_store(store, storage_options, read_only=True)
     from zarr.core.sync import sync
 
-    if sync(store.exists(f"{path.strip('/')}/.zarray" if path.strip("/") else ".zarray")):
+    if sync(wrapped.exists(f"{path.strip('/')}/.zarray" if path.strip("/") else ".zarray")):
         raise ConfigurationError(
             f"{path or 'the array'} is a zarr v2-format array (.zarray); open_labels reads N5 datasets and "
             "zarr v3 arrays only. Read its label multisets with zarr.open_array(...) and take their labels "
             "with n5mscodecs.argmax_elements(...)")
-    array = zarr.open_array(N5Store(store, fill_label=fill_label, multisets="labels"), path=path, mode="r")
+    array = zarr.open_array(N5Store(wrapped, fill_label=fill_label, multisets="labels"), path=path, mode="r")
     if array.dtype != np.uint64:
         raise ConfigurationError(
             f"{path or 'the array'} is not a label multiset array (its data type is {array.dtype})")

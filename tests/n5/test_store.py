@@ -48,16 +48,16 @@ def test_bounded_reads(store):
 def test_listing_walking_and_trees(store):
     for key in ("g/attributes.json", "g/d/0/0", "g/d/0/1", "g/d/1/0", "top"):
         store.set(key, b"{}")
-    assert store.list() == ["g", "top"] and store.list("g/d") == ["0", "1"] and store.list("nothing") == []
+    assert store.list_dir() == ["g", "top"] and store.list_dir("g/d") == ["0", "1"] and store.list_dir("nothing") == []
     assert store.is_directory("g/d") and not store.is_directory("top") and not store.is_directory("nothing")
     walked = {os.path.basename(d.rstrip("/")): files for d, _, files in store.walk("g/d")}
     assert walked == {"d": [], "0": ["0", "1"], "1": ["0"]}
     assert store.total_size("g/d") == 6
     store.clear("g", keep={"attributes.json"})
-    assert store.list("g") == ["attributes.json"]
+    assert store.list_dir("g") == ["attributes.json"]
     store.delete_tree("g")
     store.delete_tree("g")
-    assert store.list() == ["top"]
+    assert store.list_dir() == ["top"]
 
 
 def test_json_and_attributes(store):
