@@ -132,29 +132,33 @@ class Group(Mapping[str, "Group | Dataset"]):
     def _location(self, key: str) -> str:
         return self.store.url("/".join(_parts(key)))
 
-    def _child(self, key: str) -> Group | Dataset | None:
-        store = self.store.child("/".join(_parts(key)))
+    def _find(self, key: str) -> tuple[Store, dict[str, Any]] | None:
+        """``(store, attributes)`` of the child ``key``, None when there is none (a path through a
+        dataset leads into its blocks, not to a child)."""
+        parts = _parts(key)
+        for depth in range(1, len(parts)):
+            if "dimensions" in self.store.get_attributes("/".join(parts[:depth])):
+                return None
+        store = self.store.child("/".join(parts))
         attributes = store.get_attributes()
+        return (store, attributes) if attributes or store.is_directory() else None
+
+    def __getitem__(self, key: str) -> Group | Dataset:
+        found = self._find(key)
+        if found is None:
+            raise KeyError(key)
+        store, attributes = found
         if "dimensions" in attributes:
             return _open_dataset(store, attributes, storage_options=self.storage_options, read_only=self.read_only,
                                  **self.dataset_options)
-        if attributes or store.is_directory():
-            return Group(store, storage_options=self.storage_options, read_only=self.read_only,
-                         container=self.container, dataset_options=self.dataset_options)
-        return None
-
-    def __getitem__(self, key: str) -> Group | Dataset:
-        child = self._child(key)
-        if child is None:
-            raise KeyError(key)
-        return child
+        return Group(store, storage_options=self.storage_options, read_only=self.read_only,
+                     container=self.container, dataset_options=self.dataset_options)
 
     def __contains__(self, key: object) -> bool:
         try:
-            name = "/".join(_parts(key))  # type: ignore[arg-type]
+            return self._find(key) is not None  # type: ignore[arg-type]
         except (KeyError, TypeError):
             return False
-        return self.store.exists(f"{name}/{storage.ATTRIBUTES}") or self.store.is_directory(name)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names())

@@ -61,6 +61,9 @@ def test_open_gives_groups_with_nested_keys_attrs_and_a_tree(tmp_path):
         root["volumes/nothing"]
     with pytest.raises(KeyError):
         root["volumes/../.."]
+    assert "volumes/labels/0" not in root  # a dataset's blocks are not children
+    with pytest.raises(KeyError):
+        root["volumes/labels/0/0"]
     with pytest.raises(TypeError, match="a dataset, not a group"):
         root.require_group("volumes/raw")
     with pytest.raises(FileExistsError):
@@ -172,4 +175,5 @@ def test_open_dataset_and_incomplete_datasets_in_groups(tmp_path):
                                                   INCOMPLETE_KEY: {"writer": "w", "finish": "f"}})
     with pytest.raises(IncompleteError):
         n5.open(tmp_path / "c.n5")["l"]
+    assert "l" in n5.open(tmp_path / "c.n5")  # there, though it does not open
     assert n5.open(tmp_path / "c.n5", allow_incomplete=True)["l"].shape == (6, 5)
