@@ -12,25 +12,14 @@ import argparse
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
-
-from . import __version__, n5, paintera
+from . import __version__, demo, paintera, preview
 from ._extras import require
-from ._threads import default_threads
-from .demo import verify_pyramid, voronoi_labels
-from .errors import ConfigurationError, IncompleteError, MissingExtraError, N5msCodecsError
-from .multiset import INVALID
+from .errors import ConfigurationError, MissingExtraError, N5msCodecsError
 from .n5 import storage
-from .n5.compression import compressor_from_config
-from .n5.writing import LOCK_NAME, WriterLock, mark_complete
 from .paintera.convert import FINISH_HINT
-from .paintera.multiscale import interrupted
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1       # the command ran and found problems (info --check, demo verification)
@@ -79,12 +68,12 @@ def _progress(enabled, unit="block"):
                                            file=sys.stderr, leave=True)
 
 
-def _print_summary(summary, options=None):
+def _print_summary(summary, stored_bytes):
     seconds = summary.seconds
     print(f"  wrote {storage.display(summary.target)}: {len(summary.level_shapes)} levels "
           + " ".join(f"s{k}={list(shape)}" for k, shape in enumerate(summary.level_shapes)))
     print(f"    {summary.blocks_written}/{summary.blocks_total} blocks written, {summary.n_labels} labels, "
-          f"maxId {summary.max_id}, {storage.total_size(summary.target, options) / 2**20:.2f} MiB stored")
+          f"maxId {summary.max_id}, {stored_bytes / 2**20:.2f} MiB stored")
     if summary.blocks_written == 0 and summary.blocks_total:
         print("    nothing to do: the conversion was complete already")
     else:
@@ -148,9 +137,6 @@ def _factors(text):
     return values[0] if len(values) == 1 else values
 
 
-# NAME[:LEVEL] -> the N5 attribute key LEVEL sets
-_COMPRESSION_LEVEL_KEYS = {"gzip": "level", "zstd": "level", "xz": "preset", "bzip2": "blockSize",
-                           "lz4": "blockSize"}
 _COMPRESSION_HELP = ("N5 compression: raw, gzip[:LEVEL -1..9], zstd[:LEVEL], lz4[:BLOCKSIZE], xz[:PRESET 0..9], "
                      "bzip2[:LEVEL 1..9], blosc[:CNAME[:CLEVEL[:SHUFFLE]]] (CNAME lz4, zstd, zlib, ...), "
                      "or an N5 compression object as JSON, e.g. '{\"type\": \"zstd\", \"level\": 19}' "
@@ -159,38 +145,11 @@ _COMPRESSION_HELP = ("N5 compression: raw, gzip[:LEVEL -1..9], zstd[:LEVEL], lz4
 
 def compression_config(text):
     """The N5 ``compression`` attributes a ``--compression`` value spells (``gzip:9`` ->
-    ``{"type": "gzip", "level": 9}``); checked by the library's parser."""
-    text = text.strip()
-    if text.startswith("{"):
-        try:
-            config = json.loads(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
-    else:
-        name, *values = text.split(":")
-        try:
-            numbers = [int(v) for v in values if v.lstrip("-").isdigit()]
-        except ValueError:
-            numbers = []
-        config = {"type": name}
-        if name == "blosc":
-            if len(values) > 3 or any(not v for v in values):
-                raise argparse.ArgumentTypeError(f"expected blosc[:CNAME[:CLEVEL[:SHUFFLE]]], got {text!r}")
-            for key, value in zip(("cname", "clevel", "shuffle"), values):
-                config[key] = value if key == "cname" else _int_at_least(0)(value)
-        elif values:
-            if name not in _COMPRESSION_LEVEL_KEYS or len(values) != 1 or len(numbers) != 1:
-                raise argparse.ArgumentTypeError(
-                    f"expected NAME or NAME:LEVEL with NAME one of raw, gzip, zstd, lz4, xz, bzip2, blosc; "
-                    f"got {text!r}")
-            config[_COMPRESSION_LEVEL_KEYS[name]] = numbers[0]
+    ``{"type": "gzip", "level": 9}``, see :func:`n5mscodecs.paintera.parse_compression`)."""
     try:
-        compressor_from_config(config)
-    except MissingExtraError:
-        raise
-    except (N5msCodecsError, ImportError) as exc:
+        return paintera.parse_compression(text)
+    except N5msCodecsError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-    return config
 
 
 def _storage_option(text):
@@ -224,83 +183,38 @@ def _join_negative_values(argv):
 
 
 # ---------------------------------------------------------------------------------------------
-# default downsampling factors
-
-def anisotropic_factors(shape, block_size, resolution):
-    """Default ``--scale`` factors: per level, halve the axes whose voxel size is at most half the
-    coarsest (so 4,4,40 nm gives 2,2,1 until x and y reach 32 nm, then 2,2,2); when every voxel
-    size is within a factor 2 of the coarsest, halve every axis. Axes of extent 1 stay; levels
-    are added until the volume fits one block. Isotropic data gets 2,2,2 at every level."""
-    factors, shape, resolution = [], tuple(shape), [float(r) for r in resolution]
-    while any(n > b for n, b in zip(shape, block_size)):
-        open_axes = [a for a, n in enumerate(shape) if n > 1]
-        coarsest = max(resolution[a] for a in open_axes)
-        finer = [a for a in open_axes if 2 * resolution[a] <= coarsest]
-        halved = finer or open_axes
-        step = tuple(2 if a in halved else 1 for a in range(len(shape)))
-        factors.append(step)
-        shape = tuple(-(-n // f) for n, f in zip(shape, step))
-        resolution = [r * f for r, f in zip(resolution, step)]
-    return factors
-
-
-# ---------------------------------------------------------------------------------------------
 # commands
 
-DEMO_BYTES_PER_VOXEL = 40   # the labels, the Voronoi construction's temporaries and the read-back
-
-
-def _available_memory():
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
 def cmd_demo(args):
-    shape = (args.size,) * 3
-    needed, available = args.size ** 3 * DEMO_BYTES_PER_VOXEL, _available_memory()
-    if available is not None and needed > available:
-        largest = int((available / DEMO_BYTES_PER_VOXEL) ** (1 / 3))
-        return _error(f"--size {args.size}: the demo needs about {needed / 2**30:.1f} GiB of memory, "
-                      f"{available / 2**30:.1f} GiB are free (the largest size that fits is about {largest})")
-    print(f"n5mscodecs {__version__} demo: {shape} Voronoi segmentation, {args.labels} labels")
-    t0 = time.perf_counter()
-    labels = voronoi_labels(shape, args.labels, args.seed)
-    print(f"  generated labels in {time.perf_counter() - t0:.2f} s")
-    workdir = args.out or tempfile.mkdtemp(prefix="n5ms-demo-")
-    try:
-        target = os.path.join(workdir, "demo.n5", "labels")
-        summary = paintera.convert(labels, target, block_size=64, compression={"type": "gzip", "level": 6},
-                                   overwrite=True, threads=args.threads, progress=_progress(not args.quiet))
-        _print_summary(summary)
-        print(f"    {labels.nbytes / 2**20:.0f} MiB of uint64 labels")
-        t0 = time.perf_counter()
-        problems = verify_pyramid(target, labels)
-        print(f"  verified by reading back in {time.perf_counter() - t0:.2f} s: "
-              + ("OK" if not problems else "MISMATCH: " + "; ".join(problems)))
-    finally:
-        if not args.out:
-            shutil.rmtree(workdir, ignore_errors=True)
-    if not args.out:
-        print(f"  removed {workdir} (pass --out DIR to keep the output)")
-    return EXIT_OK if not problems else EXIT_PROBLEMS
+    shortfall = demo.memory_shortfall(args.size)
+    if shortfall is not None:
+        return _error(f"--size {args.size}: {shortfall}")
+    print(f"n5mscodecs {__version__} demo: {(args.size,) * 3} Voronoi segmentation, {args.labels} labels")
+    report = demo.run_demo(args.size, args.labels, args.seed, out=args.out, threads=args.threads,
+                           progress=_progress(not args.quiet))
+    print(f"  generated labels in {report.label_seconds:.2f} s")
+    _print_summary(report.summary, report.stored_bytes)
+    print(f"    {report.label_bytes / 2**20:.0f} MiB of uint64 labels")
+    print(f"  verified by reading back in {report.verify_seconds:.2f} s: "
+          + ("OK" if not report.problems else "MISMATCH: " + "; ".join(report.problems)))
+    if not report.kept:
+        print(f"  removed {report.workdir} (pass --out DIR to keep the output)")
+    return EXIT_OK if not report.problems else EXIT_PROBLEMS
 
 
 _CONTAINER_HELP = ("the N5 container root holding TARGET, which gets the attribute n5: 4.0.0 "
                    "(default: the nearest of TARGET and its parents named *.n5)")
 
 
-def _check_tiff(source):
-    if source.lower().endswith((".tif", ".tiff")):
-        require("tifffile", "cli", "TIFF sources")
+def _refused(exc):
+    """Whether ``exc`` refused the command before its first write."""
+    return isinstance(exc, (FileExistsError, ConfigurationError, MissingExtraError))
 
 
 def _say_stopped(what, exc, target, options):
     """After a failure that started writing (not a refusal before the first write): the target
     is incomplete, and how to go on."""
-    refused = isinstance(exc, (FileExistsError, ConfigurationError, MissingExtraError))
-    if not refused and storage.exists(target, options):
+    if not _refused(exc) and storage.exists(target, options):
         print(f"n5ms: {what} stopped; {storage.display(target)} is incomplete: rerun with "
               "--resume to finish it (same arguments) or --overwrite to start again", file=sys.stderr)
 
@@ -310,21 +224,11 @@ def cmd_convert(args):
     if storage.exists(args.target, options) and not (args.overwrite or args.resume):
         return _error(f"{storage.display(args.target)} exists (pass --overwrite to replace it "
                       "or --resume to finish an interrupted conversion)")
-    _check_tiff(args.source)
-    factors = args.scale
-    if factors is None:
-        source = paintera.sources.open_label_source(args.source, args.dataset, storage_options=options,
-                                                    level=args.level)
-        resolution = args.resolution or source.resolution  # an OME-Zarr source gives its own
-        if resolution is not None:
-            block = (args.block_size,) * len(source.shape)
-            factors = anisotropic_factors(source.shape, block, resolution)
-            print(f"  downsampling factors for resolution {list(resolution)}: "
-                  + " ".join(",".join(map(str, f)) for f in factors))
     print(f"n5ms convert {storage.display(args.source)} -> {storage.display(args.target)}")
     try:
         summary = paintera.convert(
-            args.source, args.target, dataset=args.dataset, block_size=args.block_size, factors=factors,
+            args.source, args.target, dataset=args.dataset, block_size=args.block_size,
+            factors=args.scale or "resolution",  # by default, levels that make the voxels isotropic first
             compression=args.compression, max_num_entries=args.max_num_entries, keep=args.keep,
             rule=args.rule, write_background_blocks=args.write_background_blocks,
             resolution=args.resolution, offset=args.offset, lookup_block_size=args.lookup_block_size,
@@ -334,256 +238,67 @@ def cmd_convert(args):
     except (Exception, KeyboardInterrupt) as exc:
         _say_stopped("conversion", exc, args.target, options)
         raise
-    _print_summary(summary, options)
+    if args.scale is None and summary.factors:
+        print(f"  downsampling factors for resolution {list(summary.resolution)}: "
+              + " ".join(",".join(map(str, f)) for f in summary.factors))
+    _print_summary(summary, storage.total_size(summary.target, options))
     return EXIT_OK
-
-
-def _world_attributes(source, options):
-    """(resolution, offset) of a label multiset level in N5 order: the ``data`` group's (or the
-    dataset's own) times the level's ``downsamplingFactors``; None when none is written."""
-    attributes = dict(source.attributes)
-    parent = storage.join(source.path, "..")
-    if "resolution" not in attributes and storage.is_directory(parent, options):
-        group = n5.read_attributes(parent, storage_options=options)
-        attributes = {**group, **attributes}
-    if "resolution" not in attributes and "offset" not in attributes:
-        return None, None
-    resolution = np.asarray(attributes.get("resolution", [1.0] * source.ndim), float)
-    factors = np.asarray(source.attributes.get("downsamplingFactors", [1.0] * source.ndim), float)
-    offset = np.asarray(attributes.get("offset", [0.0] * source.ndim), float)
-    # a level's voxel centres sit (factors - 1) / 2 s0 voxels from s0's (as paintera.open_pyramid)
-    return list(resolution * factors), list(offset + (factors - 1) / 2 * resolution)
 
 
 def cmd_argmax(args):
     options = args.storage_options
-    storage.refuse_overlap(args.target, args.source)
-    source = n5.open(args.source, storage_options=options)
-    if not isinstance(source, n5.LabelMultisetDataset):
-        return _error(f"{source.name}: not a label multiset dataset")
     if storage.exists(args.target, options) and not args.overwrite:
         return _error(f"{storage.display(args.target)} exists (pass --overwrite to replace it)")
-    zarr_target = args.target.rstrip("/").endswith(".zarr")
-    zarr = require("zarr", "zarr", "zarr targets") if zarr_target else None
-    resolution, offset = _world_attributes(source, options)
-    # only the blocks that exist: a sparse dataset's grid can be astronomically large
-    positions = source.present_blocks()
-    started = time.perf_counter()
-    created = not storage.exists(args.target, options)
     try:
-        _argmax_locked(args, source, positions, zarr, resolution, offset)
-    finally:
-        if created and storage.is_directory(args.target, options) and not storage.list_names(args.target, options):
-            storage.remove_tree(args.target, options)  # the lock's directory was all that a refusal left
-    order = "(z, y, x) " if zarr_target else ""
-    print(f"n5ms argmax: wrote {storage.display(args.target)} {order}({list(source.shape)} x,y,z, "
-          f"{len(positions)} of {_block_count(source)} blocks present, {time.perf_counter() - started:.1f} s)")
+        summary = paintera.export_argmax(args.source, args.target, rule=args.rule, overwrite=args.overwrite,
+                                         threads=args.threads, container=args.container,
+                                         progress=_progress(not args.quiet), storage_options=options)
+    except (Exception, KeyboardInterrupt) as exc:
+        if not _refused(exc):
+            print(f"n5ms: argmax stopped; removed the partial {storage.display(args.target)}", file=sys.stderr)
+        raise
+    order = "(z, y, x) " if summary.zarr else ""
+    print(f"n5ms argmax: wrote {storage.display(summary.target)} {order}({list(summary.shape)} x,y,z, "
+          f"{summary.blocks_present} of {summary.blocks_total} blocks present, {summary.seconds:.1f} s)")
     return EXIT_OK
 
 
-def _argmax_locked(args, source, positions, zarr, resolution, offset):
-    """The argmax export of ``positions`` with the target's writer lock held; a failure removes
-    what it wrote."""
-    options, zarr_target = args.storage_options, zarr is not None
-    with WriterLock(args.target, options):
-        if zarr_target:
-            # zarr arrays are C-ordered (z, y, x): the N5 axes reversed
-            target = zarr.create_array(args.target, shape=source.shape[::-1], chunks=source.chunks[::-1],
-                                       dtype="uint64", overwrite=args.overwrite, fill_value=0,
-                                       **({"storage_options": options} if options else {}))
-            attributes = {"axes": ["z", "y", "x"]}
-            if resolution is not None:
-                attributes.update(resolution=resolution[::-1], offset=offset[::-1])
-            target.attrs.update(attributes)
-
-            def write(grid, labels):
-                target[source.block_region(grid)[::-1]] = labels.T
-        else:
-            world = {} if resolution is None else {"resolution": resolution, "offset": offset}
-            target = n5.create_array_dataset(args.target, source.shape, source.chunks, "uint64",
-                                             compression=source.attributes.get("compression", "gzip"),
-                                             attributes=world, overwrite=args.overwrite, storage_options=options,
-                                             container=args.container, incomplete="n5ms argmax")
-
-            def write(grid, labels):
-                target.write_block(grid, labels)
-
-        def convert_block(grid):
-            labels = source.read_block_labels(grid, rule=args.rule)
-            if labels is not None:
-                labels[labels == INVALID] = 0   # as missing blocks read: 0 is no label
-                write(grid, labels)
-
-        progress = _progress(not args.quiet)
-        bar = progress("argmax", len(positions)) if progress else None
-        try:
-            with ThreadPoolExecutor(max_workers=storage.request_threads(args.target, args.threads)) as pool:
-                for _ in pool.map(convert_block, positions):
-                    if bar is not None:
-                        bar.update(1)
-        except (Exception, KeyboardInterrupt):
-            if bar is not None:
-                bar.close()
-            storage.clear(args.target, {LOCK_NAME}, options)
-            print(f"n5ms: argmax stopped; removed the partial {storage.display(args.target)}", file=sys.stderr)
-            raise
-        if bar is not None:
-            bar.close()
-        if not zarr_target:
-            mark_complete(args.target, storage_options=options)
-
-
 def cmd_preview(args):
-    from . import preview
-
-    image_module = require("PIL.Image", "preview", "previews")
-    image_format = preview.image_format(args.out)
-    path, options = args.source, args.storage_options
-    if "dimensions" not in n5.read_attributes(path, storage_options=options):
-        path = storage.join(path, "data", args.level)
-    # missing blocks as INVALID: the picture shows where there is no data (hatched)
-    dataset = n5.open(path, fill_label=INVALID, storage_options=options)
-    if not isinstance(dataset, n5.LabelMultisetDataset):
-        return _error(f"{dataset.name}: not a label multiset dataset")
-    if dataset.ndim == 3:
-        axis = "xyz".index(args.axis)
-        index = dataset.shape[axis] // 2 if args.index is None else args.index
-        if not 0 <= index < dataset.shape[axis]:
-            return _error(f"--index {index} outside 0..{dataset.shape[axis] - 1} of axis {args.axis}")
-        where = f"{args.axis}={index}"
-    else:  # drawn whole
-        if args.index is not None:
-            return _error(f"--index: {dataset.name} has {dataset.ndim} dimension(s) and is drawn whole")
-        axis, index, where = 0, 0, f"{dataset.ndim}-D, whole"
-    rendered = preview.render_slice(dataset, axis, index, width=args.width, scale=args.scale,
-                                    title=f"{storage.display(args.source)} {args.level if path != args.source else ''}")
-    image_module.fromarray(rendered.picture).save(args.out, format=image_format)
-    print(f"n5ms preview: {args.out}: {dataset.name} {where}, {rendered.n_labels} labels, "
-          f"{rendered.picture.shape[1]}x{rendered.picture.shape[0]} px; {rendered.description}")
+    drawn = preview.write_preview(args.source, args.out, axis=args.axis, index=args.index, level=args.level,
+                                  width=args.width, scale=args.scale, storage_options=args.storage_options)
+    picture = drawn.rendered.picture
+    print(f"n5ms preview: {args.out}: {drawn.dataset} {drawn.where}, {drawn.rendered.n_labels} labels, "
+          f"{picture.shape[1]}x{picture.shape[0]} px; {drawn.rendered.description}")
     return EXIT_OK
 
 
 # ---------------------------------------------------------------------------------------------
 # info
 
-def _block_count(dataset):
-    return int(np.prod(dataset.grid_shape, dtype=object))
-
-
-def _describe(dataset):
-    present_blocks = dataset.present_blocks()
-    present = len(present_blocks)
-    compressor = dataset.compressor  # parsed and checked when the dataset was opened
-    compression = "raw" if compressor is None else compressor.n5_type or compressor.name
-    if dataset.shape == (paintera.LOOKUP_DIMENSION,):
-        ids = dataset.chunks[0]
-        return f"label-to-block mapping, {compression}, {present} files of {ids} ids each", None
-    kind = "label multiset" if isinstance(dataset, n5.LabelMultisetDataset) else dataset.dtype.name
-    text = (f"{kind}, shape {list(dataset.shape)}, blocks {list(dataset.chunks)}, {compression}, "
-            f"{present}/{_block_count(dataset)} blocks present")
-    if "downsamplingFactors" in dataset.attributes:
-        text += ", factors " + ",".join(f"{f:g}" for f in dataset.attributes["downsamplingFactors"])
-    if isinstance(dataset, n5.LabelMultisetDataset) and present:
-        first = present_blocks[0]
-        try:
-            block = dataset.read_block(first)
-        except (N5msCodecsError, OSError) as exc:
-            return text, str(exc)
-        text += (f"; block {list(first)}: {block.n_lists} distinct lists, "
-                 f"{block.entries_per_voxel().mean():.2f} entries/voxel, max {block.list_lengths().max()}")
-    return text, None
-
-
-def _describe_source(path, attributes, options):
-    """Lines about a Paintera label source group (None when ``attributes`` are not one's)."""
-    paintera_data = attributes.get("painteraData")
-    if not isinstance(paintera_data, dict) or paintera_data.get("type") != "label":
-        return None
-    lines = [f"Paintera label source, maxId {attributes.get('maxId', '?')}"]
-    data = storage.join(path, "data")
-    group = n5.read_attributes(data, storage_options=options) if storage.is_directory(data, options) else {}
-    if "resolution" in group or "offset" in group:
-        lines.append(f"  resolution {group.get('resolution', '?')}, offset {group.get('offset', '?')} (x, y, z)")
-    levels = []
-    while storage.is_directory(storage.join(data, f"s{len(levels)}"), options):
-        levels.append(n5.read_attributes(storage.join(data, f"s{len(levels)}"), storage_options=options))
-    if levels:
-        lines.append(f"  {len(levels)} levels: " + " ".join(
-            f"s{k}={level.get('dimensions')}" for k, level in enumerate(levels)))
-    state = attributes.get(paintera.CONVERSION_KEY)
-    if state is not None and not isinstance(state, dict):
-        lines.append(f"  {paintera.CONVERSION_KEY}: not a JSON object ({state!r}); not written by n5ms convert")
-    return lines
-
-
-def _not_n5(path, options):
-    """What ``path`` is when it holds nothing N5 (for the message), else None."""
-    for name, kind in (("zarr.json", "a zarr (v3) array or group"), (".zarray", "a zarr (v2) array"),
-                       (".zgroup", "a zarr (v2) group")):
-        if storage.exists(storage.join(path, name), options):
-            return f"{kind}, not N5"
-    if not storage.list_names(path, options):
-        return "an empty directory, not N5"
-    return "not an N5 container, group or dataset (no attributes.json here or below)"
-
-
-def _check(dataset):
-    """(blocks read, [problem, ...]) after reading and decoding every block of ``dataset``."""
-    positions = dataset.present_blocks()
-    decode = dataset.read_block_labels if isinstance(dataset, n5.LabelMultisetDataset) else dataset.read_block
-
-    def check_one(position):
-        try:
-            decode(position)
-        except (N5msCodecsError, OSError) as exc:
-            return str(exc)
-        return None
-
-    with ThreadPoolExecutor(max_workers=default_threads()) as pool:
-        problems = [p for p in pool.map(check_one, positions) if p is not None]
-    return len(positions), problems
-
-
 def cmd_info(args):
-    path, options = args.path, args.storage_options
-    if not storage.is_directory(path, options):
-        what = "a file, not an N5 container" if storage.exists(path, options) else "no such directory"
-        return _error(f"{storage.display(path)}: {what}")
-    attributes = n5.read_attributes(path, storage_options=options)
-    incomplete = []
-    if "dimensions" in attributes:
-        datasets = [(path, storage.display(path))]
-    else:
-        datasets = [(d, "  " + storage.relative(d, path)) for d in n5.dataset_paths(path, storage_options=options)]
-        if not attributes and not datasets:
-            return _error(f"{storage.display(path)}: {_not_n5(path, options)}")
-        source = _describe_source(path, attributes, options)
-        print(f"{storage.display(path)}: " + (source[0] if source else f"N5 group {attributes.get('n5', '')}".rstrip()))
-        for line in (source or [])[1:]:
+    found = paintera.survey(args.path, check=args.check, storage_options=args.storage_options)
+    incomplete, bad, checked = [], [], 0
+    if found.heading is not None:
+        print(f"{storage.display(found.path)}: {found.heading[0]}")
+        for line in found.heading[1:]:
             print(line)
-        if interrupted(attributes):
+        if found.interrupted:
             print(f"  INCOMPLETE: an interrupted n5ms convert; {FINISH_HINT}")
-            incomplete.append(path)
-    checked, bad = 0, []
-    for directory, name in datasets:
-        try:
-            dataset = n5.open(directory, storage_options=options)
-            text, problem = _describe(dataset)
-        except IncompleteError as exc:
-            print(f"{name}: INCOMPLETE: {str(exc).split('INCOMPLETE: ', 1)[-1]}", flush=True)
-            incomplete.append(directory)
-            continue
-        except (N5msCodecsError, OSError) as exc:
-            print(f"{name}: unreadable: {exc}", flush=True)
-            bad.append(str(exc))
-            continue
-        print(f"{name}: {text}" + (f"; first block unreadable: {problem}" if problem else ""), flush=True)
-        if args.check:
-            n, problems = _check(dataset)
-            checked += n
-            bad.extend(problems)
-        elif problem:
-            bad.append(problem)
+            incomplete.append(found.path)
+    indent = "" if found.heading is None else "  "
+    for entry in found.datasets:
+        name = indent + entry.name
+        if entry.incomplete is not None:
+            print(f"{name}: INCOMPLETE: {entry.incomplete}", flush=True)
+            incomplete.append(entry.path)
+        elif entry.unreadable is not None:
+            print(f"{name}: unreadable: {entry.unreadable}", flush=True)
+        else:
+            problem = entry.first_block_problem
+            print(f"{name}: {entry.description}" + (f"; first block unreadable: {problem}" if problem else ""),
+                  flush=True)
+        checked += entry.blocks_checked
+        bad.extend(entry.bad)
     if args.check:
         for problem in bad:
             print(f"  BAD {problem}")
@@ -601,7 +316,6 @@ def cmd_info(args):
 
 def cmd_ome_zarr(args):
     options = args.storage_options
-    require("zarr", "ome-zarr", "OME-Zarr export")
     print(f"n5ms ome-zarr {storage.display(args.source)} -> {storage.display(args.target)} (NGFF {args.ngff})")
     shards = False if args.no_shards else (args.shards[::-1] if args.shards else True)
     try:
@@ -659,15 +373,17 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"n5mscodecs {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     threads_help = "worker threads (default: every core)"
-    demo = commands.add_parser("demo", help="convert a generated segmentation to a Paintera pyramid and verify it")
-    demo.add_argument("--size", type=_int_at_least(1), default=256, help="edge length of the cube (default 256)")
-    demo.add_argument("--labels", type=_int_at_least(1), default=300, help="number of cells (default 300)")
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
-    demo.add_argument("--out", help="directory to keep the output in (default: a temporary directory, "
+    demo_command = commands.add_parser(
+        "demo", help="convert a generated segmentation to a Paintera pyramid and verify it")
+    demo_command.add_argument("--size", type=_int_at_least(1), default=256,
+                              help="edge length of the cube (default 256)")
+    demo_command.add_argument("--labels", type=_int_at_least(1), default=300, help="number of cells (default 300)")
+    demo_command.add_argument("--seed", type=int, default=0)
+    demo_command.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
+    demo_command.add_argument("--out", help="directory to keep the output in (default: a temporary directory, "
                                     "removed at the end)")
-    demo.add_argument("--quiet", action="store_true", help="no progress bars")
-    demo.set_defaults(run=cmd_demo)
+    demo_command.add_argument("--quiet", action="store_true", help="no progress bars")
+    demo_command.set_defaults(run=cmd_demo)
     info = commands.add_parser("info", help="summarise an N5 container, Paintera source or dataset")
     info.add_argument("path")
     info.add_argument("--check", action="store_true",
@@ -804,12 +520,8 @@ def main(argv=None):
         return code
     except BrokenPipeError:
         return _quiet_broken_pipe()
-    except MissingExtraError as exc:
+    except MissingExtraError as exc:  # the one way the library reports a missing extra: it names the extra
         print(f"n5ms: {exc}", file=sys.stderr)
-        return EXIT_MISSING_EXTRA
-    except ImportError as exc:  # an optional module imported by the library without naming its extra
-        print(f"n5ms: {exc.name or exc} is not installed: see docs/installation.md for the extras",
-              file=sys.stderr)
         return EXIT_MISSING_EXTRA
     except (N5msCodecsError, OSError) as exc:
         return _error(exc)

@@ -1,15 +1,96 @@
-"""The demo's data and checks: a synthetic segmentation and a read-back verification of a
-Paintera pyramid (``n5ms demo`` runs both around :func:`~n5mscodecs.paintera.convert`)."""
+"""The demo: a synthetic segmentation converted to a Paintera pyramid and verified by reading
+it back (:func:`run_demo`, what ``n5ms demo`` runs)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import n5, paintera
+from .errors import ConfigurationError
 from .n5 import storage
+
+if TYPE_CHECKING:
+    from .paintera.convert import ProgressBar
+
+#: bytes of memory per voxel: the labels, the Voronoi construction's temporaries and the read-back
+DEMO_BYTES_PER_VOXEL = 40
+
+
+@dataclass
+class DemoReport:
+    """What :func:`run_demo` did."""
+
+    shape: tuple[int, ...]
+    n_labels: int
+    label_seconds: float                       # generating the segmentation
+    summary: paintera.ConversionSummary
+    label_bytes: int                           # of the uint64 labels converted
+    stored_bytes: int                          # of the Paintera source written
+    verify_seconds: float
+    problems: list[str]                        # empty: everything read back as written
+    workdir: str
+    kept: bool                                 # False: ``workdir`` was a temporary directory, removed
+
+
+def _available_memory():
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def memory_shortfall(size: int) -> str | None:
+    """Why a demo cube of edge ``size`` does not fit the free memory, or None when it does
+    (or when the free memory is unknown)."""
+    needed, available = size ** 3 * DEMO_BYTES_PER_VOXEL, _available_memory()
+    if available is None or needed <= available:
+        return None
+    largest = int((available / DEMO_BYTES_PER_VOXEL) ** (1 / 3))
+    return (f"the demo needs about {needed / 2**30:.1f} GiB of memory, {available / 2**30:.1f} GiB are free "
+            f"(the largest size that fits is about {largest})")
+
+
+def run_demo(size: int = 256, n_labels: int = 300, seed: int = 0, *, out: str | os.PathLike[str] | None = None,
+             threads: int | None = None, progress: Callable[[str, int], ProgressBar] | None = None,
+             ) -> DemoReport:
+    """Convert a ``size``-cubed Voronoi segmentation of ``n_labels`` cells to a Paintera label
+    source (``demo.n5/labels`` in ``out``, or in a temporary directory removed at the end)
+    and read it back.
+
+    Raises
+    ------
+    ConfigurationError
+        The cube does not fit the free memory (checked before anything is allocated).
+    """
+    shortfall = memory_shortfall(size)
+    if shortfall is not None:
+        raise ConfigurationError(f"size {size}: {shortfall}")
+    shape = (size,) * 3
+    started = time.perf_counter()
+    labels = voronoi_labels(shape, n_labels, seed)
+    label_seconds = time.perf_counter() - started
+    workdir = os.fspath(out) if out is not None else tempfile.mkdtemp(prefix="n5ms-demo-")
+    try:
+        target = os.path.join(workdir, "demo.n5", "labels")
+        summary = paintera.convert(labels, target, block_size=64, compression={"type": "gzip", "level": 6},
+                                   overwrite=True, threads=threads, progress=progress)
+        stored = storage.total_size(target)
+        started = time.perf_counter()
+        problems = verify_pyramid(target, labels)
+        verify_seconds = time.perf_counter() - started
+    finally:
+        if out is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return DemoReport(shape, n_labels, label_seconds, summary, labels.nbytes, stored, verify_seconds, problems,
+                      workdir, out is not None)
 
 
 def voronoi_labels(shape: Sequence[int] = (192, 192, 192), n_labels: int = 300, seed: int = 0) -> np.ndarray:

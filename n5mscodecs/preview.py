@@ -3,6 +3,8 @@
 :func:`slice_arrays` gives the numbers (no Pillow needed); :func:`render_slice` draws them
 with Pillow (the ``preview`` extra): nearest-neighbour upscaling, a title, axis directions,
 a legend, a colour bar for the entries panel, and voxels without an entry hatched grey.
+:func:`write_preview` opens a dataset (or a Paintera source's level), draws a slice and
+saves the picture (what ``n5ms preview`` runs).
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import n5
 from ._extras import require
 from .errors import ConfigurationError
 from .multiset import INVALID
-from .n5 import LabelMultisetDataset
+from .n5 import LabelMultisetDataset, storage
 
 MIN_WIDTH = 800          # default width of the whole picture, in pixels
 HATCH = ((150, 150, 150), (215, 215, 215))   # voxels without an entry: missing blocks, INVALID
@@ -260,3 +263,55 @@ def render_slice(dataset: LabelMultisetDataset, axis: int, index: int, *, width:
     if arrays.empty.any():
         description += f"; {int(arrays.empty.sum())} voxels without an entry hatched grey"
     return RenderedSlice(np.asarray(canvas), arrays.n_labels, most, scale, description)
+
+
+@dataclass
+class PreviewSummary:
+    """What :func:`write_preview` drew."""
+
+    out: str
+    dataset: str       # the dataset drawn, for messages
+    where: str         # the slice: "z=20", or "2-D, whole"
+    rendered: RenderedSlice
+
+
+def write_preview(source: str | os.PathLike[str], out: str | os.PathLike[str], *, axis: str = "z",
+                  index: int | None = None, level: str = "s0", width: int | None = None, scale: int | None = None,
+                  storage_options: dict | None = None) -> PreviewSummary:
+    """Draw one slice of a label multiset dataset (or level ``level`` of a Paintera source
+    group) with :func:`render_slice` and save it to ``out``, whose extension picks the format.
+
+    ``axis`` is the N5 axis across the slice (``"x"``, ``"y"`` or ``"z"``), ``index`` the
+    slice (default: the middle); 1-D and 2-D datasets are drawn whole. Missing blocks are drawn
+    as voxels without an entry (hatched), so the picture shows where there is no data.
+
+    Raises
+    ------
+    MissingExtraError
+        Pillow (the ``preview`` extra) is not installed.
+    ConfigurationError
+        Not a label multiset dataset, an index outside the axis, or an extension Pillow
+        does not write.
+    """
+    image_module = require("PIL.Image", "preview", "previews")
+    image_format_name = image_format(out)
+    path = os.fspath(source)
+    if "dimensions" not in n5.read_attributes(path, storage_options=storage_options):
+        path = storage.join(path, "data", level)
+    dataset = n5.open(path, fill_label=INVALID, storage_options=storage_options)
+    if not isinstance(dataset, LabelMultisetDataset):
+        raise ConfigurationError(f"{dataset.name}: not a label multiset dataset")
+    if dataset.ndim == 3:
+        axis_number = "xyz".index(axis)
+        index = dataset.shape[axis_number] // 2 if index is None else index
+        if not 0 <= index < dataset.shape[axis_number]:
+            raise ConfigurationError(f"index {index} outside 0..{dataset.shape[axis_number] - 1} of axis {axis}")
+        where = f"{axis}={index}"
+    else:
+        if index is not None:
+            raise ConfigurationError(f"index: {dataset.name} has {dataset.ndim} dimension(s) and is drawn whole")
+        axis_number, index, where = 0, 0, f"{dataset.ndim}-D, whole"
+    title = f"{storage.display(source)} {level if path != os.fspath(source) else ''}"
+    rendered = render_slice(dataset, axis_number, index, width=width, scale=scale, title=title)
+    image_module.fromarray(rendered.picture).save(out, format=image_format_name)
+    return PreviewSummary(os.fspath(out), dataset.name, where, rendered)

@@ -239,7 +239,7 @@ def test_negative_offset_without_equals(tmp_path):
 
 
 def test_default_factors_follow_anisotropic_resolution(tmp_path, capsys):
-    from n5mscodecs.cli import anisotropic_factors
+    from n5mscodecs.paintera.conventions import default_factors as anisotropic_factors
 
     assert anisotropic_factors((512, 512, 64), (64, 64, 64), (4, 4, 40)) == [(2, 2, 1), (2, 2, 1), (2, 2, 1)]
     assert anisotropic_factors((2048, 2048, 256), (64,) * 3, (4, 4, 40)) == [
@@ -366,3 +366,33 @@ def test_argmax_rule_java_exports_what_paintera_shows(tmp_path):
         assert main(["argmax", str(tmp_path / "m.n5/d"), str(tmp_path / f"{rule}.n5/a"), "--rule", rule,
                      "--quiet"]) == 0
         assert n5.open(tmp_path / f"{rule}.n5/a")[:].tolist() == expected
+
+
+def test_every_command_names_its_missing_extra_and_exits_3(tmp_path, monkeypatch, capsys):
+    from n5mscodecs.cli import EXIT_MISSING_EXTRA
+
+    labels = np.arange(4 * 4 * 4, dtype=np.uint64).reshape(4, 4, 4) % 3
+    n5.write(tmp_path / "m.n5/s0", labels, chunks=4)
+    monkeypatch.setitem(sys.modules, "zarr", None)   # import zarr -> ImportError
+    for argv, extra in [(["argmax", str(tmp_path / "m.n5/s0"), str(tmp_path / "a.zarr")], "zarr"),
+                        (["ome-zarr", str(tmp_path / "m.n5/s0"), str(tmp_path / "o.zarr")], "ome-zarr"),
+                        (["zarr-json", str(tmp_path / "m.n5")], "zarr")]:
+        assert main(argv) == EXIT_MISSING_EXTRA, argv
+        err = capsys.readouterr().err
+        assert f"pip install 'n5mscodecs[{extra}]'" in err and "Traceback" not in err
+    assert not (tmp_path / "a.zarr").exists() and not (tmp_path / "o.zarr").exists()
+
+
+def test_info_reports_what_the_library_survey_finds(tmp_path, capsys):
+    from n5mscodecs import paintera
+
+    source, _ = _small_source(tmp_path)
+    target = tmp_path / "o.n5/labels"
+    assert main(["convert", str(source), str(target), "--quiet", "--block-size", "8"]) == 0
+    capsys.readouterr()
+    assert main(["info", str(tmp_path / "o.n5")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    found = paintera.survey(tmp_path / "o.n5")
+    expected = [f"{tmp_path / 'o.n5'}: {found.heading[0]}"]
+    expected += [f"  {entry.name}: {entry.description}" for entry in found.datasets]
+    assert out == expected

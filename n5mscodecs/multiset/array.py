@@ -1,14 +1,16 @@
-"""In-memory label multisets: the columnar :class:`LabelMultisetArray` and its element type.
+"""In-memory label multisets: the columnar :class:`LabelMultisetArray`.
 
 A :class:`LabelMultisetArray` never holds one Python object per voxel: voxel
 ``v`` refers to list ``index[v]``, and list ``i`` owns the entries
 ``list_offsets[i]:list_offsets[i + 1]`` of ``ids`` (uint64) and ``counts``
-(uint32). Many voxels usually share one list.
+(uint32). Many voxels usually share one list. Its element type,
+:class:`~n5mscodecs.multiset.element.LabelMultiset`, and the id space and rule
+switches (:mod:`~n5mscodecs.multiset.rules`) live beside it and are importable
+from here too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -20,6 +22,21 @@ from .._threads import default_threads
 from ..errors import ConfigurationError, InputTypeError, LabelMultisetFormatError
 from . import _downsample as _downsample_kernel
 from . import _kernels
+from .element import LabelMultiset, as_counts
+from .rules import (
+    BACKGROUND,
+    INVALID,
+    KEEP_RULES,
+    MAX_ID,
+    OUTSIDE,
+    RESERVED_RULES,
+    RULES,
+    TRANSPARENT,
+    check_keep,
+    check_label_range,
+    check_rule,
+    label_values,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -28,231 +45,24 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike
 
-    #: One voxel's multiset as :meth:`LabelMultiset.coerce` accepts it.
-    ElementLike: TypeAlias = (
-        "LabelMultiset | Mapping[int, int] | Iterable[tuple[int, int]] | int | np.integer | None"
-    )
+    from .element import ElementLike
+    from .rules import KeepRule, ReservedRule, Rule
+
     #: Label multisets as :meth:`LabelMultisetArray.coerce` accepts them: a
     #: LabelMultisetArray, integer labels or an object array of elements.
     MultisetsLike: TypeAlias = "LabelMultisetArray | ArrayLike"
     #: One item of a basic index (ints, slices, Ellipsis, None).
     BasicIndex: TypeAlias = "int | np.integer | slice | EllipsisType | None"
-    Rule: TypeAlias = Literal["spec", "java"]
-    KeepRule: TypeAlias = Literal["highest", "lowest"]
-    ReservedRule: TypeAlias = Literal["reject", "accept"]
 
-BACKGROUND = 0
-MAX_ID = 0xFFFFFFFFFFFFFFFC
-OUTSIDE = 0xFFFFFFFFFFFFFFFD
-INVALID = 0xFFFFFFFFFFFFFFFE
-TRANSPARENT = 0xFFFFFFFFFFFFFFFF
-
-#: ``rule=``: "spec" (the data type spec, this package's default) or "java" (exactly what
-#: imglib2-label-multisets and Paintera compute), for argmax, downsampling and convert.
-RULES = ("spec", "java")
-KEEP_RULES = ("highest", "lowest")
-RESERVED_RULES = ("reject", "accept")
-
-
-def _voxels(n):
-    return f"{n} voxel has" if n == 1 else f"{n} voxels have"
-
-
-def check_label_range(smallest: int, largest: int, count_outside, *,
-                      reserved: ReservedRule = "reject", name: str = "labels") -> None:
-    """ConfigurationError when labels spanning ``smallest..largest`` hold values
-    Paintera's unsigned ids cannot take as they are (negative, or reserved: above MAX_ID)
-    and ``reserved`` is "reject"; ``count_outside(low, high)`` counts the voxels outside
-    ``low..high`` for the message (called only then)."""
-    if reserved not in RESERVED_RULES:
-        raise ConfigurationError(f"reserved must be one of {RESERVED_RULES}, got {reserved!r}")
-    if reserved == "accept":
-        return
-    hint = ("; Paintera's ids are unsigned 64-bit, the top three reserved: pass reserved='accept' "
-            "(n5ms convert --reserved accept) to read signed labels as two's-complement uint64 "
-            "(-1 TRANSPARENT, -2 INVALID, -3 OUTSIDE) and keep reserved values")
-    if smallest < 0:
-        raise ConfigurationError(
-            f"{name}: {_voxels(count_outside(0, None))} a negative label (smallest {smallest}){hint}")
-    if largest > MAX_ID:
-        raise ConfigurationError(
-            f"{name}: {_voxels(count_outside(None, MAX_ID))} a reserved label above MAX_ID "
-            f"(largest {largest:#x}){hint}")
-
-
-def label_values(labels: np.ndarray, reserved: ReservedRule = "reject", *, name: str = "labels") -> np.ndarray:
-    """Integer ``labels`` as uint64 ids (a view where the bits allow), checked as
-    :func:`check_label_range` says."""
-    dtype = labels.dtype
-    needs_check = reserved != "accept" and labels.size and (dtype.kind == "i" or dtype == np.uint64)
-    if needs_check:
-        def count_outside(low, high):
-            outside = np.zeros(labels.shape, bool) if low is None else labels < low
-            return int(np.count_nonzero(outside if high is None else outside | (labels > high)))
-        check_label_range(int(labels.min()), int(labels.max()), count_outside, reserved=reserved, name=name)
-    elif reserved not in RESERVED_RULES:
-        raise ConfigurationError(f"reserved must be one of {RESERVED_RULES}, got {reserved!r}")
-    if dtype.kind == "i" and dtype.itemsize == 8:
-        return labels.view(np.uint64)
-    return labels.astype(np.uint64, copy=False)
-
+# with the names other modules import from here since before the split (rules, element)
+__all__ = [
+    "BACKGROUND", "INVALID", "KEEP_RULES", "MAX_ID", "OUTSIDE", "RESERVED_RULES", "RULES", "TRANSPARENT",
+    "LabelMultiset", "LabelMultisetArray", "argmax_elements", "assemble", "check_keep", "check_label_range",
+    "check_rule", "first_encounter", "label_values", "per_voxel", "representative_lists",
+]
 
 def _index_dtype(n_lists):
     return np.int32 if n_lists < 2**31 else np.int64
-
-
-def check_rule(rule):
-    """True for ``rule="java"``: the one switch to Java's behaviour (argmax, downsampling, convert)."""
-    if rule not in RULES:
-        raise ConfigurationError(f"rule must be one of {RULES}, got {rule!r}")
-    return rule == "java"
-
-
-def check_keep(keep, rule):
-    """The cut's ``keep`` under ``rule``: "highest" by default; None under Java's rule, which
-    fixes its own cut."""
-    java = check_rule(rule)
-    if keep is None:
-        return None if java else "highest"
-    if keep not in KEEP_RULES:
-        raise ConfigurationError(f"keep must be one of {KEEP_RULES}, got {keep!r}")
-    if java:
-        raise ConfigurationError('keep: rule="java" cuts lists as Java does; keep applies to rule="spec" only')
-    return keep
-
-
-class LabelMultiset:
-    """One voxel's multiset of ``(id, count)`` entries; immutable and hashable.
-
-    ``ids`` and ``counts`` are read-only numpy arrays in stored order.
-    Equality and hashing compare the multisets (order and duplicate ids do
-    not matter). It is deliberately not a sequence, so numpy stores it as
-    one object.
-
-    >>> m = LabelMultiset([7, 3], [1, 2])
-    >>> m.argmax, m.as_dict()
-    (3, {3: 2, 7: 1})
-    >>> m == LabelMultiset.from_mapping({3: 2, 7: 1})
-    True
-    """
-
-    __slots__ = ("_ids", "_counts", "_key")
-
-    def __init__(self, ids: ArrayLike = (), counts: ArrayLike | None = None) -> None:
-        ids = np.asarray(ids, dtype=np.uint64).reshape(-1)
-        counts = np.ones(ids.shape, np.uint32) if counts is None else _as_counts(counts)
-        if counts.shape != ids.shape:
-            raise LabelMultisetFormatError(
-                f"counts: {counts.size} counts for {ids.size} ids"
-            )
-        ids.flags.writeable = False
-        counts.flags.writeable = False
-        self._ids = ids
-        self._counts = counts
-        self._key = None
-
-    @classmethod
-    def _from_readonly(cls, ids, counts):
-        """Wrap read-only uint64/uint32 arrays without copying or checking (internal)."""
-        self = object.__new__(cls)
-        self._ids = ids
-        self._counts = counts
-        self._key = None
-        return self
-
-    @classmethod
-    def from_mapping(cls, mapping: Mapping[int, int]) -> LabelMultiset:
-        """From ``{id: count}``."""
-        return cls(list(mapping.keys()), list(mapping.values()))
-
-    @classmethod
-    def from_pairs(cls, pairs: Iterable[tuple[int, int]]) -> LabelMultiset:
-        """From an iterable of ``(id, count)`` pairs."""
-        pairs = list(pairs)
-        return cls([p[0] for p in pairs], [p[1] for p in pairs])
-
-    @classmethod
-    def coerce(cls, value: ElementLike) -> LabelMultiset:
-        """Accept a LabelMultiset, a mapping, ``(id, count)`` pairs, one integer label,
-        or None (the empty multiset, as numcodecs' vlen codecs write None as empty)."""
-        if isinstance(value, np.ndarray) and value.ndim == 0:
-            value = value[()]  # zarr hands 0-d writes over as 0-d object arrays
-        if isinstance(value, LabelMultiset):
-            return value
-        if value is None:
-            return cls()
-        if isinstance(value, (str, bytes)):
-            raise InputTypeError(f"element: expected a label multiset or an integer label, got {value!r}")
-        if isinstance(value, Mapping):
-            return cls.from_mapping(value)
-        if isinstance(value, (int, np.integer)):
-            return cls([value], [1])
-        try:
-            return cls.from_pairs(value)
-        except TypeError as exc:
-            raise InputTypeError(f"element: cannot interpret {value!r} as a label multiset") from exc
-        except IndexError as exc:
-            raise LabelMultisetFormatError(
-                f"element: cannot interpret {value!r} as a label multiset"
-            ) from exc
-
-    @property
-    def ids(self) -> np.ndarray:
-        return self._ids
-
-    @property
-    def counts(self) -> np.ndarray:
-        return self._counts
-
-    @property
-    def num_entries(self) -> int:
-        return int(self._ids.size)
-
-    @property
-    def argmax(self) -> int:
-        """Highest count, ties to the smaller id; INVALID when empty (data type spec)."""
-        return self.argmax_rule("spec")
-
-    def argmax_rule(self, rule: Rule = "spec") -> int:
-        """Argmax under ``rule`` ("spec" or "java"; see :meth:`LabelMultisetArray.argmax`)."""
-        offsets = np.array([0, self._ids.size], np.int64)
-        return int(
-            _kernels.argmax_of_lists(offsets, self._ids, self._counts, check_rule(rule), 1)[0]
-        )
-
-    def as_dict(self) -> dict[int, int]:
-        """``{id: total count}`` with duplicate ids merged, sorted by id."""
-        merged = {}
-        for label, count in zip(self._ids.tolist(), self._counts.tolist()):
-            merged[label] = merged.get(label, 0) + count
-        return dict(sorted(merged.items()))
-
-    def _canonical_key(self):
-        if self._key is None:
-            self._key = tuple(self.as_dict().items())
-        return self._key
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, LabelMultiset):
-            return NotImplemented
-        return self._canonical_key() == other._canonical_key()
-
-    def __hash__(self) -> int:
-        return hash(self._canonical_key())
-
-    def __reduce__(self):
-        return (LabelMultiset, (np.array(self._ids), np.array(self._counts)))
-
-    def __repr__(self) -> str:
-        pairs = ", ".join(f"{i}: {c}" for i, c in zip(self._ids.tolist(), self._counts.tolist()))
-        return f"LabelMultiset({{{pairs}}})"
-
-
-def _as_counts(counts):
-    counts = np.asarray(counts).reshape(-1)
-    if counts.size and (counts.min() < 0 or counts.max() > 0xFFFFFFFF):
-        raise LabelMultisetFormatError("counts: every count must fit in uint32")
-    return counts.astype(np.uint32)
 
 
 class LabelMultisetArray:
@@ -279,7 +89,7 @@ class LabelMultisetArray:
     """
 
     __slots__ = ("index", "list_offsets", "ids", "counts")
-    __hash__ = None
+    __hash__ = None  # == compares contents, which are mutable arrays
 
     index: np.ndarray
     list_offsets: np.ndarray
@@ -289,16 +99,10 @@ class LabelMultisetArray:
     def __init__(
         self, index: ArrayLike, list_offsets: ArrayLike, ids: ArrayLike, counts: ArrayLike, *, validate: bool = True
     ) -> None:
-        index = np.asarray(index)
-        list_offsets = np.asarray(list_offsets)
-        ids = np.asarray(ids)
-        counts = np.asarray(counts)
+        arrays = np.asarray(index), np.asarray(list_offsets), np.asarray(ids), np.asarray(counts)
         if validate:
-            index, list_offsets, ids, counts = _validated(index, list_offsets, ids, counts)
-        self.index = index
-        self.list_offsets = list_offsets
-        self.ids = ids
-        self.counts = counts
+            arrays = _validated(*arrays)
+        self.index, self.list_offsets, self.ids, self.counts = arrays
 
     # -- construction -----------------------------------------------------
 
@@ -349,7 +153,7 @@ class LabelMultisetArray:
             np.zeros(shape, np.int32),
             np.array([0, 1], np.int64),
             np.array([label], np.uint64),
-            _as_counts([count]),
+            as_counts([count]),
         )
 
     @classmethod
@@ -361,6 +165,7 @@ class LabelMultisetArray:
         ``elements`` is an object ndarray (its shape is used) or a flat
         sequence together with ``shape``. Identical objects share one list.
         """
+        flat: np.ndarray | list[ElementLike]
         if isinstance(elements, np.ndarray) and elements.dtype == object:
             shape = elements.shape if shape is None else tuple(shape)
             flat = elements.reshape(-1)
@@ -382,19 +187,17 @@ class LabelMultisetArray:
         # one list per distinct object: zarr and to_elements share one object per list
         object_ids = np.fromiter(map(id, flat), np.int64, count=len(flat))
         _, first, index = np.unique(object_ids, return_index=True, return_inverse=True)
-        elements = [LabelMultiset.coerce(flat[i]) for i in first]
-        lengths = [e.ids.size for e in elements]
-        list_offsets = np.zeros(len(elements) + 1, np.int64)
+        distinct = [LabelMultiset.coerce(flat[i]) for i in first]
+        lengths = [e.ids.size for e in distinct]
+        list_offsets = np.zeros(len(distinct) + 1, np.int64)
         np.cumsum(lengths, out=list_offsets[1:])
-        if elements:
-            ids = np.concatenate([e.ids for e in elements])
-            counts = np.concatenate([e.counts for e in elements])
+        if distinct:
+            ids = np.concatenate([e.ids for e in distinct])
+            counts = np.concatenate([e.counts for e in distinct])
         else:
             ids, counts = np.zeros(0, np.uint64), np.zeros(0, np.uint32)
-        index = index.reshape(-1).astype(_index_dtype(len(elements))).reshape(shape)
+        index = index.reshape(-1).astype(_index_dtype(len(distinct))).reshape(shape)
         return cls._from_parts(index, list_offsets, ids, counts)
-
-    from_object_array = from_elements
 
     @classmethod
     def coerce(cls, data: MultisetsLike, *, reserved: ReservedRule = "reject") -> LabelMultisetArray:
@@ -589,14 +392,14 @@ class LabelMultisetArray:
         java = rule == "java"
         if not 1 <= self.ndim <= 3:
             raise ConfigurationError(f"downsample: arrays of 1 to 3 dimensions, got {self.ndim}")
-        factors = _downsampling_factors(factors, self.ndim)
+        window = _downsampling_factors(factors, self.ndim)
         max_num_entries = int(max_num_entries)
-        out_shape = tuple(-(-n // f) for n, f in zip(self.shape, factors))
+        out_shape = tuple(-(-n // f) for n, f in zip(self.shape, window))
         pad = (1,) * (3 - self.ndim)
         index = self.index.reshape(pad + self.shape)
         if index.dtype not in (np.int32, np.int64):
             index = index.astype(np.int64)
-        factors3 = pad + factors
+        factors3 = pad + window
         n_slabs = min(default_threads(threads), out_shape[0] if self.ndim == 3 else 1)
         if int(np.prod(out_shape)) < _PARALLEL_DOWNSAMPLE_VOXELS:
             n_slabs = 1
@@ -685,8 +488,6 @@ class LabelMultisetArray:
         out = _kernels.gather_objects(elements, np.ascontiguousarray(flat))
         return out.reshape(self.shape, order=order)
 
-    to_object_array = to_elements
-
     def equals(self, other: object) -> bool:
         """True if both have the same shape and every voxel the same multiset."""
         if not isinstance(other, LabelMultisetArray) or self.shape != other.shape:
@@ -718,7 +519,7 @@ def argmax_elements(elements: ArrayLike, rule: Rule = "spec") -> np.ndarray:
 _PARALLEL_DOWNSAMPLE_VOXELS = 1 << 20
 
 
-def _downsampling_factors(factors, ndim):
+def _downsampling_factors(factors: int | Sequence[int], ndim: int) -> tuple[int, ...]:
     values = (factors,) * ndim if isinstance(factors, (int, np.integer)) else tuple(factors)
     if len(values) != ndim or any(int(f) != f or f < 1 for f in values):
         raise ConfigurationError(
@@ -808,7 +609,7 @@ def _validated(index, list_offsets, ids, counts):
         raise LabelMultisetFormatError("list_offsets: 1-d array with n_lists + 1 values required")
     list_offsets = list_offsets.astype(np.int64, copy=False)
     ids = np.ascontiguousarray(ids.reshape(-1), dtype=np.uint64)
-    counts = np.ascontiguousarray(_as_counts(counts))
+    counts = np.ascontiguousarray(as_counts(counts))
     if ids.size != counts.size:
         raise LabelMultisetFormatError(f"counts: {counts.size} counts for {ids.size} ids")
     if list_offsets[0] != 0 or list_offsets[-1] != ids.size or np.any(np.diff(list_offsets) < 0):

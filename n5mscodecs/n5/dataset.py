@@ -16,7 +16,6 @@ from ..multiset.array import check_rule
 from ..payload.layout import (
     c_order,
     decode_payload,
-    decode_payload_labels,
     entries_bound,
     max_payload_size,
 )
@@ -302,7 +301,7 @@ class LabelMultisetDataset(_Dataset):
       integer labels.
     - ``multisets="labels"``: the argmax labels, uint64 (``dtype`` uint64), decoded
       straight from the blocks (``rule="java"``: the labels Paintera shows, see
-      :func:`~n5mscodecs.payload.decode_payload_labels`); read-only.
+      :func:`~n5mscodecs.payload.decode_payload`); read-only.
     """
 
     def __init__(self, path: PathLike, attributes: Mapping[str, Any] | DatasetMetadata, *,
@@ -365,11 +364,9 @@ class LabelMultisetDataset(_Dataset):
         return self.attributes.get("maxId")
 
     def _decode_payload(self, payload, shape):
-        """The one call into a kernel: multisets or labels of a decompressed payload."""
-        layout = self.codec_chain.layout
-        if self.labels:
-            return decode_payload_labels(payload, shape, layout, threads=1, order="C", rule=self.rule)
-        return decode_payload(payload, shape, layout, threads=1)
+        """The one call into a kernel: multisets or (C-order) labels of a decompressed payload."""
+        return decode_payload(payload, shape, self.codec_chain.layout, labels=self.labels, threads=1,
+                              order="C" if self.labels else "K", rule=self.rule)
 
     def decode_block(self, data: BytesLike, grid_position: Sequence[int]) -> LabelMultisetArray | np.ndarray:
         """Decode block bytes to the block's cropped shape, in this dataset's view.

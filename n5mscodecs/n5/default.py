@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from .compression import Compressor
 
 
-def n5_default_encode(data: ArrayLike, compressor: Compressor | None = None, *, dtype: DTypeLike = None) -> bytes:
+def n5_default_encode(
+    data: ArrayLike, compressor: Compressor | None = None, *, dtype: DTypeLike | None = None
+) -> bytes:
     """Encode one block: the header with the array's shape (N5 axis order), then the
     voxels big-endian in F order, compressed by ``compressor`` (None: raw).
 
@@ -81,7 +83,7 @@ def n5_default_decode(
         count = 1
         for n in header.shape:  # Python ints: no int64 wrap-around
             count *= n
-    elif header.mode == MODE_VARLENGTH and varlength:
+    elif header.mode == MODE_VARLENGTH and varlength and header.num_elements is not None:
         count = header.num_elements
         if max_varlength_bytes is not None and count * dtype.itemsize > max_varlength_bytes:
             raise N5HeaderError(f"header numElements {count} need {count * dtype.itemsize} bytes, more than "
@@ -90,13 +92,14 @@ def n5_default_decode(
         raise N5HeaderError(f"mode 0x{header.mode:04x} blocks are not supported, expected 0x0000 (default)")
     nbytes = count * dtype.itemsize
     body = buf[header.nbytes:]
+    payload: BytesLike
     if compressor is None:
         if body.size < nbytes:
             raise N5HeaderError(f"payload has {body.size} bytes, dims {list(header.shape)} need {nbytes}")
-        body = body[:nbytes]
+        payload = body[:nbytes]
     else:
-        body = compressor.decode(body, nbytes)
-    values = np.frombuffer(body, dtype.newbyteorder(">"))
+        payload = compressor.decode(body, nbytes)
+    values = np.frombuffer(payload, dtype.newbyteorder(">"))
     if native:
         values = values.astype(dtype)
     if header.mode == MODE_VARLENGTH:

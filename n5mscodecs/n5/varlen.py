@@ -11,7 +11,7 @@ anything is decompressed, and every stage of the chain is bounded.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 from numcodecs.abc import Codec
@@ -24,11 +24,11 @@ from ..payload.layout import (
     ZARR_LAYOUT,
     check_out,
     decode_payload,
-    decode_payload_labels,
     encode_payload,
     fill_out,
     max_payload_size,
     multiset_input,
+    wants_labels,
 )
 from .compression import compressor_from_config, max_compressed_size
 from .grid import voxels
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .._buffers import BytesLike
     from ..multiset import LabelMultisetArray
     from ..multiset.array import MultisetsLike, Rule
+    from ..payload.layout import Order
     from .compression import Compressor, CompressorConfig
 
     #: An inner codec chain: a parsed :class:`CodecChain` or its codec configurations.
@@ -144,7 +145,8 @@ def varlen_payload(
     """
     buf = read_bytes(data, "block")
     header = N5BlockHeader.from_bytes(buf)
-    if header.mode != MODE_VARLENGTH:
+    num_elements = header.num_elements  # a varlength header's only
+    if header.mode != MODE_VARLENGTH or num_elements is None:
         raise N5HeaderError(f"n5_varlen: mode is 0x{header.mode:04x}, expected 0x0001 (varlength)")
     if shape is None and len(header.shape) > MAX_NDIM:
         raise N5HeaderError(f"n5_varlen: ndim is {len(header.shape)}, more than {MAX_NDIM}")
@@ -153,39 +155,63 @@ def varlen_payload(
     if max_voxels is None:
         max_voxels = voxels(header.shape if shape is None else shape)
     bound = max_payload_size(max_voxels, chain.layout, max_entries)
-    if header.num_elements > bound:
+    if num_elements > bound:
         raise N5HeaderError(
-            f"n5_varlen: numElements {header.num_elements} exceeds the {bound} bytes a block of "
+            f"n5_varlen: numElements {num_elements} exceeds the {bound} bytes a block of "
             f"{max_voxels} voxels can need (at most {max_entries} entries per voxel on average)"
         )
     body = buf[header.nbytes:]
-    if not chain.compressors and body.size != header.num_elements:
+    if not chain.compressors and body.size != num_elements:
         raise N5HeaderError(
-            f"n5_varlen: numElements is {header.num_elements} but the raw payload has {body.size} bytes"
+            f"n5_varlen: numElements is {num_elements} but the raw payload has {body.size} bytes"
         )
-    return header, chain.decompress(body, header.num_elements)
+    return header, chain.decompress(body, num_elements)
 
 
+@overload
+def n5_varlen_decode(
+    data: BytesLike, codecs: CodecsLike = ..., *, shape: Sequence[int] | None = ..., labels: Literal[False] = ...,
+    threads: int | None = ..., order: Order = ..., rule: Rule = ...,
+) -> LabelMultisetArray: ...
+@overload
+def n5_varlen_decode(
+    data: BytesLike, codecs: CodecsLike = ..., *, shape: Sequence[int] | None = ..., labels: Literal[True],
+    threads: int | None = ..., order: Order = ..., rule: Rule = ...,
+) -> np.ndarray: ...
+@overload
+def n5_varlen_decode(
+    data: BytesLike, codecs: CodecsLike = ..., *, shape: Sequence[int] | None = ..., labels: bool,
+    threads: int | None = ..., order: Order = ..., rule: Rule = ...,
+) -> LabelMultisetArray | np.ndarray: ...
 def n5_varlen_decode(
     data: BytesLike,
     codecs: CodecsLike = DEFAULT_CODECS,
     *,
     shape: Sequence[int] | None = None,
+    labels: bool = False,
     threads: int | None = None,
-) -> LabelMultisetArray:
-    """Decode one varlength block to a :class:`~n5mscodecs.LabelMultisetArray`.
+    order: Order = "K",
+    rule: Rule = "spec",
+) -> LabelMultisetArray | np.ndarray:
+    """Decode one varlength block to a :class:`~n5mscodecs.LabelMultisetArray`, or with
+    ``labels=True`` straight to its argmax labels (uint64, N5 axis order).
 
-    The voxel count comes from the header dims unless ``shape`` is given
-    (dataset readers pass the cropped block shape, because some writers
-    overstate the header dims of boundary blocks).
+    The header is checked and the payload decompressed (``varlen_payload``), then
+    :func:`~n5mscodecs.payload.decode_payload` decodes it in the view ``labels`` asks for
+    (see there for ``order`` and ``rule``). The voxel count comes from the header dims
+    unless ``shape`` is given (dataset readers pass the cropped block shape, because some
+    writers overstate the header dims of boundary blocks).
 
     >>> block = n5_varlen_encode(np.array([[3, 4]], np.uint64), [{"name": "n5_label_multiset"}, "gzip"])
     >>> n5_varlen_decode(block, [{"name": "n5_label_multiset"}, "gzip"]).argmax().tolist()
     [[3, 4]]
+    >>> n5_varlen_decode(block, [{"name": "n5_label_multiset"}, "gzip"], labels=True).tolist()
+    [[3, 4]]
     """
     chain = _chain(codecs)
     header, payload = varlen_payload(data, chain, shape)
-    return decode_payload(payload, header.shape if shape is None else shape, chain.layout, threads=threads)
+    return decode_payload(payload, header.shape if shape is None else shape, chain.layout, labels=labels,
+                          threads=threads, order=order, rule=rule)
 
 
 def n5_varlen_decode_labels(
@@ -194,23 +220,17 @@ def n5_varlen_decode_labels(
     *,
     shape: Sequence[int] | None = None,
     threads: int | None = None,
-    order: str = "K",
+    order: Order = "K",
     rule: Rule = "spec",
 ) -> np.ndarray:
-    """Decode one varlength block straight to its argmax labels (uint64, N5 axis order).
-
-    Equal to ``n5_varlen_decode(...).argmax()`` without building the lists
-    (see :func:`~n5mscodecs.payload.decode_payload_labels`, also for ``order``
-    and ``rule="java"``).
+    """Decode one varlength block straight to its argmax labels: ``n5_varlen_decode(...,
+    labels=True)``, equal to ``n5_varlen_decode(...).argmax()`` without building the lists.
 
     >>> block = n5_varlen_encode(np.array([[3, 4]], np.uint64), [{"name": "n5_label_multiset"}, "gzip"])
     >>> n5_varlen_decode_labels(block, [{"name": "n5_label_multiset"}, "gzip"]).tolist()
     [[3, 4]]
     """
-    chain = _chain(codecs)
-    header, payload = varlen_payload(data, chain, shape)
-    return decode_payload_labels(payload, header.shape if shape is None else shape, chain.layout,
-                                 threads=threads, order=order, rule=rule)
+    return n5_varlen_decode(data, codecs, shape=shape, labels=True, threads=threads, order=order, rule=rule)
 
 
 class N5Varlen(Codec):
@@ -255,11 +275,8 @@ class N5Varlen(Codec):
             check_out(out, self.codec_id)
             if shape is None:
                 shape = out.shape
-        if out is not None and out.dtype != object:
-            out.view(np.uint64)[...] = n5_varlen_decode_labels(buf, self._chain, shape=shape)
-            return out
-        result = n5_varlen_decode(buf, self._chain, shape=shape)
-        return result if out is None else fill_out(out, result)
+        decoded = n5_varlen_decode(buf, self._chain, shape=shape, labels=wants_labels(out))
+        return decoded if out is None else fill_out(out, decoded)
 
     def __repr__(self) -> str:
         return f"N5Varlen(codecs={self.codecs!r})"

@@ -18,7 +18,10 @@ with each level's voxel size and offset (``multiscale``).
 
 Modules: ``sources`` (label sources), ``pyramid`` (layout and block tasks),
 ``lookup`` (label-to-block-mapping), ``convert`` (the converter),
-``multiscale`` (pyramids as dask arrays).
+``multiscale`` (pyramids as dask arrays), ``conventions`` (level placement,
+default factors, compression spellings: one definition each), ``argmax``
+(label multisets to uint64 labels), ``ome_zarr`` (the OME-Zarr export),
+``containers`` (what a container holds, in words: :func:`survey`).
 
 >>> import tempfile, numpy as np
 >>> labels = np.repeat(np.arange(4, dtype=np.uint64), 8).reshape(4, 4, 2)
@@ -29,6 +32,9 @@ Modules: ``sources`` (label sources), ``pyramid`` (layout and block tasks),
 [((0, 0, 0), (1, 1, 0))]
 """
 
+from .argmax import ArgmaxSummary, export_argmax
+from .containers import DatasetEntry, Survey, survey
+from .conventions import default_factors, level_placement, parse_compression
 from .convert import CONVERSION_KEY, ConversionSummary, convert
 from .lookup import (
     LABEL_BLOCK_LOOKUP,
@@ -43,6 +49,11 @@ from .pyramid import PyramidJob, write_pyramid_block
 from .sources import LabelSource, open_label_source
 
 __all__ = [
+    "ArgmaxSummary",
+    "export_argmax",
+    "default_factors",
+    "level_placement",
+    "parse_compression",
     "CONVERSION_KEY",
     "ConversionSummary",
     "convert",
@@ -61,4 +72,7 @@ __all__ = [
     "write_pyramid_block",
     "LabelSource",
     "open_label_source",
+    "DatasetEntry",
+    "Survey",
+    "survey",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,7 +25,7 @@ from .sources import check_source_labels, open_label_source
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Any, Protocol
+    from typing import Any, Literal, Protocol
 
     import distributed
 
@@ -57,6 +57,10 @@ class ConversionSummary:
     max_id: int
     n_labels: int
     seconds: float
+    #: per level above s0, its factors relative to the level below
+    factors: list[tuple[int, ...]] = field(default_factory=list)
+    #: the source's voxel size (N5 order) written to the ``data`` group
+    resolution: tuple[float, ...] = ()
 
     @property
     def voxels(self) -> int:
@@ -155,7 +159,7 @@ def convert(
     *,
     dataset: str | None = None,
     block_size: int | Sequence[int] = 64,
-    factors: Sequence[int | Sequence[int]] | None = None,
+    factors: Sequence[int | Sequence[int]] | Literal["resolution"] | None = None,
     compression: CompressorConfig = "gzip",
     max_num_entries: int = -1,
     keep: KeepRule | None = None,
@@ -188,10 +192,13 @@ def convert(
         The Paintera source group to create (e.g. ``out.n5/labels``).
     block_size : int or tuple
         N5 block size of every level (default 64).
-    factors : list, optional
+    factors : list or "resolution", optional
         Downsampling factors of each level relative to the one below (ints or
-        tuples, each dividing ``block_size``). Default: halve until the volume
-        fits one block.
+        tuples, each dividing ``block_size``). Default: halve every axis until
+        the volume fits one block. ``"resolution"``: levels until the volume
+        fits one block that halve only the axes whose voxel size is at most
+        half the coarsest (``n5ms convert``'s default; see
+        :func:`~n5mscodecs.paintera.conventions.default_factors`).
     compression : str or dict
         N5 compression of every dataset (default gzip).
     max_num_entries, keep
@@ -270,7 +277,7 @@ def convert(
     offset = tuple(float(o) for o in (offset or source.offset or (0.0,) * ndim))
     if len(resolution) != ndim or len(offset) != ndim:
         raise ConfigurationError(f"resolution/offset: {ndim} values each required")
-    job = PyramidJob(target, source, block_size, normalized_factors(factors, source.shape, block_size),
+    job = PyramidJob(target, source, block_size, normalized_factors(factors, source.shape, block_size, resolution),
                      n5.compression_attributes(compression), int(max_num_entries), keep, rule,
                      bool(write_background_blocks), storage_options, reserved)
     parameters = {"source": source.description(), "blockSize": list(block_size),
@@ -290,7 +297,7 @@ def convert(
     try:
         with WriterLock(target, storage_options):
             if _start(target, parameters, overwrite, resume, storage_options):
-                return _summary(job, 0, blocks_total, started)
+                return _summary(job, 0, blocks_total, started, resolution)
             write_container_version(root, storage_options)
             _write_layout(job, resolution, offset, lookup_block_size)
             written = 0
@@ -302,7 +309,7 @@ def convert(
         executor.shutdown(wait=True)
         if client is not None:
             client.close()
-    return _summary(job, written, blocks_total, started)
+    return _summary(job, written, blocks_total, started, resolution)
 
 
 def _finish(job, parameters, lookup_block_size, threads, progress):
@@ -351,9 +358,9 @@ def _source_labels(target, options):
     return np.unique(labels)
 
 
-def _summary(job, written, blocks_total, started):
+def _summary(job, written, blocks_total, started, resolution):
     attributes = _group_attributes(job.target, job.storage_options)
     n_labels = int(_source_labels(job.target, job.storage_options).size)
     return ConversionSummary(job.target, [job.level_shape(level) for level in range(job.n_levels)],
                              written, blocks_total, int(attributes.get("maxId", 0)), n_labels,
-                             time.perf_counter() - started)
+                             time.perf_counter() - started, list(job.factors[1:]), resolution)

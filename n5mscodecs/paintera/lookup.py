@@ -65,7 +65,7 @@ def label_to_block_mapping_blocks(unique_labels: ArrayDataset, lookup_block_size
     intervals = np.concatenate([minima, maxima], axis=1).astype(">i8")
     starts = np.flatnonzero(np.concatenate([[True], labels[1:] != labels[:-1]])) if labels.size else np.zeros(0, int)
     stops = np.append(starts[1:], labels.size)
-    files = {}
+    files: dict[int, list[bytes]] = {}
     for start, stop in zip(starts, stops):
         label = int(labels[start])
         files.setdefault(label // lookup_block_size, []).append(

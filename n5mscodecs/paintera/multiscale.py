@@ -16,6 +16,8 @@ pyramid Paintera or ``n5ms convert`` writes) has
   ``offset + resolution * (f - 1) / 2``: a downsampled voxel sits at the centre
   of the s0 voxels it summarises.
 
+(:func:`~n5mscodecs.paintera.conventions.level_placement` is the one definition.)
+
 That is Paintera's ``N5Helpers.considerDownsampling`` (the transform it gives
 label multiset levels opened from a group: a shift of ``0.5 - 0.5 / f`` level
 voxels), what its "export source" writes as the OME-NGFF translation of a
@@ -41,6 +43,7 @@ from .. import n5
 from ..errors import ConfigurationError, IncompleteError
 from ..multiset import BACKGROUND
 from ..n5 import storage
+from .conventions import level_placement
 from .convert import CONVERSION_KEY, FINISH_HINT
 
 if TYPE_CHECKING:
@@ -167,12 +170,13 @@ def _pyramid(path, group, names, options, fill_label, source_attributes=None):
     factors = [tuple(f / b for f, b in zip(_factors(d.attributes, name, ndim, d.name), first))
                for d, name in zip(datasets, names)]
     max_id = fallback.get("maxId", group_attributes.get("maxId", datasets[0].attributes.get("maxId")))
+    placements = [level_placement(resolution, offset, fs) for fs in factors]
     return LabelPyramid(
         path=path,
         datasets=tuple(d.path for d in datasets),
         levels=tuple(d.to_dask() for d in datasets),
-        voxel_sizes=tuple(tuple(r * f for r, f in zip(resolution, fs)) for fs in factors),
-        offsets=tuple(tuple(o + r * (f - 1) / 2 for o, r, f in zip(offset, resolution, fs)) for fs in factors),
+        voxel_sizes=tuple(placement[0] for placement in placements),
+        offsets=tuple(placement[1] for placement in placements),
         downsampling_factors=tuple(factors),
         fill_label=int(fill_label),
         max_id=None if max_id is None else int(max_id),
@@ -357,12 +361,13 @@ def _single(path, attributes, options, fill_label):
     offset = _numbers(attributes.get("offset", (0.0,) * ndim), "offset", ndim, where)
     factors = _numbers(attributes.get("downsamplingFactors", (1.0,) * ndim), "downsamplingFactors", ndim, where)
     max_id = attributes.get("maxId")
+    voxel_size, centre = level_placement(resolution, offset, factors)
     return LabelPyramid(
         path=path,
         datasets=(dataset.path,),
         levels=(dataset.to_dask(),),
-        voxel_sizes=(tuple(r * f for r, f in zip(resolution, factors)),),
-        offsets=(tuple(o + r * (f - 1) / 2 for o, r, f in zip(offset, resolution, factors)),),
+        voxel_sizes=(voxel_size,),
+        offsets=(centre,),
         downsampling_factors=(factors,),
         fill_label=int(fill_label),
         max_id=None if max_id is None else int(max_id),

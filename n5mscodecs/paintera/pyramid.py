@@ -12,6 +12,7 @@ from .. import n5
 from ..errors import ConfigurationError
 from ..multiset import BACKGROUND, LabelMultisetArray, assemble
 from ..n5 import storage
+from .conventions import default_factors
 from .sources import LabelSource
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class PyramidJob:
     write_background: bool = False  # write all-{0: 1} blocks too (they read the same when missing)
     storage_options: dict[str, Any] | None = field(default=None, repr=False)  # for a URL target; never printed
     reserved: ReservedRule = "reject"
+    _datasets: dict[tuple[str, int], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def n_levels(self) -> int:
@@ -62,13 +64,30 @@ class PyramidJob:
         return tuple(-(-n // b) for n, b in zip(self.level_shape(level), self.block_size))
 
     def data(self, level: int) -> n5.LabelMultisetDataset:
-        return n5.LabelMultisetDataset(storage.join(self.target, "data", f"s{level}"),
-                                       self._attributes(level, label_multiset=True),
-                                       storage_options=self.storage_options)
+        """The label multiset dataset of ``level`` (made once per job and level)."""
+        return self._dataset("data", level)
 
     def unique_labels(self, level: int) -> n5.ArrayDataset:
-        return n5.ArrayDataset(storage.join(self.target, "unique-labels", f"s{level}"),
-                               self._attributes(level, label_multiset=False), storage_options=self.storage_options)
+        """The unique-labels dataset of ``level`` (made once per job and level)."""
+        return self._dataset("unique-labels", level)
+
+    def _dataset(self, group, level):
+        # every block of a level shares one dataset: its attributes are validated and its
+        # codec chain parsed once, not once per block
+        key = (group, level)
+        dataset = self._datasets.get(key)
+        if dataset is None:
+            label_multiset = group == "data"
+            kind = n5.LabelMultisetDataset if label_multiset else n5.ArrayDataset
+            dataset = kind(storage.join(self.target, group, f"s{level}"),
+                           self._attributes(level, label_multiset=label_multiset),
+                           storage_options=self.storage_options)
+            self._datasets[key] = dataset  # a race makes an equal dataset twice, nothing worse
+        return dataset
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a job travels to dask workers small: each worker makes its own datasets
+        return {**self.__dict__, "_datasets": {}}
 
     def _attributes(self, level, *, label_multiset):
         document = {"dataType": "uint8" if label_multiset else "uint64", "compression": self.compression,
@@ -82,15 +101,18 @@ class PyramidJob:
 
 
 def normalized_factors(
-    factors: Sequence[int | Sequence[int]] | None, shape: Sequence[int], block_size: Sequence[int]
+    factors: Sequence[int | Sequence[int]] | str | None, shape: Sequence[int], block_size: Sequence[int],
+    resolution: Sequence[float] | None = None,
 ) -> tuple[tuple[int, ...], ...]:
+    """Per level (level 0 first, ones), the factors relative to the level below, checked:
+    ``ndim`` integers >= 1 dividing ``block_size``. ``None`` and ``"resolution"`` choose them
+    (:func:`~n5mscodecs.paintera.conventions.default_factors`; ``"resolution"`` by the voxel
+    size ``resolution``)."""
     ndim = len(shape)
-    if factors is None:  # halve until the whole volume fits one block
-        factors, level_shape = [], shape
-        while any(n > b for n, b in zip(level_shape, block_size)):
-            step = tuple(2 if n > 1 else 1 for n in level_shape)
-            factors.append(step)
-            level_shape = tuple(-(-n // f) for n, f in zip(level_shape, step))
+    if factors is None or (isinstance(factors, str) and factors == "resolution"):
+        factors = default_factors(shape, block_size, resolution if factors == "resolution" else None)
+    elif isinstance(factors, str):
+        raise ConfigurationError(f"factors: a list of factors, None or 'resolution' required, got {factors!r}")
     result = [(1,) * ndim]
     for level, value in enumerate(factors, start=1):
         step = (value,) * ndim if isinstance(value, (int, np.integer)) else tuple(value)

@@ -38,13 +38,13 @@ def _opened(kind, path, options_json="null"):
     if kind == "npy":
         return np.load(path, mmap_mode="r")
     if kind == "tiff":
-        import tifffile
+        tifffile = require("tifffile", "cli", "TIFF sources")
         try:
             return tifffile.memmap(path, mode="r")
         except ValueError:  # compressed or not contiguous: read it whole
             return tifffile.imread(path)
     if kind == "zarr":
-        import zarr
+        zarr = require("zarr", "zarr", "zarr array sources")
         return zarr.open_array(path, mode="r", storage_options=options) if options else zarr.open_array(path, mode="r")
     raise ConfigurationError(f"source: unknown kind {kind!r}")
 
@@ -166,7 +166,7 @@ def open_label_source(source: LabelSource | np.ndarray | PathLike, dataset: str 
         shape, dtype = _npy_header(path)
         return _checked_source("npy", path, shape[::-1], dtype)
     if lower.endswith((".tif", ".tiff")):
-        import tifffile
+        tifffile = require("tifffile", "cli", "TIFF sources")
         with tifffile.TiffFile(path) as tif:
             series = tif.series[0]
             return _checked_source("tiff", path, series.shape[::-1], series.dtype)

@@ -22,7 +22,15 @@ from numcodecs.abc import Codec
 from .._buffers import memory_order, read_bytes
 from ..errors import ConfigurationError, LabelMultisetFormatError
 from ..multiset import LabelMultisetArray
-from .layout import ZARR_LAYOUT, check_out, decode_payload, encode_payload, fill_out, multiset_input
+from .layout import (
+    ZARR_LAYOUT,
+    check_out,
+    decode_payload,
+    encode_payload,
+    fill_out,
+    multiset_input,
+    wants_labels,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,8 +70,8 @@ class LabelMultisetVLen(Codec):
                 raise ConfigurationError(f"label_multiset_vlen: out holds {out.size} elements, the payload {n_voxels}")
             if not (out.flags.c_contiguous or out.flags.f_contiguous):
                 raise ConfigurationError("label_multiset_vlen: out must be contiguous (C or F order)")
-        multisets = decode_payload(data[4:], (n_voxels,), ZARR_LAYOUT)
         if out is None:
-            return multisets.to_elements()
-        fill_out(out.reshape(-1, order=memory_order(out)), multisets)
+            return decode_payload(data[4:], (n_voxels,), ZARR_LAYOUT).to_elements()
+        decoded = decode_payload(data[4:], (n_voxels,), ZARR_LAYOUT, labels=wants_labels(out))
+        fill_out(out.reshape(-1, order=memory_order(out)), decoded)
         return out

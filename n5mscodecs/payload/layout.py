@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 from numcodecs.abc import Codec
@@ -37,12 +37,15 @@ from . import _kernels
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from typing import Any
+    from typing import Any, TypeAlias
 
     from numpy.typing import DTypeLike
 
     from .._buffers import BytesLike
     from ..multiset.array import MultisetsLike, Rule
+
+    #: Memory order of a decoded block: "K" the layout's voxel order, "C" C-contiguous.
+    Order: TypeAlias = Literal["K", "C"]
 
 _MAX_N5_OFFSET = 2**31 - 1
 _MAX_ZARR_OFFSET = 2**32 - 1
@@ -65,8 +68,8 @@ class Layout:
     max_offset: int
 
 
-N5_LAYOUT = Layout("n5_label_multiset", True, True, "F", _MAX_N5_OFFSET)
-ZARR_LAYOUT = Layout("label_multiset", False, False, "C", _MAX_ZARR_OFFSET)
+N5_LAYOUT: Layout = Layout("n5_label_multiset", True, True, "F", _MAX_N5_OFFSET)
+ZARR_LAYOUT: Layout = Layout("label_multiset", False, False, "C", _MAX_ZARR_OFFSET)
 
 
 def max_payload_size(n_voxels: int, layout: Layout, max_entries: int = MAX_ENTRIES_PER_VOXEL) -> int:
@@ -135,13 +138,19 @@ def check_out(out: object, what: str) -> np.ndarray:
     return out
 
 
-def fill_out(out: np.ndarray, multisets: LabelMultisetArray) -> np.ndarray:
-    """Write ``multisets`` into a checked ``out`` of the same shape; return ``out``.
-    (Decoders fill a uint64 ``out`` with :func:`decode_payload_labels` instead.)"""
-    if out.dtype == object:
-        out[...] = multisets.to_elements()
+def wants_labels(out: np.ndarray | None) -> bool:
+    """Whether a decode into ``out`` (checked by :func:`check_out`) takes the labels view:
+    a uint64 (or int64) ``out`` receives argmax labels, an object one elements."""
+    return out is not None and out.dtype != object
+
+
+def fill_out(out: np.ndarray, decoded: LabelMultisetArray | np.ndarray) -> np.ndarray:
+    """Write what a decode in the view :func:`wants_labels` chose for ``out`` into ``out``
+    (same shape): elements of multisets, or labels; return ``out``."""
+    if isinstance(decoded, LabelMultisetArray):
+        out[...] = decoded.to_elements()
     else:
-        out.view(np.uint64)[...] = multisets.argmax()
+        out.view(np.uint64)[...] = decoded
     return out
 
 
@@ -207,14 +216,73 @@ def _raise_offset_error(bad, voxel, table, list_data, layout):
     )
 
 
+@overload
 def decode_payload(
-    data: BytesLike, shape: Iterable[int], layout: Layout, *, threads: int | None = None
-) -> LabelMultisetArray:
-    """Decode a payload of ``shape`` voxels into a :class:`LabelMultisetArray`.
+    data: BytesLike, shape: Iterable[int], layout: Layout, *, labels: Literal[False] = ...,
+    threads: int | None = ..., order: Order = ..., rule: Rule = ...,
+) -> LabelMultisetArray: ...
+@overload
+def decode_payload(
+    data: BytesLike, shape: Iterable[int], layout: Layout, *, labels: Literal[True],
+    threads: int | None = ..., order: Order = ..., rule: Rule = ...,
+) -> np.ndarray: ...
+@overload
+def decode_payload(
+    data: BytesLike, shape: Iterable[int], layout: Layout, *, labels: bool,
+    threads: int | None = ..., order: Order = ..., rule: Rule = ...,
+) -> LabelMultisetArray | np.ndarray: ...
+def decode_payload(
+    data: BytesLike, shape: Iterable[int], layout: Layout, *, labels: bool = False,
+    threads: int | None = None, order: Order = "K", rule: Rule = "spec",
+) -> LabelMultisetArray | np.ndarray:
+    """Decode a payload of ``shape`` voxels: to its multisets, or with ``labels=True``
+    straight to each voxel's argmax label. The one entry to both kernels.
 
-    Lists are kept exactly as stored (order, duplicate ids, zero counts).
-    Raises :class:`LabelMultisetFormatError` naming the field that is wrong.
+    Raises :class:`~n5mscodecs.LabelMultisetFormatError` naming the field that is wrong.
+
+    Parameters
+    ----------
+    labels : bool
+        False: a :class:`~n5mscodecs.LabelMultisetArray`, lists kept exactly as stored (order,
+        duplicate ids, zero counts). True: a uint64 ndarray of ``shape``, equal to
+        ``decode_payload(...).argmax(rule)`` bit for bit, without building the lists (one
+        pass over the list data takes every list's argmax, one pass over the offset table
+        looks them up).
+    order : {"K", "C"}
+        "K" keeps the layout's voxel order (F-contiguous for N5); "C" returns C-contiguous
+        labels (3-D N5 blocks are written that way directly, tile by tile), or multisets
+        whose ``index`` is C-contiguous.
+    rule : {"spec", "java"}
+        The argmax of ``labels=True`` (multisets decode as stored under either rule).
+        "spec": highest count, ties to the smaller unsigned id, an empty list gives INVALID.
+        "java": the labels Paintera shows, as ``LabelUtils.fromBytes`` gives them: the
+        argmax values cached in an N5 payload (as elf and older conversion helpers wrote;
+        ``argMaxSize`` at least the voxel count) as stored, else
+        ``decode_payload(...).argmax(rule="java")``.
     """
+    if order not in ("K", "C"):
+        raise ConfigurationError(f"order must be 'K' or 'C', got {order!r}")
+    java = check_rule(rule)
+    if labels:
+        return (_java_labels if java else _argmax_labels)(data, shape, layout, threads, order)
+    multisets = _multisets(data, shape, layout, threads)
+    if order == "C" and not multisets.index.flags.c_contiguous:
+        return LabelMultisetArray(c_order(multisets.index, default_threads(threads)), multisets.list_offsets,
+                                  multisets.ids, multisets.counts, validate=False)
+    return multisets
+
+
+def decode_payload_labels(
+    data: BytesLike, shape: Iterable[int], layout: Layout, *, threads: int | None = None, order: Order = "K",
+    rule: Rule = "spec",
+) -> np.ndarray:
+    """Decode a payload straight to each voxel's argmax label (uint64 ndarray of ``shape``):
+    ``decode_payload(..., labels=True)``, see there for ``order`` and ``rule``."""
+    return decode_payload(data, shape, layout, labels=True, threads=threads, order=order, rule=rule)
+
+
+def _multisets(data, shape, layout, threads):
+    """The multisets kernel: the lists as stored and every voxel's list number."""
     shape, table, list_data = _split_payload(data, shape, layout)
     status, position, n_lists, n_entries, start_bits, rank = _scan(list_data)
     if status:
@@ -298,29 +366,8 @@ def _referenced_lists(table, list_data, start_bits, layout):
     return flat_index.reshape(-1).astype(np.int32), list_offsets, ids, words[entry + 2].copy()
 
 
-def decode_payload_labels(
-    data: BytesLike, shape: Iterable[int], layout: Layout, *, threads: int | None = None, order: str = "K",
-    rule: Rule = "spec",
-) -> np.ndarray:
-    """Decode a payload straight to each voxel's argmax label (uint64 ndarray of ``shape``).
-
-    Equal to ``decode_payload(...).argmax()`` bit for bit (highest count, ties
-    to the smaller unsigned id, an empty list gives INVALID), without building
-    the lists: one pass over the list data computes every list's argmax, one
-    pass over the offset table looks them up. ``order="K"`` keeps the layout's
-    voxel order (F-contiguous for N5), ``"C"`` returns a C-contiguous array
-    (3-D N5 blocks are written that way directly, tile by tile). Same errors
-    as :func:`decode_payload`.
-
-    ``rule="java"``: the labels Paintera shows, as ``LabelUtils.fromBytes``
-    gives them: the argmax values cached in an N5 payload (as elf and older
-    conversion helpers wrote; ``argMaxSize`` at least the voxel count) as stored, else
-    ``decode_payload(...).argmax(rule="java")``.
-    """
-    if order not in ("K", "C"):
-        raise ConfigurationError(f"order must be 'K' or 'C', got {order!r}")
-    if check_rule(rule):
-        return _java_labels(data, shape, layout, threads, order)
+def _argmax_labels(data, shape, layout, threads, order):
+    """The labels kernel: each voxel's argmax label (rule "spec") without building the lists."""
     shape, table, list_data = _split_payload(data, shape, layout)
     # one pass validates, indexes and takes each list's argmax; a payload with more lists
     # than voxels stops storing argmaxes there and goes the bounded way below
@@ -353,7 +400,8 @@ def decode_payload_labels(
 
 
 def _java_labels(data, shape, layout, threads, order):
-    multisets = decode_payload(data, shape, layout, threads=threads)
+    """Paintera's labels: the cached argmax values of an N5 payload, else Java's argmax."""
+    multisets = _multisets(data, shape, layout, threads)
     n_voxels = multisets.size
     cached = None
     if layout.has_argmax_header:
@@ -410,7 +458,7 @@ def encode_payload(data: MultisetsLike, layout: Layout, *, threads: int | None =
 
     Identical lists are stored once; lists are laid out in first-encounter
     order along the layout's voxel order and written as stored (call
-    :meth:`LabelMultisetArray.canonical` first to sort and merge them).
+    :meth:`~n5mscodecs.LabelMultisetArray.canonical` first to sort and merge them).
     ``data`` may be a LabelMultisetArray, integer labels or an object array.
     """
     threads = default_threads(threads)
@@ -500,11 +548,8 @@ class PayloadCodec(Codec):
                 f"{self.codec_id}: decode needs the voxel count: pass shape= or out=, "
                 "or use the codec inside n5_varlen"
             )
-        if out is not None and out.dtype != object:
-            out.view(np.uint64)[...] = decode_payload_labels(buf, shape, self.layout)
-            return out
-        result = decode_payload(buf, shape, self.layout)
-        return result if out is None else fill_out(out, result)
+        decoded = decode_payload(buf, shape, self.layout, labels=wants_labels(out))
+        return decoded if out is None else fill_out(out, decoded)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()" if self.shape is None else f"{type(self).__name__}(shape={self.shape})"

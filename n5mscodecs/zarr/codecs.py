@@ -27,17 +27,8 @@ from ..errors import ConfigurationError, N5HeaderError, ReadOnlyError
 from ..multiset import LabelMultisetArray
 from ..n5.compression import Blosc, compressor_from_config
 from ..n5.default import n5_default_decode, n5_default_encode, place_block
-from ..n5.varlen import CodecChain, n5_block_header, n5_varlen_decode, n5_varlen_decode_labels, n5_varlen_encode
-from ..payload import (
-    N5_LAYOUT,
-    ZARR_LAYOUT,
-    decode_payload_labels,
-    label_multiset_decode,
-    label_multiset_encode,
-    n5_label_multiset_decode,
-    n5_label_multiset_encode,
-)
-from ..payload.layout import c_order
+from ..n5.varlen import CodecChain, n5_block_header, n5_varlen_decode, n5_varlen_encode
+from ..payload.layout import N5_LAYOUT, ZARR_LAYOUT, Layout, c_order, decode_payload, encode_payload
 from .dtype import LabelMultisetDType
 
 if TYPE_CHECKING:
@@ -119,20 +110,17 @@ class _MultisetCodec(_WorkerThreadCodec, ArrayBytesCodec):
     def compute_encoded_size(self, input_byte_length, chunk_spec):
         raise NotImplementedError(f"{self.codec_name} output size depends on the data")
 
-    def _decode_multisets(self, data, chunk_spec):
-        raise NotImplementedError
+    def _decode(self, data, chunk_spec, labels):
+        """The block in one view, C-ordered: labels (uint64) or multisets."""
+        return decode_payload(data, chunk_spec.shape, self.layout, labels=labels, threads=1, order="C")
 
-    def _encode_multisets(self, multisets, chunk_spec):
-        raise NotImplementedError
-
-    def _decode_labels(self, data, chunk_spec):
-        raise NotImplementedError
+    def _encode(self, multisets):
+        return encode_payload(multisets, self.layout, threads=1)
 
     def _decode_sync(self, chunk_bytes, chunk_spec):
-        data = chunk_bytes.as_numpy_array()
-        if is_labels_view(chunk_spec.dtype):
-            return labels_to_chunk(self._decode_labels(data, chunk_spec), chunk_spec)
-        return multisets_to_chunk(self._decode_multisets(data, chunk_spec), chunk_spec)
+        labels = is_labels_view(chunk_spec.dtype)
+        decoded = self._decode(chunk_bytes.as_numpy_array(), chunk_spec, labels)
+        return labels_to_chunk(decoded, chunk_spec) if labels else multisets_to_chunk(decoded, chunk_spec)
 
     def _encode_sync(self, chunk_array, chunk_spec):
         if is_labels_view(chunk_spec.dtype):
@@ -140,7 +128,7 @@ class _MultisetCodec(_WorkerThreadCodec, ArrayBytesCodec):
                 f"{self.codec_name}: a uint64 array is the read-only labels view of label multisets; "
                 "write through the label_multiset data type (e.g. N5Store(store) without multisets='labels')"
             )
-        encoded = self._encode_multisets(chunk_to_multisets(chunk_array), chunk_spec)
+        encoded = self._encode(chunk_to_multisets(chunk_array))
         return chunk_spec.prototype.buffer.from_bytes(bytes(encoded))
 
 
@@ -149,15 +137,7 @@ class LabelMultisetZarrCodec(_MultisetCodec):
     """``label_multiset``: zarr-native payload, C order over the chunk."""
 
     codec_name: ClassVar[str] = "label_multiset"
-
-    def _decode_multisets(self, data, chunk_spec):
-        return label_multiset_decode(data, chunk_spec.shape, threads=1)
-
-    def _decode_labels(self, data, chunk_spec):
-        return decode_payload_labels(data, chunk_spec.shape, ZARR_LAYOUT, threads=1)
-
-    def _encode_multisets(self, multisets, chunk_spec):
-        return label_multiset_encode(multisets, threads=1)
+    layout: ClassVar[Layout] = ZARR_LAYOUT
 
 
 @dataclass(frozen=True)
@@ -165,15 +145,7 @@ class N5LabelMultisetZarrCodec(_MultisetCodec):
     """``n5_label_multiset`` as an outer codec: the N5 legacy payload without a block header."""
 
     codec_name: ClassVar[str] = "n5_label_multiset"
-
-    def _decode_multisets(self, data, chunk_spec):
-        return n5_label_multiset_decode(data, chunk_spec.shape, threads=1)
-
-    def _decode_labels(self, data, chunk_spec):
-        return decode_payload_labels(data, chunk_spec.shape, N5_LAYOUT, threads=1, order="C")
-
-    def _encode_multisets(self, multisets, chunk_spec):
-        return n5_label_multiset_encode(multisets, threads=1)
+    layout: ClassVar[Layout] = N5_LAYOUT
 
 
 @dataclass(frozen=True, init=False)
@@ -205,13 +177,12 @@ class N5VarlenZarrCodec(_MultisetCodec):
     def to_dict(self):
         return {"name": self.codec_name, "configuration": {"codecs": list(self.codecs)}}
 
-    def _decode_multisets(self, data, chunk_spec):
+    def _decode(self, data, chunk_spec, labels):
         self._check_header(data, chunk_spec)
-        return n5_varlen_decode(data, self._chain, threads=1)
+        return n5_varlen_decode(data, self._chain, labels=labels, threads=1, order="C")
 
-    def _decode_labels(self, data, chunk_spec):
-        self._check_header(data, chunk_spec)
-        return n5_varlen_decode_labels(data, self._chain, threads=1, order="C")
+    def _encode(self, multisets):
+        return n5_varlen_encode(multisets, self._chain, threads=1)
 
     def _check_header(self, data, chunk_spec):
         header = n5_block_header(data)
@@ -223,9 +194,6 @@ class N5VarlenZarrCodec(_MultisetCodec):
             raise N5HeaderError(
                 f"n5_varlen: block dims {header.shape} exceed the chunk shape {chunk_spec.shape}"
             )
-
-    def _encode_multisets(self, multisets, chunk_spec):
-        return n5_varlen_encode(multisets, self._chain, threads=1)
 
 
 #: The data types of N5's ``dataType`` (zarr v3 names: the same).
@@ -358,8 +326,11 @@ class N5DefaultZarrCodec(_WorkerThreadCodec, ArrayBytesCodec):
         return chunk_spec.prototype.buffer.from_bytes(encoded)
 
 
-ZARR_CODECS = {cls.codec_name: cls for cls in (N5DefaultZarrCodec, N5VarlenZarrCodec, N5LabelMultisetZarrCodec,
-                                               LabelMultisetZarrCodec)}
+#: The package's zarr v3 codecs by name.
+ZARR_CODECS: dict[str, type[ArrayBytesCodec | BytesBytesCodec]] = {
+    cls.codec_name: cls
+    for cls in (N5DefaultZarrCodec, N5VarlenZarrCodec, N5LabelMultisetZarrCodec, LabelMultisetZarrCodec)
+}
 
 
 @dataclass(frozen=True, init=False)

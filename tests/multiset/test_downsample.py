@@ -23,7 +23,7 @@ def random_lists(rng, shape, n_lists=40, max_entries=5, max_id=12):
 
 def reference_downsample(array, factors, max_num_entries=-1, keep="highest"):
     """Per output voxel, a dict {id: summed count} computed with plain Python."""
-    elements = array.to_object_array()
+    elements = array.to_elements()
     out_shape = tuple(-(-n // f) for n, f in zip(array.shape, factors))
     result = np.empty(out_shape, object)
     for out in np.ndindex(*out_shape):
@@ -68,7 +68,7 @@ def test_java_rule_matches_python_model_of_the_java_downscaler(max_num_entries):
     counts = np.where(rng.random(array.ids.size) < 0.2, np.uint32(2**31 + 7), array.counts).astype(np.uint32)
     array = LabelMultisetArray(array.index, array.list_offsets, ids, counts)
     result = array.downsample((2, 3, 2), max_num_entries, rule="java")
-    elements = array.to_object_array()
+    elements = array.to_elements()
     for out in np.ndindex(*result.shape):
         window = elements[tuple(slice(o * f, (o + 1) * f) for o, f in zip(out, (2, 3, 2)))].reshape(-1)
         element = result[out]

@@ -128,11 +128,11 @@ def test_slicing_is_cheap_and_elements_are_returned():
 
 def test_object_array_round_trip_shares_elements():
     a = LabelMultisetArray.from_labels(np.array([[4, 4], [4, 6]], np.uint64))
-    objects = a.to_object_array()
+    objects = a.to_elements()
     assert objects.dtype == object and objects.shape == (2, 2)
     assert objects[0, 0] is objects[1, 0]  # one element per distinct list
     assert objects[1, 1] == LabelMultiset.from_mapping({6: 1})
-    back = LabelMultisetArray.from_object_array(objects)
+    back = LabelMultisetArray.from_elements(objects)
     assert back == a and back.n_lists == 2
 
 
@@ -153,7 +153,11 @@ def test_element_is_hashable_immutable_and_not_a_sequence():
     m = LabelMultiset([3, 1, 3], [1, 1, 2])
     assert m == LabelMultiset([1, 3], [1, 3])
     assert len({m, LabelMultiset([1, 3], [1, 3])}) == 1
-    assert not hasattr(m, "__len__") and not hasattr(m, "__iter__")
+    # a Mapping since issue 28, yet numpy still stores it as one object, never as its ids
+    other = LabelMultiset({4: 1})
+    assert np.array([m, other], dtype=object).shape == (2,)
+    assert np.array([m, other]).dtype == object and np.array([m, other])[1] is other
+    assert np.full((2, 2), other, dtype=object)[1, 1] is other
     with pytest.raises(ValueError):
         m.ids[0] = 5
     holder = np.empty(1, object)

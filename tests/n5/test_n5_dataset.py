@@ -91,7 +91,7 @@ def test_paintera_s1_is_count_sum_downsampling_of_s0():
             present[region] = True
     covered = present.reshape(50, 2, 50, 2, 50, 2).all(axis=(1, 3, 5))
     assert (~covered).sum() > 0
-    zero = s1.to_object_array()[~covered]
+    zero = s1.to_elements()[~covered]
     assert all(element.as_dict() == {0: 0} for element in set(zero))
 
     voxel, ids, counts = expand_entries(s0)

@@ -83,7 +83,7 @@ def test_pyramid_levels_equal_paintera_where_paintera_has_data(converted_referen
         assert 0 < covered.sum() < covered.size
         ours = n5.open(target / f"data/s{level}")[:]
         ref = n5.open(reference / f"data/s{level}")[:]
-        assert ours.to_object_array()[covered].tolist() == ref.to_object_array()[covered].tolist()
+        assert ours.to_elements()[covered].tolist() == ref.to_elements()[covered].tolist()
         assert np.array_equal(ours.argmax(), ref.argmax())
 
 

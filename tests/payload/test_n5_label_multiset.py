@@ -44,7 +44,7 @@ def test_encoder_is_byte_identical_to_hand_built_java_layout():
     expected = hand_n5_payload([positions[v] for v in payload_order], lists)
     assert n5_label_multiset_encode(labels) == expected
     assert n5_label_multiset_encode(LabelMultisetArray.from_labels(labels)) == expected
-    assert n5_label_multiset_encode(LabelMultisetArray.from_labels(labels).to_object_array()) == expected
+    assert n5_label_multiset_encode(LabelMultisetArray.from_labels(labels).to_elements()) == expected
 
 
 def test_encoder_dedups_by_content_in_first_encounter_order():

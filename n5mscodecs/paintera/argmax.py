@@ -1,0 +1,195 @@
+"""The argmax export: a label multiset dataset to plain uint64 labels (what ``n5ms argmax``
+writes), as an N5 dataset in N5 order or a zarr v3 array in C order.
+
+>>> import tempfile, numpy as np
+>>> from n5mscodecs import n5
+>>> work = tempfile.mkdtemp()
+>>> labels = np.arange(8, dtype=np.uint64).reshape(2, 2, 2)
+>>> _ = n5.write(work + "/m.n5/s0", labels, chunks=2)
+>>> summary = export_argmax(work + "/m.n5/s0", work + "/a.n5/s0")
+>>> summary.blocks_present, bool((n5.open(work + "/a.n5/s0")[:] == labels).all())
+(1, True)
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import n5
+from .._extras import require
+from ..errors import ConfigurationError
+from ..multiset import INVALID
+from ..n5 import storage
+from ..n5.writing import LOCK_NAME, WriterLock, mark_complete
+from .conventions import level_placement
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ..multiset.array import Rule
+    from ..n5.storage import PathLike, StorageOptions
+    from .convert import ProgressBar
+
+
+@dataclass
+class ArgmaxSummary:
+    """What :func:`export_argmax` did."""
+
+    target: str
+    shape: tuple[int, ...]   # N5 order (x, y, z); a zarr target holds it reversed
+    zarr: bool               # the target is a zarr v3 array (axes z, y, x)
+    blocks_present: int      # source blocks read and written (missing ones read as 0)
+    blocks_total: int        # blocks in the source's grid
+    seconds: float
+
+
+def is_zarr_target(target: PathLike) -> bool:
+    """Whether :func:`export_argmax` writes ``target`` as a zarr array (its name ends ``.zarr``)."""
+    return os.fspath(target).rstrip("/").endswith(".zarr")
+
+
+def export_argmax(
+    source: PathLike,
+    target: PathLike,
+    *,
+    rule: Rule = "spec",
+    overwrite: bool = False,
+    threads: int | None = None,
+    container: PathLike | None = None,
+    progress: Callable[[str, int], ProgressBar] | None = None,
+    storage_options: StorageOptions = None,
+) -> ArgmaxSummary:
+    """Write the argmax labels (highest count wins) of a label multiset dataset as uint64.
+
+    Parameters
+    ----------
+    source : path
+        A label multiset dataset.
+    target : path
+        An N5 dataset (N5 axis order, the source's block size and compression), or a path
+        ending ``.zarr`` for a zarr v3 array in C order (axes z, y, x).
+    rule : {"spec", "java"}
+        ``"java"``: the labels Paintera shows (Java's argmax, cached argmax values).
+    overwrite : bool
+        Replace an existing target.
+    threads : int, optional
+        Worker threads (default: every core; more for a URL target).
+    container : path, optional
+        The N5 container root of an N5 target (see :func:`n5mscodecs.n5.write`).
+    progress : callable, optional
+        ``progress("argmax", total)`` returns a bar with ``update(n)`` and ``close()``.
+    storage_options : dict, optional
+        fsspec options for URL locations (both ends).
+
+    Returns
+    -------
+    ArgmaxSummary
+
+    Notes
+    -----
+    Only the blocks present in the source are read (a sparse dataset's grid can be
+    astronomically large); missing blocks and voxels without an entry (INVALID) read as 0.
+    The source's world placement (``resolution`` and ``offset`` of it or its group, times
+    its ``downsamplingFactors``, see :func:`~n5mscodecs.paintera.conventions.level_placement`)
+    is copied, for zarr reversed. A failure removes what was written.
+    """
+    options, target = storage_options, os.fspath(target)
+    storage.refuse_overlap(target, source)
+    dataset = n5.open(source, storage_options=options)
+    if not isinstance(dataset, n5.LabelMultisetDataset):
+        raise ConfigurationError(f"{dataset.name}: not a label multiset dataset")
+    if storage.exists(target, options) and not overwrite:
+        raise FileExistsError(f"{storage.display(target)} exists; pass overwrite=True to replace it")
+    zarr = require("zarr", "zarr", "zarr targets") if is_zarr_target(target) else None
+    placement = world_placement(dataset, options)
+    positions = dataset.present_blocks()
+    started = time.perf_counter()
+    created = not storage.exists(target, options)
+    try:
+        with WriterLock(target, options):
+            write = (_zarr_writer(zarr, dataset, target, placement, overwrite, options) if zarr is not None else
+                     _n5_writer(dataset, target, placement, overwrite, container, options))
+            _write_blocks(dataset, positions, write, rule, threads, progress, target, options)
+            if zarr is None:
+                mark_complete(target, storage_options=options)
+    finally:
+        if created and storage.is_directory(target, options) and not storage.list_names(target, options):
+            storage.remove_tree(target, options)  # the lock's directory was all that a refusal left
+    return ArgmaxSummary(target, dataset.shape, zarr is not None, len(positions),
+                         int(np.prod(dataset.grid_shape, dtype=object)), time.perf_counter() - started)
+
+
+def world_placement(
+    dataset: n5.LabelMultisetDataset, storage_options: StorageOptions = None
+) -> tuple[list[float], list[float]] | None:
+    """``(voxel size, offset)`` of a label multiset level in N5 order, or None when neither
+    it nor its group has a ``resolution`` or ``offset``.
+
+    The dataset's attributes win over its group's (Paintera's ``data`` group); the level's
+    ``downsamplingFactors`` place it (:func:`~n5mscodecs.paintera.conventions.level_placement`).
+    """
+    attributes = dict(dataset.attributes)
+    parent = storage.join(dataset.path, "..")
+    if "resolution" not in attributes and storage.is_directory(parent, storage_options):
+        attributes = {**n5.read_attributes(parent, storage_options=storage_options), **attributes}
+    if "resolution" not in attributes and "offset" not in attributes:
+        return None
+    ones, zeros = [1.0] * dataset.ndim, [0.0] * dataset.ndim
+    voxel_size, offset = level_placement(attributes.get("resolution", ones), attributes.get("offset", zeros),
+                                         dataset.attributes.get("downsamplingFactors", ones))
+    return list(voxel_size), list(offset)
+
+
+def _zarr_writer(zarr, dataset, target, placement, overwrite, options):
+    # zarr arrays are C-ordered (z, y, x): the N5 axes reversed
+    array = zarr.create_array(target, shape=dataset.shape[::-1], chunks=dataset.chunks[::-1], dtype="uint64",
+                              overwrite=overwrite, fill_value=0, **({"storage_options": options} if options else {}))
+    attributes: dict[str, object] = {"axes": ["z", "y", "x"]}
+    if placement is not None:
+        attributes.update(resolution=placement[0][::-1], offset=placement[1][::-1])
+    array.attrs.update(attributes)
+
+    def write(grid, labels):
+        array[dataset.block_region(grid)[::-1]] = labels.T
+    return write
+
+
+def _n5_writer(dataset, target, placement, overwrite, container, options):
+    world = {} if placement is None else {"resolution": placement[0], "offset": placement[1]}
+    array = n5.create_array_dataset(target, dataset.shape, dataset.chunks, "uint64",
+                                    compression=dataset.attributes.get("compression", "gzip"), attributes=world,
+                                    overwrite=overwrite, storage_options=options, container=container,
+                                    incomplete="n5ms argmax")
+    return array.write_block
+
+
+def _write_blocks(dataset, positions, write, rule, threads, progress, target, options):
+    """Each block of ``positions`` read as argmax labels and written; a failure clears the
+    target (its lock kept until the caller releases it)."""
+    def export_block(grid):
+        labels = dataset.read_block_labels(grid, rule=rule)
+        if labels is not None:
+            labels[labels == INVALID] = 0   # as missing blocks read: 0 is no label
+            write(grid, labels)
+
+    bar = progress("argmax", len(positions)) if progress else None
+    try:
+        with ThreadPoolExecutor(max_workers=storage.request_threads(target, threads)) as pool:
+            for _ in pool.map(export_block, positions):
+                if bar is not None:
+                    bar.update(1)
+    except (Exception, KeyboardInterrupt):
+        storage.clear(target, {LOCK_NAME}, options)
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+__all__ = ["ArgmaxSummary", "export_argmax", "is_zarr_target", "world_placement"]

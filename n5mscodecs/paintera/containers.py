@@ -1,0 +1,213 @@
+"""What an N5 container, group, Paintera label source or dataset holds, in words (what
+``n5ms info`` prints): :func:`survey` describes the group and then, lazily, each dataset below
+it, optionally reading and decoding every block.
+
+>>> import tempfile, numpy as np
+>>> from n5mscodecs import paintera
+>>> target = tempfile.mkdtemp() + "/p.n5/labels"
+>>> _ = paintera.convert(np.zeros((4, 4, 4), np.uint64), target, block_size=4)
+>>> found = survey(target)
+>>> found.heading[0]
+'Paintera label source, maxId 0'
+>>> [(entry.name, entry.description) for entry in found.datasets][0]
+('data/s0', 'label multiset, shape [4, 4, 4], blocks [4, 4, 4], gzip, 0/1 blocks present')
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import n5
+from .._threads import default_threads
+from ..errors import ConfigurationError, IncompleteError, N5msCodecsError
+from ..n5 import storage
+from .convert import CONVERSION_KEY
+from .lookup import LOOKUP_DIMENSION
+from .multiscale import interrupted
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    from ..n5.storage import PathLike, StorageOptions
+
+
+@dataclass
+class DatasetEntry:
+    """One dataset as :func:`survey` found it."""
+
+    path: str
+    name: str                            # relative to the surveyed group; the display path for a dataset
+    description: str | None = None       # kind, shape, blocks, compression, blocks present, ...
+    incomplete: str | None = None        # an interrupted write's marker: how to finish it
+    unreadable: str | None = None        # its attributes cannot be used
+    first_block_problem: str | None = None
+    blocks_checked: int = 0              # with ``check``: blocks read and decoded
+    bad: list[str] = field(default_factory=list)   # what could not be read (with ``check``: every bad block)
+
+
+@dataclass
+class Survey:
+    """What :func:`survey` found at ``path``."""
+
+    path: str
+    heading: list[str] | None            # the group's lines (first: what it is); None for a dataset
+    interrupted: bool                    # a group that an unfinished ``n5ms convert`` left
+    datasets: Iterator[DatasetEntry]     # described one by one as they are iterated
+
+
+def survey(path: PathLike, *, check: bool = False, storage_options: StorageOptions = None) -> Survey:
+    """Describe the N5 group or dataset at ``path`` and the datasets below it.
+
+    Parameters
+    ----------
+    path : path
+        An N5 container, group, Paintera label source or dataset.
+    check : bool
+        Read and decode every block of every dataset (each bad one goes to
+        :attr:`DatasetEntry.bad`); otherwise only each label multiset dataset's first block.
+    storage_options : dict, optional
+        fsspec options for a URL.
+
+    Returns
+    -------
+    Survey
+        Its ``datasets`` are described as they are iterated (a large container's first
+        lines come early).
+
+    Raises
+    ------
+    FileNotFoundError
+        Nothing at ``path``.
+    ConfigurationError
+        ``path`` is a file, or holds nothing N5 (the message says what it is instead).
+    """
+    path, options = os.fspath(path), storage_options
+    name = storage.display(path)
+    if not storage.is_directory(path, options):
+        if storage.exists(path, options):
+            raise ConfigurationError(f"{name}: a file, not an N5 container")
+        raise FileNotFoundError(f"{name}: no such directory")
+    attributes = n5.read_attributes(path, storage_options=options)
+    if "dimensions" in attributes:
+        return Survey(path, None, False, _entries([(path, name)], check, options))
+    directories = list(n5.dataset_paths(path, storage_options=options))
+    if not attributes and not directories:
+        raise ConfigurationError(f"{name}: {_not_n5(path, options)}")
+    heading = _source_lines(path, attributes, options) or [f"N5 group {attributes.get('n5', '')}".rstrip()]
+    named = [(d, storage.relative(d, path)) for d in directories]
+    return Survey(path, heading, interrupted(attributes), _entries(named, check, options))
+
+
+def _entries(named, check, options):
+    for directory, name in named:
+        yield describe_dataset(directory, name, check=check, storage_options=options)
+
+
+def describe_dataset(path: PathLike, name: str | None = None, *, check: bool = False,
+                     storage_options: StorageOptions = None) -> DatasetEntry:
+    """One dataset in words (see :class:`DatasetEntry`); ``check`` reads every block."""
+    path = os.fspath(path)
+    entry = DatasetEntry(path, storage.display(path) if name is None else name)
+    try:
+        dataset = n5.open(path, storage_options=storage_options)
+        entry.description, entry.first_block_problem = _describe(dataset)
+    except IncompleteError as exc:
+        entry.incomplete = str(exc).split("INCOMPLETE: ", 1)[-1]
+        return entry
+    except (N5msCodecsError, OSError) as exc:
+        entry.unreadable = str(exc)
+        entry.bad.append(str(exc))
+        return entry
+    if check:
+        entry.blocks_checked, entry.bad = _check(dataset)
+    elif entry.first_block_problem:
+        entry.bad.append(entry.first_block_problem)
+    return entry
+
+
+def _block_count(dataset):
+    return int(np.prod(dataset.grid_shape, dtype=object))
+
+
+def _describe(dataset):
+    """(description, the first block's problem or None)."""
+    present_blocks = dataset.present_blocks()
+    present = len(present_blocks)
+    compressor = dataset.compressor  # parsed and checked when the dataset was opened
+    compression = "raw" if compressor is None else compressor.n5_type or compressor.name
+    if dataset.shape == (LOOKUP_DIMENSION,):
+        return f"label-to-block mapping, {compression}, {present} files of {dataset.chunks[0]} ids each", None
+    label_multisets = isinstance(dataset, n5.LabelMultisetDataset)
+    kind = "label multiset" if label_multisets else dataset.dtype.name
+    text = (f"{kind}, shape {list(dataset.shape)}, blocks {list(dataset.chunks)}, {compression}, "
+            f"{present}/{_block_count(dataset)} blocks present")
+    if "downsamplingFactors" in dataset.attributes:
+        text += ", factors " + ",".join(f"{f:g}" for f in dataset.attributes["downsamplingFactors"])
+    if label_multisets and present:
+        first = present_blocks[0]
+        try:
+            block = dataset.read_block(first)
+        except (N5msCodecsError, OSError) as exc:
+            return text, str(exc)
+        text += (f"; block {list(first)}: {block.n_lists} distinct lists, "
+                 f"{block.entries_per_voxel().mean():.2f} entries/voxel, max {block.list_lengths().max()}")
+    return text, None
+
+
+def _check(dataset):
+    """(blocks read, [problem, ...]) after reading and decoding every block of ``dataset``."""
+    positions = dataset.present_blocks()
+    decode = dataset.read_block_labels if isinstance(dataset, n5.LabelMultisetDataset) else dataset.read_block
+
+    def check_one(position):
+        try:
+            decode(position)
+        except (N5msCodecsError, OSError) as exc:
+            return str(exc)
+        return None
+
+    with ThreadPoolExecutor(max_workers=default_threads()) as pool:
+        problems = [p for p in pool.map(check_one, positions) if p is not None]
+    return len(positions), problems
+
+
+def _source_lines(path: str, attributes: dict[str, Any], options: StorageOptions) -> list[str] | None:
+    """Lines about a Paintera label source group (None when ``attributes`` are not one's)."""
+    paintera_data = attributes.get("painteraData")
+    if not isinstance(paintera_data, dict) or paintera_data.get("type") != "label":
+        return None
+    lines = [f"Paintera label source, maxId {attributes.get('maxId', '?')}"]
+    data = storage.join(path, "data")
+    group = n5.read_attributes(data, storage_options=options) if storage.is_directory(data, options) else {}
+    if "resolution" in group or "offset" in group:
+        lines.append(f"  resolution {group.get('resolution', '?')}, offset {group.get('offset', '?')} (x, y, z)")
+    levels: list[dict[str, Any]] = []
+    while storage.is_directory(storage.join(data, f"s{len(levels)}"), options):
+        levels.append(n5.read_attributes(storage.join(data, f"s{len(levels)}"), storage_options=options))
+    if levels:
+        lines.append(f"  {len(levels)} levels: " + " ".join(
+            f"s{k}={level.get('dimensions')}" for k, level in enumerate(levels)))
+    state = attributes.get(CONVERSION_KEY)
+    if state is not None and not isinstance(state, dict):
+        lines.append(f"  {CONVERSION_KEY}: not a JSON object ({state!r}); not written by n5ms convert")
+    return lines
+
+
+def _not_n5(path, options):
+    """What ``path`` is when it holds nothing N5 (for the message)."""
+    for name, kind in (("zarr.json", "a zarr (v3) array or group"), (".zarray", "a zarr (v2) array"),
+                       (".zgroup", "a zarr (v2) group")):
+        if storage.exists(storage.join(path, name), options):
+            return f"{kind}, not N5"
+    if not storage.list_names(path, options):
+        return "an empty directory, not N5"
+    return "not an N5 container, group or dataset (no attributes.json here or below)"
+
+
+__all__ = ["DatasetEntry", "Survey", "describe_dataset", "survey"]
