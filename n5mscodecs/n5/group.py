@@ -47,7 +47,7 @@ from .writing import LOCK_NAME, check_complete
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
-    from typing import Any
+    from typing import Any, TypeAlias
 
     from numpy.typing import ArrayLike, DTypeLike
 
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from .compression import CompressorConfig
     from .storage import PathLike, StorageOptions
 
-    Dataset = LabelMultisetDataset | ArrayDataset
+    Dataset: TypeAlias = LabelMultisetDataset | ArrayDataset
 
 #: The modes of :func:`open`, as zarr's and h5py's.
 MODES = ("r", "r+", "a", "w", "w-")
