@@ -1,9 +1,14 @@
-"""The one place N5 datasets and Paintera sources touch storage.
+"""Locations, and the rules every access to storage follows.
 
-Everything above this module names things by *location* (a local path, or a URL
-such as ``s3://bucket/data.n5/labels``, ``gs://...``, ``http(s)://...``,
-``file://...``) and calls these functions; nothing else opens, writes, lists or
-removes files. Local paths use the file system directly (atomic writes: a
+Groups and datasets hold a store (:mod:`n5mscodecs.n5.store`, chosen once when
+they are opened) and name their objects by key. This module holds what a
+*location* (a local path, or a URL such as ``s3://bucket/data.n5/labels``,
+``gs://...``, ``http(s)://...``, ``file://...``) needs: joining, display without
+credentials, container roots and overlaps, confinement, fsspec's file system with
+bounded time-outs and the retries; and, for callers that name things by location,
+one-line functions (``read_bytes``, ``write_attributes``, ``walk``, ...) that open
+the location's store and call it. Nothing else opens, writes, lists or removes
+files. Local paths use the file system directly (atomic writes: a
 temporary file renamed over the target, so a reader never sees half a block).
 URLs go through fsspec (the ``remote`` extra: fsspec, s3fs, gcsfs, aiohttp),
 with fsspec's ``storage_options`` (endpoint, credentials, ``anon``) and the
