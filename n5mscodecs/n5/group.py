@@ -129,19 +129,33 @@ class Group(Mapping[str, "Group | Dataset"]):
         """The group's attributes (a MutableMapping over its ``attributes.json``)."""
         return Attributes(self.store, read_only=self.read_only)
 
-    def _location(self, key: str) -> str:
-        return self.store.url("/".join(_parts(key)))
-
     def _find(self, key: str) -> tuple[Store, dict[str, Any]] | None:
         """``(store, attributes)`` of the child ``key``, None when there is none (a path through a
         dataset leads into its blocks, not to a child)."""
         parts = _parts(key)
-        for depth in range(1, len(parts)):
-            if "dimensions" in self.store.get_attributes("/".join(parts[:depth])):
-                return None
+        if self._dataset_above(parts) is not None:
+            return None
         store = self.store.child("/".join(parts))
         attributes = store.get_attributes()
         return (store, attributes) if attributes or store.is_directory() else None
+
+    def _dataset_above(self, parts: list[str]) -> str | None:
+        """The first of the parents of the child ``parts`` that is a dataset, if one is."""
+        for depth in range(1, len(parts)):
+            parent = "/".join(parts[:depth])
+            if "dimensions" in self.store.get_attributes(parent):
+                return parent
+        return None
+
+    def _new_child(self, name: str) -> str:
+        """The location of a child to create: refused in read-only mode or below a dataset."""
+        if self.read_only:
+            raise ConfigurationError(f"{self.name}: opened read-only (mode 'r'); open it with mode='r+' or 'a'")
+        parts = _parts(name)
+        dataset = self._dataset_above(parts)
+        if dataset is not None:
+            raise ConfigurationError(f"{self.store.display(dataset)} is a dataset: nothing is created inside it")
+        return self.store.url("/".join(parts))
 
     def __getitem__(self, key: str) -> Group | Dataset:
         found = self._find(key)
@@ -200,16 +214,12 @@ class Group(Mapping[str, "Group | Dataset"]):
         walk(self, "")
         return "\n".join(lines)
 
-    def _check_writable(self) -> None:
-        if self.read_only:
-            raise ConfigurationError(f"{self.name}: opened read-only (mode 'r'); open it with mode='r+' or 'a'")
-
     def create_group(self, name: str) -> Group:
         """A new child group ``name`` (nested paths create their parents); an existing one is a
         FileExistsError."""
-        self._check_writable()
+        location = self._new_child(name)
         if name in self:
-            raise FileExistsError(f"{storage.display(self._location(name))} exists")
+            raise FileExistsError(f"{storage.display(location)} exists")
         store = self.store.child("/".join(_parts(name)))
         store.make_directory()
         store.set_attributes("", {})  # object stores have no directories
@@ -233,8 +243,7 @@ class Group(Mapping[str, "Group | Dataset"]):
         ``dtype`` (fill it with ``ds[...] = ...``). ``chunks``: one int for every axis or one per
         axis (default 64, clipped to the shape). As :func:`~n5mscodecs.n5.write_array`:
         an existing dataset is replaced only with ``overwrite``."""
-        self._check_writable()
-        location = self._location(name)
+        location = self._new_child(name)
         if data is not None:
             shape = np.shape(data)
         if shape is None:
@@ -258,8 +267,7 @@ class Group(Mapping[str, "Group | Dataset"]):
                                       threads: int | None = None) -> LabelMultisetDataset:
         """A label multiset dataset ``name`` written from ``data`` (multisets or integer labels),
         as :func:`~n5mscodecs.n5.write` writes it."""
-        self._check_writable()
-        return write(self._location(name), data, chunks, compression=compression, attributes=attributes,
+        return write(self._new_child(name), data, chunks, compression=compression, attributes=attributes,
                      overwrite=overwrite, threads=threads, storage_options=self.storage_options,
                      container=self.container)
 

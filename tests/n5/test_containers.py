@@ -68,6 +68,10 @@ def test_open_gives_groups_with_nested_keys_attrs_and_a_tree(tmp_path):
         root.require_group("volumes/raw")
     with pytest.raises(FileExistsError):
         root.create_group("volumes")
+    with pytest.raises(ConfigurationError, match="is a dataset: nothing is created inside it"):
+        root.create_group("volumes/raw/inner")
+    with pytest.raises(ConfigurationError, match="is a dataset"):
+        root.create_dataset("volumes/labels/x", shape=(2,), dtype="uint8")
     root.attrs["resolution"] = [4, 4]
     root.attrs.update(offset=[0, 0])
     assert dict(n5.open(tmp_path / "c.n5").attrs) == {"n5": n5.N5_VERSION, "resolution": [4, 4], "offset": [0, 0]}
