@@ -251,7 +251,7 @@ class Group(Mapping[str, "Group | Dataset"]):
         shape = tuple(int(n) for n in shape)
         chunks = tuple(max(1, min(DEFAULT_CHUNK, n)) for n in shape) if chunks is None else chunks
         options: dict[str, Any] = {"compression": compression, "attributes": attributes, "overwrite": overwrite,
-                   "storage_options": self.storage_options, "container": self.container}
+                                   "storage_options": self.storage_options, "container": self.container}
         if data is not None:
             dataset = write_array(location, data if dtype is None else np.asarray(data, dtype),
                                   chunks, threads=threads, **options)
@@ -354,7 +354,7 @@ def open(path: PathLike, mode: str = "r", *,  # noqa: A001 - mirrors zarr.open /
     if store.is_file():
         raise ConfigurationError(f"{store.display()}: a file, not an N5 dataset (a directory with an attributes.json)")
     dataset_options: dict[str, Any] = {"fill_label": fill_label, "multisets": multisets, "rule": rule,
-                       "allow_incomplete": allow_incomplete, "allow_outside_root": allow_outside_root}
+                                       "allow_incomplete": allow_incomplete, "allow_outside_root": allow_outside_root}
     group_options: dict[str, Any] = {"storage_options": storage_options, "dataset_options": dataset_options}
     if mode in ("w", "w-"):
         if store.is_directory() and store.list_dir():
