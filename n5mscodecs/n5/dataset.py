@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -471,6 +472,7 @@ class LabelMultisetDataset(_Dataset):
         if self.max_id is None or new_max > self.max_id:
             self.store.set_attributes("", {**self.store.get_attributes(), "maxId": new_max})
             self.attributes["maxId"] = new_max
+            self.metadata = dataclasses.replace(self.metadata, max_id=new_max)
 
     def write_block(self, grid_position: Sequence[int], data: MultisetsLike, *,
                     write_background: bool = False) -> bool:

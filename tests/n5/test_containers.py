@@ -167,7 +167,7 @@ def test_label_multiset_assignment_rewrites_blocks_and_max_id(tmp_path):
     expected[3:5, 3:5] = 42
     expected[0, 0] = 9
     reopened = n5.open(tmp_path / "c.n5" / "l")
-    assert np.array_equal(reopened.read_labels(), expected) and reopened.max_id == 42
+    assert np.array_equal(reopened.read_labels(), expected) and reopened.max_id == 42 == dataset.metadata.max_id
     assert reopened[0, 0].as_dict() == {9: 2, 3: 1}
 
 
