@@ -23,7 +23,7 @@ class Attributes(MutableMapping[str, Any]):
 
     Parameters
     ----------
-    store : Store
+    store : n5mscodecs.n5.store.Store
         The group's or dataset's store.
     reserved : Collection of str
         Keys this view hides and refuses.

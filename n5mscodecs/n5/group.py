@@ -1,19 +1,19 @@
-"""Groups and :func:`open`: N5 containers as h5py, zarr and z5py users know them.
+"""Groups and ``open``: N5 containers as h5py, zarr and z5py users know them.
 
 ``n5.open(path_or_url, mode)`` gives a :class:`Group` for a container or group (a
 Mapping of its children, with ``.attrs``, ``create_group``, ``require_group``,
-``create_dataset``, ``create_label_multiset_dataset`` and :meth:`Group.tree`) and a
+``create_dataset``, ``create_label_multiset_dataset`` and ``tree()``) and a
 dataset (:class:`~n5mscodecs.n5.LabelMultisetDataset` or
 :class:`~n5mscodecs.n5.ArrayDataset`) for a dataset. Modes are zarr's and h5py's:
 
-===== =====================================================================
+====== ====================================================================
 ``r``  read only; the location must hold an N5 group or dataset (default)
 ``r+`` read and write; it must exist
 ``a``  read and write; a missing location becomes an empty container
 ``w``  create an empty container; an existing N5 container, group or dataset
        there is emptied (its attributes replaced first), anything else refused
 ``w-`` create an empty container; an existing non-empty location is refused
-===== =====================================================================
+====== ====================================================================
 
 >>> import tempfile, numpy as np
 >>> root = open(tempfile.mkdtemp() + "/c.n5", mode="w")
@@ -97,7 +97,7 @@ class Group(Mapping[str, "Group | Dataset"]):
 
     Parameters
     ----------
-    store : Store
+    store : n5mscodecs.n5.store.Store
         The group's store (:func:`~n5mscodecs.n5.store.open_store`), handed down to its children.
     storage_options : Mapping, optional
         fsspec options for a URL (for the writers of new datasets).
@@ -317,8 +317,8 @@ def open(path: PathLike, mode: str = "r", *,  # noqa: A001 - mirrors zarr.open /
 
     Parameters
     ----------
-    path : str or os.PathLike
-        A local path or a URL (``s3://``, ``gs://``, ``http(s)://``, ``file://``; the
+    path : str
+        A local path (or an ``os.PathLike``) or a URL (``s3://``, ``gs://``, ``http(s)://``, ``file://``; the
         ``remote`` extra).
     mode : {"r", "r+", "a", "w", "w-"}
         As zarr and h5py (see :mod:`n5mscodecs.n5.group`); ``w`` and ``w-`` create a container.

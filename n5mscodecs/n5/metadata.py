@@ -143,8 +143,8 @@ class DatasetMetadata:
         ------
         ConfigurationError
             Naming the dataset and the field: missing or malformed ``dimensions``/``blockSize``,
-            more than :data:`~n5mscodecs.n5.varlen.MAX_NDIM` axes, a block over
-            :data:`MAX_BLOCK_VOXELS` voxels, an unknown compression, or (plain datasets) a
+            more than ``MAX_NDIM`` (32) axes, a block over
+            ``MAX_BLOCK_VOXELS`` voxels, an unknown compression, or (plain datasets) a
             ``dataType`` N5 does not have.
         """
         if not isinstance(document, dict):
@@ -210,7 +210,7 @@ class DatasetMetadata:
     @classmethod
     def array(cls, shape: Iterable[int], chunks: Iterable[int], dtype: DTypeLike, compression: CompressorConfig, *,
               attributes: Mapping[str, Any] | None = None) -> DatasetMetadata:
-        """The metadata of a plain numeric dataset of ``dtype`` (one of :data:`DATA_TYPES`)."""
+        """The metadata of a plain numeric dataset of ``dtype`` (one of ``DATA_TYPES``)."""
         dtype = np.dtype(dtype)
         if dtype.name not in DATA_TYPES:
             raise ConfigurationError(f"dtype: {dtype} has no N5 dataType")

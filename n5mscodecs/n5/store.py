@@ -188,8 +188,8 @@ class LocalStore(Store):
 
     Parameters
     ----------
-    location : str or os.PathLike
-        The root directory (``file://`` allowed).
+    location : str
+        The root directory (or an ``os.PathLike``; ``file://`` allowed).
     boundary : str, optional
         The container root every key is confined to (default: the nearest of a key's
         location and its parents named ``*.n5`` or declared with ``storage.confine_to``).
