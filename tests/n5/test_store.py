@@ -110,3 +110,10 @@ def test_http_stores_are_read_only():
         store.set("x", b"")
     with pytest.raises(ConfigurationError, match="read-only"):
         store.delete("x")
+
+
+def test_stores_never_show_credentials():
+    pytest.importorskip("fsspec")
+    store = open_store("memory://user:secret@bucket/c.n5")
+    assert "secret" not in repr(store) and "secret" not in store.display("a/b")
+    assert "secret" not in repr(store.child("a")) and store.child("a").display() == "memory://bucket/c.n5/a"
