@@ -1,8 +1,11 @@
-"""N5: block headers, compressors, varlength blocks (``n5_varlen``), grid geometry, and
-datasets on a file system: label multiset datasets and plain numeric ones.
+"""N5: containers, groups and datasets on a file system or object store, block headers,
+compressors, varlength blocks (``n5_varlen``) and grid geometry.
 
-Axis order is N5's (``dimensions``/``blockSize`` as in ``attributes.json``);
-block ``(i, j, k)`` lives at ``path/i/j/k``.
+``open`` gives a :class:`Group` for a container or group and a dataset
+(:class:`LabelMultisetDataset` or :class:`ArrayDataset`) for a dataset, as
+``zarr.open``/``h5py.File``/``z5py.File`` do (see docs/containers.md). Axis order
+is N5's (``dimensions``/``blockSize`` as in ``attributes.json``); block
+``(i, j, k)`` lives at ``path/i/j/k``.
 
 >>> import tempfile, numpy as np
 >>> path = tempfile.mkdtemp() + "/labels"
@@ -12,36 +15,31 @@ block ``(i, j, k)`` lives at ``path/i/j/k``.
 ((4, 3, 2), (2, 2, 2), 4)
 >>> bool((open(path)[1:3].argmax() == labels[1:3]).all())
 True
+>>> open(path, multisets="labels")[1:3].dtype
+dtype('uint64')
 """
 
-from .dataset import (
-    N5_VERSION,
-    ArrayDataset,
-    LabelMultisetDataset,
-    block_size,
-    compression_attributes,
-    create_array_dataset,
-    dataset_paths,
-    open,
-    read_attributes,
-    write,
-    write_array,
-    write_attributes,
-)
+from .create import block_size, create_array_dataset, write, write_array
+from .dataset import ArrayDataset, LabelMultisetDataset, read_attributes, write_attributes
 from .default import n5_default_decode, n5_default_encode
+from .group import Group, dataset_paths, open, open_dataset
 from .header import N5BlockHeader
+from .metadata import N5_VERSION, DatasetMetadata, compression_attributes
 from .varlen import CodecChain, N5Varlen, n5_block_header, n5_varlen_decode, n5_varlen_decode_labels, n5_varlen_encode
 from .writing import mark_complete
 
 __all__ = [
     "N5_VERSION",
     "ArrayDataset",
+    "DatasetMetadata",
+    "Group",
     "LabelMultisetDataset",
     "block_size",
     "compression_attributes",
     "create_array_dataset",
     "dataset_paths",
     "open",
+    "open_dataset",
     "read_attributes",
     "write",
     "write_array",

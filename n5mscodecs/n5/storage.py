@@ -1,9 +1,14 @@
-"""The one place N5 datasets and Paintera sources touch storage.
+"""Locations, and the rules every access to storage follows.
 
-Everything above this module names things by *location* (a local path, or a URL
-such as ``s3://bucket/data.n5/labels``, ``gs://...``, ``http(s)://...``,
-``file://...``) and calls these functions; nothing else opens, writes, lists or
-removes files. Local paths use the file system directly (atomic writes: a
+Groups and datasets hold a store (:mod:`n5mscodecs.n5.store`, chosen once when
+they are opened) and name their objects by key. This module holds what a
+*location* (a local path, or a URL such as ``s3://bucket/data.n5/labels``,
+``gs://...``, ``http(s)://...``, ``file://...``) needs: joining, display without
+credentials, container roots and overlaps, confinement, fsspec's file system with
+bounded time-outs and the retries; and, for callers that name things by location,
+one-line functions (``read_bytes``, ``write_attributes``, ``walk``, ...) that open
+the location's store and call it. Nothing else opens, writes, lists or removes
+files. Local paths use the file system directly (atomic writes: a
 temporary file renamed over the target, so a reader never sees half a block).
 URLs go through fsspec (the ``remote`` extra: fsspec, s3fs, gcsfs, aiohttp),
 with fsspec's ``storage_options`` (endpoint, credentials, ``anon``) and the
@@ -25,12 +30,9 @@ less the umask).
 from __future__ import annotations
 
 import functools
-import json
 import os
 import posixpath
 import re
-import secrets
-import shutil
 import stat
 import threading
 import time
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
     from typing import Any, TypeAlias
 
 ATTRIBUTES = "attributes.json"
-_TEMPORARY_PREFIX = ".tmp-"  # atomic local writes: a temporary file, renamed over the target
+TEMPORARY_PREFIX = ".tmp-"  # atomic local writes: a temporary file, renamed over the target
 #: Requests in flight by default when reading or writing many blocks of a URL.
 REMOTE_REQUESTS = 16
 #: Attempts of a URL request that fails in a way that may pass (5xx, dropped connections,
@@ -111,7 +113,7 @@ def _bounded_options(location, options):
     return options
 
 
-def _filesystem(location: str, options: StorageOptions):
+def filesystem(location: str, options: StorageOptions):
     try:
         import fsspec
     except ImportError:
@@ -161,7 +163,7 @@ def _transient(error: BaseException) -> bool:
     return type(error) is OSError
 
 
-def _retrying(location: str, operation: str, request):
+def retrying(location: str, operation: str, request):
     """``request()`` with retries of transient failures; a refusal or the last failure raise
     :class:`~n5mscodecs.StorageError` naming ``location`` (never credentials); FileNotFoundError passes."""
     delay = RETRY_DELAY
@@ -186,7 +188,7 @@ def _retrying(location: str, operation: str, request):
 
 
 def _writable(location: str, options: StorageOptions):
-    fs, path = _filesystem(location, options)
+    fs, path = filesystem(location, options)
     if location.startswith(("http://", "https://")):
         raise ConfigurationError(f"{display(location)}: http(s) locations are read-only")
     return fs, path
@@ -266,10 +268,12 @@ def container_root(location: PathLike, container: PathLike | None = None) -> str
     return next((p for p in lineage if name(p).lower().endswith(".n5")), None)
 
 
-# flags of os.open that only some systems have (O_BINARY: no newline translation on Windows)
-_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_O_BINARY = getattr(os, "O_BINARY", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+def confinement_root(location: PathLike) -> str | None:
+    """The root what is opened at ``location`` is confined to: its container root, else
+    ``location`` itself (None for a URL, whose keys cannot be links)."""
+    if is_url(location):
+        return None
+    return container_root(location) or os.path.abspath(local_path(location))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -343,47 +347,11 @@ def check_confined(location: PathLike, operation: str, root: PathLike | None = N
         )
 
 
-def _file_kind(mode):
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
+def _store(location: PathLike, options: StorageOptions, *, root: PathLike | None = None, confine: bool = True):
+    """The store of ``location``, for the functions below that name things by location."""
+    from .store import open_store  # store.py builds on this module's helpers
 
-
-def _read_local(location, max_size):
-    path = local_path(location)
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below)
-        fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_BINARY | _O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    except (IsADirectoryError, PermissionError):
-        if os.path.isdir(path):  # Windows refuses to open a directory
-            raise StorageError(f"{display(location)}: read: a directory, not a regular file") from None
-        raise
-    except NotADirectoryError:
-        raise StorageError(f"{display(location)}: read: a parent of it is a file, not a directory") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise StorageError(f"{display(location)}: read: {_file_kind(info.st_mode)}, not a regular file")
-    with os.fdopen(fd, "rb") as f:
-        if max_size is not None and info.st_size > max_size:
-            raise StorageError(f"{display(location)}: read: {info.st_size} bytes, more than the {max_size} "
-                               "it can need")
-        # the size fstat gave (a buffer of max_size would be allocated up front), then the rest
-        # of a file that grows meanwhile, up to the bound
-        data = f.read(info.st_size + 1)
-        if len(data) > info.st_size:
-            data += f.read() if max_size is None else f.read(max(max_size + 1 - len(data), 0))
-    if max_size is not None and len(data) > max_size:  # grew while being read
-        raise StorageError(f"{display(location)}: read: more than the {max_size} bytes it can need")
-    return data
+    return open_store(location, options, boundary=None if root is None else os.fspath(root), read_outside=not confine)
 
 
 def read_bytes(location: PathLike, options: StorageOptions = None, *, max_size: int | None = None,
@@ -393,171 +361,70 @@ def read_bytes(location: PathLike, options: StorageOptions = None, *, max_size: 
     At most ``max_size`` bytes are read (more is a :class:`~n5mscodecs.StorageError`); a local location
     must be a regular file inside its container root (see the module docs; ``confine=False``
     reads through links that leave it)."""
-    if is_url(location):
-        fs, path = _filesystem(location, options)
-        if max_size is None:
-            request = lambda: fs.cat_file(path)  # noqa: E731
-        else:
-            request = lambda: fs.cat_file(path, start=0, end=max_size + 1)  # noqa: E731
-        try:
-            data = _retrying(location, "read", request)
-        except FileNotFoundError:
-            return None
-        if max_size is not None and len(data) > max_size:
-            raise StorageError(f"{display(location)}: read: more than the {max_size} bytes it can need")
-        return data
-    if confine:
-        check_confined(location, "read", root)
-    return _read_local(location, max_size)
-
-
-def _create_new(directory):
-    """``(fd, path)`` of a new file in ``directory``, created the way ``open()`` creates one
-    (mode 0o666 less the umask; mkstemp's 0o600 would hide it from the group)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | _O_CLOEXEC
-    while True:
-        path = os.path.join(directory, f"{_TEMPORARY_PREFIX}{secrets.token_hex(8)}")
-        try:
-            return os.open(path, flags, 0o666), path
-        except FileExistsError:
-            continue
+    return _store(location, options, root=root, confine=confine).get(max_size=max_size)
 
 
 def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None, *,
                 root: PathLike | None = None) -> None:
     """Write ``data`` at ``location`` atomically (creating parent directories) inside its
     container root (see ``check_confined``)."""
-    if is_url(location):
-        fs, path = _writable(location, options)
-        data = bytes(data)
-        _retrying(location, "write", lambda: fs.pipe_file(path, data))
-        return
-    target = local_path(location)
-    directory = os.path.dirname(target)
-    check_confined(target, "write", root)
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = _create_new(directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    _store(location, options, root=root).set("", data)
 
 
 def read_json(location: PathLike, options: StorageOptions = None, *, confine: bool = True) -> Any:
     """The parsed JSON document at ``location``, or None when there is none; a file that is
     not JSON (empty, truncated) is a :class:`~n5mscodecs.ConfigurationError` naming it."""
-    data = read_bytes(location, options, max_size=MAX_JSON_BYTES, confine=confine)
-    if data is None:
-        return None
-    try:
-        return json.loads(data)
-    except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
-        raise ConfigurationError(f"{display(location)}: not valid JSON ({exc})") from None
+    return _store(location, options, confine=confine).get_json("")
 
 
 def write_json(location: PathLike, document: Any, options: StorageOptions = None) -> None:
-    write_bytes(location, json.dumps(document, indent=2).encode(), options)
+    _store(location, options).set_json("", document)
 
 
 def read_attributes(location: PathLike, options: StorageOptions = None, *, confine: bool = True) -> dict[str, Any]:
     """The parsed ``attributes.json`` of the group or dataset ``location`` ({} when there is
     none); a document that is not a JSON object is a :class:`~n5mscodecs.ConfigurationError` naming it."""
-    location = join(location, ATTRIBUTES)
-    document = read_json(location, options, confine=confine)
-    if document is None:
-        return {}
-    if not isinstance(document, dict):
-        raise ConfigurationError(f"{display(location)}: expected a JSON object, got {type(document).__name__}")
-    return document
+    return _store(location, options, confine=confine).get_attributes()
 
 
 def write_attributes(location: PathLike, document: Mapping[str, Any], options: StorageOptions = None) -> None:
     """Write the ``attributes.json`` of ``location`` (atomically)."""
-    write_json(join(location, ATTRIBUTES), document, options)
+    _store(location, options).set_attributes("", document)
 
 
 def exists(location: PathLike, options: StorageOptions = None) -> bool:
-    if is_url(location):
-        fs, path = _filesystem(location, options)
-        return _retrying(location, "look up", lambda: fs.exists(path))
-    return os.path.exists(local_path(location))
+    return _store(location, options).exists()
 
 
 def is_directory(location: PathLike, options: StorageOptions = None) -> bool:
     """Whether ``location`` holds other objects (a directory, or a prefix of an object store)."""
-    if is_url(location):
-        fs, path = _filesystem(location, options)
-        return _retrying(location, "look up", lambda: fs.isdir(path))
-    return os.path.isdir(local_path(location))
+    return _store(location, options).is_directory()
 
 
 def is_nonempty_directory(location: PathLike, options: StorageOptions = None) -> bool:
-    return bool(list_names(location, options)) if is_directory(location, options) else False
+    store = _store(location, options)
+    return bool(store.list_dir()) if store.is_directory() else False
 
 
 def list_names(location: PathLike, options: StorageOptions = None) -> list[str]:
     """The names directly below ``location`` (sorted; empty when there is nothing)."""
-    if is_url(location):
-        fs, path = _filesystem(location, options)
-        try:
-            names = _retrying(location, "list", lambda: fs.ls(path, detail=False))
-            return sorted(posixpath.basename(p.rstrip("/")) for p in names)
-        except FileNotFoundError:
-            return []
-    try:
-        return sorted(os.listdir(local_path(location)))
-    except FileNotFoundError:
-        return []
+    return _store(location, options).list_dir()
 
 
 def remove(location: PathLike, options: StorageOptions = None) -> None:
     """Remove the object at ``location`` if there is one."""
-    if is_url(location):
-        fs, path = _writable(location, options)
-        try:
-            _retrying(location, "remove", lambda: fs.rm_file(path))
-        except FileNotFoundError:
-            pass
-        return
-    check_confined(location, "remove")
-    try:
-        os.unlink(local_path(location))
-    except FileNotFoundError:
-        pass
+    _store(location, options).delete("")
 
 
 def remove_tree(location: PathLike, options: StorageOptions = None) -> None:
     """Remove ``location`` and everything below it (nothing to do when it does not exist)."""
-    if is_url(location):
-        fs, path = _writable(location, options)
-        try:
-            _retrying(location, "remove", lambda: fs.rm(path, recursive=True))
-        except FileNotFoundError:
-            pass
-        return
-    check_confined(location, "remove")
-    if os.path.islink(local_path(location)):
-        raise StorageError(f"{display(location)}: remove: a symbolic link; refusing to remove what it leads to")
-    try:
-        shutil.rmtree(local_path(location))
-    except FileNotFoundError:
-        pass
+    _store(location, options).delete_tree("")
 
 
 def clear(location: PathLike, keep: Collection[str] = (), options: StorageOptions = None) -> None:
     """Remove everything directly below ``location`` (and what lies below that) except the
     names in ``keep``: how an overwrite empties a dataset whose marked attributes stay."""
-    for name in list_names(location, options):
-        if name in keep:
-            continue
-        child = join(location, name)
-        if is_url(child) or os.path.isdir(local_path(child)) and not os.path.islink(local_path(child)):
-            remove_tree(child, options)
-        else:
-            remove(child, options)
+    _store(location, options).clear("", keep)
 
 
 def remove_temporary_files(location: PathLike, options: StorageOptions = None) -> int:
@@ -569,7 +436,7 @@ def remove_temporary_files(location: PathLike, options: StorageOptions = None) -
     removed = 0
     for directory, _, files in walk(location, options):
         for name in files:
-            if name.startswith(_TEMPORARY_PREFIX):
+            if name.startswith(TEMPORARY_PREFIX):
                 remove(join(directory, name), options)
                 removed += 1
     return removed
@@ -577,33 +444,18 @@ def remove_temporary_files(location: PathLike, options: StorageOptions = None) -
 
 def make_directory(location: PathLike, options: StorageOptions = None) -> None:
     """Create ``location`` as a directory (object stores have none: nothing to do there)."""
-    if not is_url(location):
-        check_confined(location, "create")
-        os.makedirs(local_path(location), exist_ok=True)
+    _store(location, options).make_directory()
 
 
 def walk(location: PathLike, options: StorageOptions = None) -> Iterator[tuple[str, list[str], list[str]]]:
     """``(directory, subdirectories, files)`` below ``location``, top-down and sorted, as
     ``os.walk`` (directories as locations); pruning ``subdirectories`` in place skips them."""
-    if is_url(location):
-        fs, path = _filesystem(location, options)
-        prefix = location[: len(location) - len(path)] if location.endswith(path) else location.split("://")[0] + "://"
-        for directory, subdirectories, files in fs.walk(path):
-            subdirectories.sort()
-            yield prefix + directory, subdirectories, sorted(files)
-        return
-    for directory, subdirectories, files in os.walk(local_path(location)):
-        subdirectories.sort()
-        yield directory, subdirectories, sorted(files)
+    return _store(location, options).walk()
 
 
 def total_size(location: PathLike, options: StorageOptions = None) -> int:
     """Bytes stored below ``location``."""
-    if is_url(location):
-        fs, path = _filesystem(location, options)
-        return int(fs.du(path))
-    return sum(os.path.getsize(os.path.join(directory, name)) for directory, _, files in walk(location)
-               for name in files)
+    return _store(location, options).total_size()
 
 
 def request_threads(location: PathLike, threads: int | None) -> int:

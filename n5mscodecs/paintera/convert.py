@@ -16,7 +16,8 @@ from ..errors import ConfigurationError
 from ..multiset import BACKGROUND
 from ..multiset.array import RESERVED_RULES, check_keep
 from ..n5 import storage
-from ..n5.dataset import max_id, write_container_version
+from ..n5.create import write_container_version
+from ..n5.metadata import max_id
 from ..n5.writing import LOCK_NAME, WriterLock, incomplete_marker, mark_complete, write_marked
 from .lookup import LABEL_BLOCK_LOOKUP, block_labels, write_label_to_block_mapping
 from .pyramid import PyramidJob, normalized_factors, write_pyramid_block

@@ -145,7 +145,7 @@ def _factors(attributes, name, ndim, where):
 
 def _open_level(path, options, fill_label, allow_plain=False):
     """A level's dataset: label multisets, or (in a Paintera label source) plain integers."""
-    dataset = n5.open(path, fill_label=fill_label, storage_options=options)
+    dataset = n5.open_dataset(path, fill_label=fill_label, storage_options=options)
     if isinstance(dataset, n5.ArrayDataset) and not (allow_plain and dataset.dtype.kind in "iu"):
         raise ConfigurationError(f"{dataset.name}: not a label multiset dataset (dataType {dataset.dtype})")
     return dataset

@@ -65,6 +65,9 @@ if TYPE_CHECKING:
     from ..n5.storage import PathLike
 
 
+_NOT_A_DATASET = object()  # attributes without dimensions: a group
+
+
 class N5Store(WrapperStore):
     """A read-write zarr store view of an N5 container (see the module docs).
 
@@ -101,7 +104,7 @@ class N5Store(WrapperStore):
         self.multisets = multisets
         # attributes.json per prefix, read once: every chunk get/set asks which
         # dataset it belongs to. Writes through this store refresh their entry.
-        self._attributes_cache: dict[str, dict[str, Any] | None] = {}
+        self._datasets: dict[str, Any] = {}  # prefix: dataset, _NOT_A_DATASET, or None (no attributes)
 
     def _with_store(self, store):
         return type(self)(store, fill_label=self.fill_label, multisets=self.multisets)
@@ -161,25 +164,32 @@ class N5Store(WrapperStore):
         return zarr_document(attributes, prefix, self.fill_label)
 
     async def _dataset_of(self, key):
-        """(dataset, grid position) if ``key`` is a block of an N5 dataset."""
+        """(dataset, grid position) if ``key`` is a block of an N5 dataset. Each dataset's
+        attributes are parsed once (the dataset object is kept until its attributes change)."""
         parts = key.split("/")
         for n_grid in range(1, len(parts)):
             grid = parts[-n_grid:]
             if not all(p.isdigit() for p in grid):
                 break
             prefix = "/".join(parts[:-n_grid])
-            if prefix not in self._attributes_cache:
-                self._attributes_cache[prefix] = await self._read_json(
-                    prefix + "/" + ATTRIBUTES if prefix else ATTRIBUTES)
-            attributes = self._attributes_cache[prefix]
-            if attributes is None:
+            if prefix not in self._datasets:
+                attributes = await self._read_json(prefix + "/" + ATTRIBUTES if prefix else ATTRIBUTES)
+                self._datasets[prefix] = attributes if attributes is None else self._dataset(prefix, attributes)
+            dataset = self._datasets[prefix]
+            if dataset is None:
                 continue
-            if len(attributes.get("dimensions", ())) != n_grid:
+            if dataset is _NOT_A_DATASET or dataset.ndim != n_grid:
                 return None
-            if attributes.get("isLabelMultiset"):
-                return LabelMultisetDataset(prefix, attributes, fill_label=self.fill_label), tuple(map(int, grid))
-            return ArrayDataset(prefix, attributes), tuple(map(int, grid))
+            return dataset, tuple(map(int, grid))
         return None
+
+    def _dataset(self, prefix, attributes):
+        """The dataset at ``prefix`` in this store's view, or _NOT_A_DATASET for a group."""
+        if "dimensions" not in attributes:
+            return _NOT_A_DATASET
+        if attributes.get("isLabelMultiset"):
+            return LabelMultisetDataset(prefix, attributes, fill_label=self.fill_label, multisets=self.multisets)
+        return ArrayDataset(prefix, attributes)
 
     # -- reads -------------------------------------------------------------------
 
@@ -208,7 +218,7 @@ class N5Store(WrapperStore):
         return prototype.buffer.from_bytes(n5_varlen_encode(block, dataset.codec_chain, threads=1))
 
     def _decode_labels(self, dataset, grid, data):
-        labels = dataset.decode_named(dataset.decode_block_labels, data, grid)
+        labels = dataset.decode_named(dataset.decode_block, data, grid)  # the labels view
         return full_chunk(labels, dataset.chunks, self.fill_label).astype("<u8", copy=False)
 
     async def get_partial_values(self, prototype, key_ranges):
@@ -252,7 +262,7 @@ class N5Store(WrapperStore):
             prefix = key[: -len(ZARR_JSON)]
             attributes = attributes_from_zarr(json.loads(value.to_bytes()), prefix)
             await self._store.set(prefix + ATTRIBUTES, value.__class__.from_bytes(json.dumps(attributes).encode()))
-            self._attributes_cache.pop(prefix.rstrip("/"), None)
+            self._datasets.pop(prefix.rstrip("/"), None)
             return
         found = await self._dataset_of(key)
         if found is None:
@@ -333,16 +343,16 @@ def open_labels(store: ZarrStore | PathLike, path: str = "", *, storage_options:
     """
     import zarr
 
-    if not isinstance(store, ZarrStore):  # a location
-        store = _location_store(store, storage_options, read_only=True)
+    # a location gets zarr's store for it
+    wrapped = store if isinstance(store, ZarrStore) else _location_store(store, storage_options, read_only=True)
     from zarr.core.sync import sync
 
-    if sync(store.exists(f"{path.strip('/')}/.zarray" if path.strip("/") else ".zarray")):
+    if sync(wrapped.exists(f"{path.strip('/')}/.zarray" if path.strip("/") else ".zarray")):
         raise ConfigurationError(
             f"{path or 'the array'} is a zarr v2-format array (.zarray); open_labels reads N5 datasets and "
             "zarr v3 arrays only. Read its label multisets with zarr.open_array(...) and take their labels "
             "with n5mscodecs.argmax_elements(...)")
-    array = zarr.open_array(N5Store(store, fill_label=fill_label, multisets="labels"), path=path, mode="r")
+    array = zarr.open_array(N5Store(wrapped, fill_label=fill_label, multisets="labels"), path=path, mode="r")
     if array.dtype != np.uint64:
         raise ConfigurationError(
             f"{path or 'the array'} is not a label multiset array (its data type is {array.dtype})")

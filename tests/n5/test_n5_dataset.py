@@ -198,7 +198,7 @@ def test_unique_labels_blocks_are_varlength_uint64():
 
 def test_open_rejects_groups():
     with pytest.raises(ConfigurationError, match="not an N5 dataset"):
-        n5.open(n5_data(PAINTERA))
+        n5.open_dataset(n5_data(PAINTERA))
 
 
 def test_decode_errors_name_the_block(tmp_path):

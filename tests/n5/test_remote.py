@@ -163,6 +163,18 @@ def test_plain_datasets(bucket):
     assert list(n5.dataset_paths(f"{bucket}/plain.n5")) == [f"{bucket}/plain.n5/raw"]
 
 
+def test_groups_on_object_stores(bucket):
+    root = n5.open(f"{bucket}/groups.n5", mode="w")
+    root.require_group("volumes").create_label_multiset_dataset("labels", LABELS, chunks=8)
+    root.attrs["resolution"] = [4, 4, 40]
+    opened = n5.open(f"{bucket}/groups.n5")
+    labels = opened["volumes/labels"]
+    assert list(opened) == ["volumes"] and "volumes/labels" in opened and opened.attrs["resolution"] == [4, 4, 40]
+    assert labels.store.fs is opened.store.fs  # the file system is resolved once, when the container is opened
+    assert np.array_equal(n5.open(f"{bucket}/groups.n5/volumes/labels", multisets="labels")[:], LABELS)
+    assert np.array_equal(labels[5:9].argmax(), LABELS[5:9])
+
+
 def test_storage_options_instead_of_environment(s3, monkeypatch):
     n5.write("s3://bucket/options.n5/labels", LABELS, chunks=(10, 9, 9))
     for key in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):

@@ -1,0 +1,205 @@
+"""Writing N5 datasets: label multiset datasets the way Java writes them, plain numeric ones,
+and the overwrite guards every writer goes through (see :mod:`n5mscodecs.n5.writing`)."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import ConfigurationError
+from ..multiset import LabelMultisetArray
+from . import storage
+from .dataset import ArrayDataset, LabelMultisetDataset, read_attributes
+from .metadata import N5_VERSION, DatasetMetadata, max_id
+from .writing import LOCK_NAME, incomplete_marker, mark_complete, write_marked
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any
+
+    from numpy.typing import ArrayLike, DTypeLike
+
+    from ..multiset.array import MultisetsLike, ReservedRule
+    from .compression import CompressorConfig
+    from .storage import PathLike, StorageOptions
+
+
+def block_size(chunks: int | Iterable[int], ndim: int, name: str = "chunks") -> tuple[int, ...]:
+    """``chunks`` (one int for every axis, or one per axis) as ``ndim`` block sizes >= 1;
+    ``name`` names the argument in messages."""
+    try:
+        values = (int(chunks),) * ndim if isinstance(chunks, (int, np.integer)) else tuple(chunks)
+        sizes = tuple(int(c) for c in values)
+    except (TypeError, ValueError):
+        raise ConfigurationError(f"{name}: an int or {ndim} ints required, got {chunks!r}") from None
+    if len(sizes) != ndim or any(c < 1 or c != v for c, v in zip(sizes, values)):
+        raise ConfigurationError(f"{name}: {ndim} integers >= 1 required (or one for every axis), got {chunks!r}")
+    return sizes
+
+
+def _finish_hint(writer):
+    return f"finish it by writing it again ({writer} with overwrite=True)"
+
+
+def _prepare(path, document, marker, overwrite, options, container):
+    """(path, container root or None): the dataset directory with the attributes ``document``
+    written, marked incomplete when ``marker`` is given. The root is found (or ``container``
+    checked) first; an existing dataset is replaced only with ``overwrite``, and its attributes
+    are replaced by the marked new ones *before* its blocks are removed, so that an
+    interruption leaves a dataset every reader refuses, never old attributes over new blocks."""
+    path = os.fspath(path)
+    root = storage.container_root(path, container)
+    present = set(storage.list_names(path, options)) - {LOCK_NAME}  # the lock of a writer calling us
+    if present:
+        if not overwrite:
+            raise FileExistsError(f"{storage.display(path)} exists (pass overwrite=True to replace it)")
+        if "dimensions" not in read_attributes(path, storage_options=options):
+            raise ConfigurationError(
+                f"{storage.display(path)}: refusing to overwrite something that is not an N5 dataset")
+        write_marked(path, document, marker or incomplete_marker("an overwrite", _finish_hint("the writer")),
+                     options)
+        storage.clear(path, {storage.ATTRIBUTES, LOCK_NAME}, options)
+    else:
+        storage.make_directory(path, options)
+    write_marked(path, document, marker, options)
+    return path, root
+
+
+def _refuse_source_overlap(path, data):
+    """An ``np.memmap`` (or a dataset) being written to a location that holds it would be
+    removed under the writer by an overwrite."""
+    source = getattr(data, "filename", None) or getattr(data, "path", None)
+    if isinstance(source, (str, os.PathLike)):
+        storage.refuse_overlap(path, source)
+
+
+def write_container_version(root: PathLike | None, options: StorageOptions = None) -> None:
+    """Give the container root ``root`` the attribute ``{"n5": N5_VERSION}``, as Java's N5 writers
+    do (other N5 readers, e.g. z5py, refuse a container without it), keeping its other attributes
+    and any version already there. Nothing to do for ``root=None``."""
+    if root is None:
+        return
+    attributes = storage.read_attributes(root, options)
+    if "n5" not in attributes:
+        storage.write_attributes(root, {"n5": N5_VERSION, **attributes}, options)
+
+
+def _write_blocks(dataset, data, threads, **options):
+    """Write every block of ``data`` in parallel; each block is written by one worker."""
+    def write_one(grid_position):
+        dataset.write_block(grid_position, data[dataset.block_region(grid_position)], **options)
+
+    with ThreadPoolExecutor(max_workers=storage.request_threads(dataset.path, threads)) as pool:
+        list(pool.map(write_one, np.ndindex(*dataset.grid_shape)))
+
+
+def write(
+    path: PathLike,
+    data: MultisetsLike,
+    chunks: int | Iterable[int],
+    *,
+    compression: CompressorConfig = "gzip",
+    attributes: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    threads: int | None = None,
+    write_background_blocks: bool = False,
+    storage_options: StorageOptions = None,
+    container: PathLike | None = None,
+    reserved: ReservedRule = "reject",
+) -> LabelMultisetDataset:
+    """Write a label multiset dataset the way Java does.
+
+    ``data`` (N5 axis order) is a LabelMultisetArray, integer labels or an
+    object array of elements; integer labels follow ``reserved`` (see
+    :meth:`~n5mscodecs.LabelMultisetArray.from_labels`: negative and reserved
+    values are refused by default). ``chunks`` is the block size (one int
+    for every axis, or one per axis). Boundary blocks are truncated to the
+    grid; blocks without any positive count are not written, and neither are
+    blocks whose voxels are all ``{0: 1}`` (they read back the same, as
+    missing blocks; the conversion helper skips all-0 blocks too) unless
+    ``write_background_blocks``. Attributes: dataType uint8, compression,
+    blockSize, dimensions, isLabelMultiset, maxId (largest id below 2**63,
+    see ``n5mscodecs.n5.dataset.max_id``), plus ``attributes``. ``path`` may be a URL
+    (see :func:`open`); blocks are then written with many requests in flight.
+
+    Everything is checked before anything is written. Until the last block
+    is written the dataset is marked incomplete (readers refuse it; see
+    :mod:`n5mscodecs.n5.writing`); ``overwrite=True`` marks the old dataset
+    before removing its blocks.
+
+    The container root gets ``{"n5": "4.0.0"}`` in its attributes (other
+    attributes, and a version already there, are kept): ``container`` (the
+    root's path or URL: ``path`` or one of its parents) or, by default, the
+    nearest of ``path`` and its parents whose name ends with ``.n5``. With
+    neither, no root attribute is written; pass ``container=`` then.
+    """
+    _refuse_source_overlap(path, data)
+    data = LabelMultisetArray.coerce(data, reserved=reserved)
+    chunks = block_size(chunks, data.ndim)
+    metadata = DatasetMetadata.label_multisets(data.shape, chunks, compression,
+                                               max_id=max_id(data.unique_labels()), attributes=attributes)
+    document = metadata.to_json()
+    marker = incomplete_marker("n5mscodecs.n5.write", _finish_hint("n5.write"))
+    path, root = _prepare(path, document, marker, overwrite, storage_options, container)
+    write_container_version(root, storage_options)
+    dataset = LabelMultisetDataset(path, metadata, storage_options=storage_options)
+    _write_blocks(dataset, data, threads, write_background=write_background_blocks)
+    mark_complete(path, storage_options=storage_options)  # re-read: the root version may sit in the same file
+    return dataset
+
+
+def create_array_dataset(
+    path: PathLike,
+    shape: Iterable[int],
+    chunks: int | Iterable[int],
+    dtype: DTypeLike,
+    *,
+    compression: CompressorConfig = "gzip",
+    attributes: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    storage_options: StorageOptions = None,
+    container: PathLike | None = None,
+    incomplete: str | None = None,
+) -> ArrayDataset:
+    """Create an empty plain numeric N5 dataset; fill it with ``write_block``. The container
+    root gets the N5 version attribute as in :func:`write` (``container``: its path or URL).
+
+    ``incomplete``: for a writer that fills the dataset block by block, its name; the
+    dataset is then marked incomplete (readers refuse it) until
+    :func:`~n5mscodecs.n5.writing.mark_complete` is called after the last block."""
+    shape = [int(n) for n in shape]
+    metadata = DatasetMetadata.array(shape, block_size(chunks, len(shape)), dtype, compression,
+                                     attributes=attributes)
+    document = metadata.to_json()
+    marker = None if incomplete is None else incomplete_marker(incomplete, _finish_hint(incomplete))
+    path, root = _prepare(path, document, marker, overwrite, storage_options, container)
+    write_container_version(root, storage_options)
+    return ArrayDataset(path, metadata, storage_options=storage_options)
+
+
+def write_array(
+    path: PathLike,
+    data: ArrayLike,
+    chunks: int | Iterable[int],
+    *,
+    compression: CompressorConfig = "gzip",
+    attributes: Mapping[str, Any] | None = None,
+    overwrite: bool = False,
+    threads: int | None = None,
+    storage_options: StorageOptions = None,
+    container: PathLike | None = None,
+) -> ArrayDataset:
+    """Write a plain numeric N5 dataset (default-mode, truncated boundary blocks); the
+    container root gets the N5 version attribute as in :func:`write`, and the dataset is
+    marked incomplete until its last block is written, as there."""
+    _refuse_source_overlap(path, data)
+    data = np.asarray(data)
+    dataset = create_array_dataset(path, data.shape, chunks, data.dtype, compression=compression,
+                                   attributes=attributes, overwrite=overwrite, storage_options=storage_options,
+                                   container=container, incomplete="n5mscodecs.n5.write_array")
+    _write_blocks(dataset, data, threads)
+    mark_complete(dataset.path, storage_options=storage_options)
+    return dataset

@@ -1,0 +1,384 @@
+"""Groups and ``open``: N5 containers as h5py, zarr and z5py users know them.
+
+``n5.open(path_or_url, mode)`` gives a :class:`Group` for a container or group (a
+Mapping of its children, with ``.attrs``, ``create_group``, ``require_group``,
+``create_dataset``, ``create_label_multiset_dataset`` and ``tree()``) and a
+dataset (:class:`~n5mscodecs.n5.LabelMultisetDataset` or
+:class:`~n5mscodecs.n5.ArrayDataset`) for a dataset. Modes are zarr's and h5py's:
+
+====== ====================================================================
+``r``  read only; the location must hold an N5 group or dataset (default)
+``r+`` read and write; it must exist
+``a``  read and write; a missing location becomes an empty container
+``w``  create an empty container; an existing N5 container, group or dataset
+       there is emptied (its attributes replaced first), anything else refused
+``w-`` create an empty container; an existing non-empty location is refused
+====== ====================================================================
+
+>>> import tempfile, numpy as np
+>>> root = open(tempfile.mkdtemp() + "/c.n5", mode="w")
+>>> ds = root.require_group("volumes").create_label_multiset_dataset(
+...     "labels", np.array([[1, 2], [3, 3]], np.uint64), chunks=2)
+>>> sorted(root), "volumes/labels" in root, root["volumes/labels"].shape
+(['volumes'], True, (2, 2))
+>>> print(root.tree())
+/
+└── volumes
+    └── labels  (2, 2) label multisets, chunks (2, 2), gzip
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import ConfigurationError
+from ..multiset import BACKGROUND
+from . import storage
+from .attributes import Attributes
+from .create import create_array_dataset, write, write_array
+from .dataset import ArrayDataset, LabelMultisetDataset, read_attributes
+from .metadata import N5_VERSION
+from .store import Store, open_store
+from .writing import LOCK_NAME, check_complete
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import Any, TypeAlias
+
+    from numpy.typing import ArrayLike, DTypeLike
+
+    from ..multiset.array import MultisetsLike, Rule
+    from .compression import CompressorConfig
+    from .storage import PathLike, StorageOptions
+
+    Dataset: TypeAlias = LabelMultisetDataset | ArrayDataset
+
+#: The modes of :func:`open`, as zarr's and h5py's.
+MODES = ("r", "r+", "a", "w", "w-")
+#: Default block size along each axis of :meth:`Group.create_dataset` (clipped to the shape).
+DEFAULT_CHUNK = 64
+
+
+def dataset_paths(group: PathLike, *, storage_options: StorageOptions = None) -> Iterator[str]:
+    """The datasets (directories whose attributes have ``dimensions``) below ``group``, in order."""
+    for directory, subdirectories, _ in storage.walk(group, storage_options):
+        if "dimensions" in read_attributes(directory, storage_options=storage_options):
+            subdirectories[:] = []  # block directories
+            yield directory
+
+
+def _parts(key: str) -> list[str]:
+    """The names of a nested child path ``"a/b"``; ``.``, ``..`` and empty paths are refused, so
+    that a key never leaves its group."""
+    if not isinstance(key, str):
+        raise TypeError(f"group keys are strings, got {type(key).__name__}")
+    parts = [part for part in key.split("/") if part]
+    if not parts or any(part in (".", "..") or "\\" in part for part in parts):
+        raise KeyError(key)
+    return parts
+
+
+def _is_child(name: str) -> bool:
+    """Whether a name listed in a group can be a child (not its attributes, lock or temporary files)."""
+    return name != storage.ATTRIBUTES and not name.startswith(".")
+
+
+class Group(Mapping[str, "Group | Dataset"]):
+    """An N5 container or group: a Mapping from child names to groups and datasets.
+
+    ``group["a/b"]`` opens nested children; iteration gives the direct children's names,
+    sorted. A child is a dataset when its ``attributes.json`` has ``dimensions``, else a
+    group. Datasets are opened as :func:`open` opens them, with the options this group
+    was opened with. Obtain groups from :func:`open`, not from this constructor.
+
+    Parameters
+    ----------
+    store : n5mscodecs.n5.store.Store
+        The group's store (:func:`~n5mscodecs.n5.store.open_store`), handed down to its children.
+    storage_options : Mapping, optional
+        fsspec options for a URL (for the writers of new datasets).
+    read_only : bool
+        Refuse every change (mode ``r``).
+    container : str, optional
+        The container root: where writers put the ``{"n5": ...}`` version (default: the
+        nearest ``*.n5`` of ``path`` and its parents, as :func:`~n5mscodecs.n5.write`).
+    dataset_options : Mapping, optional
+        Keywords for opening datasets (``fill_label``, ``multisets``, ``rule``,
+        ``allow_incomplete``, ``allow_outside_root``).
+    """
+
+    def __init__(self, store: Store, *, storage_options: StorageOptions = None, read_only: bool = False,
+                 container: str | None = None, dataset_options: Mapping[str, Any] | None = None) -> None:
+        self.store = store
+        self.path = store.url()
+        self.name = store.display()
+        self.storage_options = storage_options
+        self.read_only = read_only
+        self.container = container
+        self.dataset_options = dict(dataset_options or {})
+
+    def __repr__(self) -> str:
+        return f"<Group {self.name!r} mode={'r' if self.read_only else 'r+'}>"
+
+    @property
+    def attrs(self) -> Attributes:
+        """The group's attributes (a MutableMapping over its ``attributes.json``)."""
+        return Attributes(self.store, read_only=self.read_only)
+
+    def _find(self, key: str) -> tuple[Store, dict[str, Any]] | None:
+        """``(store, attributes)`` of the child ``key``, None when there is none (a path through a
+        dataset leads into its blocks, not to a child)."""
+        parts = _parts(key)
+        if self._dataset_above(parts) is not None:
+            return None
+        store = self.store.child("/".join(parts))
+        attributes = store.get_attributes()
+        return (store, attributes) if attributes or store.is_directory() else None
+
+    def _dataset_above(self, parts: list[str]) -> str | None:
+        """The first of the parents of the child ``parts`` that is a dataset, if one is."""
+        for depth in range(1, len(parts)):
+            parent = "/".join(parts[:depth])
+            if "dimensions" in self.store.get_attributes(parent):
+                return parent
+        return None
+
+    def _new_child(self, name: str) -> str:
+        """The location of a child to create: refused in read-only mode or below a dataset."""
+        if self.read_only:
+            raise ConfigurationError(f"{self.name}: opened read-only (mode 'r'); open it with mode='r+' or 'a'")
+        parts = _parts(name)
+        dataset = self._dataset_above(parts)
+        if dataset is not None:
+            raise ConfigurationError(f"{self.store.display(dataset)} is a dataset: nothing is created inside it")
+        return self.store.url("/".join(parts))
+
+    def __getitem__(self, key: str) -> Group | Dataset:
+        found = self._find(key)
+        if found is None:
+            raise KeyError(key)
+        store, attributes = found
+        if "dimensions" in attributes:
+            return _open_dataset(store, attributes, storage_options=self.storage_options, read_only=self.read_only,
+                                 **self.dataset_options)
+        return Group(store, storage_options=self.storage_options, read_only=self.read_only,
+                     container=self.container, dataset_options=self.dataset_options)
+
+    def __contains__(self, key: object) -> bool:
+        try:
+            return self._find(key) is not None  # type: ignore[arg-type]
+        except (KeyError, TypeError):
+            return False
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def _names(self) -> list[str]:
+        """The names of the direct children, sorted (one listing)."""
+        return [name for name in self.store.list_dir() if _is_child(name) and self.store.is_directory(name)]
+
+    def groups(self) -> Iterator[tuple[str, Group]]:
+        """``(name, group)`` of the direct child groups."""
+        return ((name, child) for name, child in self.items() if isinstance(child, Group))
+
+    def datasets(self) -> Iterator[tuple[str, Dataset]]:
+        """``(name, dataset)`` of the direct child datasets."""
+        return ((name, child) for name, child in self.items() if not isinstance(child, Group))
+
+    def tree(self) -> str:
+        """The group's hierarchy as text, one line per group or dataset (datasets with their
+        shape, kind, chunks and compression), as ``zarr``'s and ``z5py``'s ``tree()``."""
+        lines = ["/"]
+
+        def walk(group: Group, prefix: str) -> None:
+            names = group._names()
+            for i, name in enumerate(names):
+                last = i == len(names) - 1
+                child = group[name]
+                branch, indent = ("└── ", "    ") if last else ("├── ", "│   ")
+                if isinstance(child, Group):
+                    lines.append(f"{prefix}{branch}{name}")
+                    walk(child, prefix + indent)
+                else:
+                    kind = "label multisets" if isinstance(child, LabelMultisetDataset) else str(child.dtype)
+                    lines.append(f"{prefix}{branch}{name}  {child.shape} {kind}, chunks {child.chunks}, "
+                                 f"{child.metadata.compression_name}")
+
+        walk(self, "")
+        return "\n".join(lines)
+
+    def create_group(self, name: str) -> Group:
+        """A new child group ``name`` (nested paths create their parents); an existing one is a
+        FileExistsError."""
+        location = self._new_child(name)
+        if name in self:
+            raise FileExistsError(f"{storage.display(location)} exists")
+        store = self.store.child("/".join(_parts(name)))
+        store.make_directory()
+        store.set_attributes("", {})  # object stores have no directories
+        return Group(store, storage_options=self.storage_options, container=self.container,
+                     dataset_options=self.dataset_options)
+
+    def require_group(self, name: str) -> Group:
+        """The child group ``name``, created when missing; a dataset there is a TypeError."""
+        if name in self:
+            child = self[name]
+            if not isinstance(child, Group):
+                raise TypeError(f"{child.name} is a dataset, not a group")
+            return child
+        return self.create_group(name)
+
+    def create_dataset(self, name: str, *, shape: Iterable[int] | None = None, dtype: DTypeLike | None = None,
+                       data: ArrayLike | None = None, chunks: int | Iterable[int] | None = None,
+                       compression: CompressorConfig = "gzip", attributes: Mapping[str, Any] | None = None,
+                       overwrite: bool = False, threads: int | None = None) -> ArrayDataset:
+        """A plain numeric dataset ``name``: written from ``data``, or empty with ``shape`` and
+        ``dtype`` (fill it with ``ds[...] = ...``). ``chunks``: one int for every axis or one per
+        axis (default 64, clipped to the shape). As :func:`~n5mscodecs.n5.write_array`:
+        an existing dataset is replaced only with ``overwrite``."""
+        location = self._new_child(name)
+        if data is not None:
+            shape = np.shape(data)
+        if shape is None:
+            raise ConfigurationError("create_dataset: pass data, or shape and dtype")
+        shape = tuple(int(n) for n in shape)
+        chunks = tuple(max(1, min(DEFAULT_CHUNK, n)) for n in shape) if chunks is None else chunks
+        options: dict[str, Any] = {"compression": compression, "attributes": attributes, "overwrite": overwrite,
+                                   "storage_options": self.storage_options, "container": self.container}
+        if data is not None:
+            dataset = write_array(location, data if dtype is None else np.asarray(data, dtype),
+                                  chunks, threads=threads, **options)
+        elif dtype is None:
+            raise ConfigurationError("create_dataset: dtype is required without data")
+        else:
+            dataset = create_array_dataset(location, shape, chunks, dtype, **options)
+        return dataset
+
+    def create_label_multiset_dataset(self, name: str, data: MultisetsLike, chunks: int | Iterable[int], *,
+                                      compression: CompressorConfig = "gzip",
+                                      attributes: Mapping[str, Any] | None = None, overwrite: bool = False,
+                                      threads: int | None = None) -> LabelMultisetDataset:
+        """A label multiset dataset ``name`` written from ``data`` (multisets or integer labels),
+        as :func:`~n5mscodecs.n5.write` writes it."""
+        return write(self._new_child(name), data, chunks, compression=compression, attributes=attributes,
+                     overwrite=overwrite, threads=threads, storage_options=self.storage_options,
+                     container=self.container)
+
+
+def _open_dataset(store: Store, attributes: dict[str, Any], *, storage_options: StorageOptions = None,
+                  read_only: bool = False, fill_label: int = BACKGROUND, multisets: str = "elements",
+                  rule: Rule = "spec", allow_incomplete: bool = False,
+                  allow_outside_root: bool = False) -> Dataset:
+    if not allow_incomplete:
+        check_complete(attributes, store.display())
+    common: dict[str, Any] = {"storage_options": storage_options, "allow_outside_root": allow_outside_root,
+                              "read_only": read_only, "store": store}
+    if attributes.get("isLabelMultiset"):
+        return LabelMultisetDataset(store.url(), attributes, fill_label=fill_label, multisets=multisets, rule=rule,
+                                    **common)
+    return ArrayDataset(store.url(), attributes, **common)
+
+
+def _named_container(path: str) -> bool:
+    """Whether ``path`` is named as a container root (``*.n5``)."""
+    return os.path.basename(path.rstrip("/")).lower().endswith(".n5")
+
+
+def _new_container(store: Store) -> None:
+    store.make_directory()
+    store.set_attributes("", {"n5": N5_VERSION})
+
+
+def _empty(store: Store) -> None:
+    """Mode ``w`` on an existing location: only an N5 container, group or dataset is emptied,
+    its attributes replaced by a bare container's *first*, so that an interruption leaves an
+    empty-looking container, never a dataset over missing blocks."""
+    if not store.get_attributes() and not _named_container(store.url()):
+        raise ConfigurationError(f"{store.display()}: refusing to empty (mode 'w') something that is not N5 "
+                                 "(no attributes.json, not named *.n5)")
+    if store.exists(LOCK_NAME):
+        raise ConfigurationError(f"{store.display()}: a writer holds its lock ({LOCK_NAME}); refusing to empty it")
+    store.set_attributes("", {"n5": N5_VERSION})
+    store.clear("", {storage.ATTRIBUTES})
+
+
+def open(path: PathLike, mode: str = "r", *,  # noqa: A001 - mirrors zarr.open / h5py.File naming
+         fill_label: int = BACKGROUND, multisets: str = "elements", rule: Rule = "spec",
+         storage_options: StorageOptions = None, allow_incomplete: bool = False,
+         allow_outside_root: bool = False) -> Group | Dataset:
+    """Open an N5 container, group or dataset.
+
+    Parameters
+    ----------
+    path : str
+        A local path (or an ``os.PathLike``) or a URL (``s3://``, ``gs://``, ``http(s)://``, ``file://``; the
+        ``remote`` extra).
+    mode : {"r", "r+", "a", "w", "w-"}
+        As zarr and h5py (see :mod:`n5mscodecs.n5.group`); ``w`` and ``w-`` create a container.
+    fill_label : int
+        The label missing blocks of a label multiset dataset read as (``{fill_label: 1}``).
+    multisets : {"elements", "labels"}
+        The view of label multiset datasets: multisets (:class:`~n5mscodecs.LabelMultisetArray`)
+        or their uint64 argmax labels (read-only), as :class:`~n5mscodecs.zarr.N5Store`.
+    rule : {"spec", "java"}
+        The argmax of the labels view (``java``: the labels Paintera shows).
+    storage_options : Mapping, optional
+        fsspec's options for a URL.
+    allow_incomplete : bool
+        Open a dataset an interrupted writer left unfinished (else
+        :class:`~n5mscodecs.IncompleteError`, saying how to finish it).
+    allow_outside_root : bool
+        Follow symbolic links that lead outside the container root (the nearest of ``path``
+        and its parents named ``*.n5``, else ``path``).
+
+    Returns
+    -------
+    Group or LabelMultisetDataset or ArrayDataset
+        A dataset when the location's ``attributes.json`` has ``dimensions`` (its attributes
+        validated here, see :class:`~n5mscodecs.n5.metadata.DatasetMetadata`), else a group.
+        In mode ``r`` a group needs an ``attributes.json`` or a name ending in ``.n5``.
+    """
+    if mode not in MODES:
+        raise ConfigurationError(f"mode must be one of {MODES}, got {mode!r}")
+    path = os.fspath(path)
+    # the store is chosen here, once; reads below stay inside the container root
+    store = open_store(path, storage_options, boundary=storage.confinement_root(path),
+                       read_outside=allow_outside_root)
+    if store.is_file():
+        raise ConfigurationError(f"{store.display()}: a file, not an N5 dataset (a directory with an attributes.json)")
+    dataset_options: dict[str, Any] = {"fill_label": fill_label, "multisets": multisets, "rule": rule,
+                                       "allow_incomplete": allow_incomplete, "allow_outside_root": allow_outside_root}
+    group_options: dict[str, Any] = {"storage_options": storage_options, "dataset_options": dataset_options}
+    if mode in ("w", "w-"):
+        if store.is_directory() and store.list_dir():
+            if mode == "w-":
+                raise FileExistsError(f"{store.display()} exists (mode 'w-' creates a new container; use 'a' or 'r+')")
+            _empty(store)
+        else:
+            _new_container(store)
+        return Group(store, container=path, **group_options)
+    attributes = store.get_attributes()
+    if "dimensions" in attributes:
+        return _open_dataset(store, attributes, storage_options=storage_options, read_only=mode == "r",
+                             **dataset_options)
+    if not (attributes or _named_container(path) and store.is_directory()):
+        if mode != "a":
+            raise ConfigurationError(f"{store.display()}: not an N5 dataset or group (no attributes.json)")
+        _new_container(store)
+    return Group(store, read_only=mode == "r", container=storage.container_root(path) or path, **group_options)
+
+
+def open_dataset(path: PathLike, mode: str = "r", **options: Any) -> Dataset:
+    """:func:`open` for a location that must hold a dataset (a group is a
+    :class:`~n5mscodecs.ConfigurationError`, "not an N5 dataset")."""
+    opened = open(path, "r+" if mode == "a" else mode, **options)
+    if isinstance(opened, Group):
+        raise ConfigurationError(f"{opened.name}: not an N5 dataset (no dimensions in attributes.json)")
+    return opened

@@ -1,0 +1,424 @@
+"""Stores: where N5 groups and datasets keep their bytes, chosen once per location.
+
+A :class:`Store` is rooted at a location and names what lies below it by *keys*:
+``"/"``-separated relative paths (``"attributes.json"``, ``"0/1/2"``; ``""`` is the
+root itself). :func:`open_store` picks the implementation from the location, the only
+place above :mod:`~n5mscodecs.n5.storage`'s helpers that looks at a scheme:
+
+- :class:`LocalStore` for local paths (and ``file://``): atomic writes (a temporary
+  file renamed over the target), confinement to the container root, only regular
+  files read, up to a size bound; fsspec is never imported.
+- :class:`FsspecStore` for URLs (the ``remote`` extra): the file system is resolved
+  once, with bounded time-outs and this package's retries of transient failures;
+  messages never show credentials; ``http(s)`` is read-only.
+
+``store.child(key)`` is the store of a group or dataset below (sharing the file
+system and the container root), so a container opened once hands its store down.
+See :mod:`n5mscodecs.n5.storage` for the confinement and retry rules.
+
+>>> import tempfile
+>>> store = open_store(tempfile.mkdtemp() + "/c.n5")
+>>> store.set("labels/0/0", b"block")
+>>> store.child("labels").get("0/0"), store.list_dir(), store.exists("labels/1/0")
+(b'block', ['labels'], False)
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import os
+import posixpath
+import secrets
+import shutil
+import stat
+from typing import TYPE_CHECKING, Any
+
+from .._threads import default_threads
+from ..errors import ConfigurationError, StorageError
+from . import storage
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterator, Mapping
+
+    from .storage import PathLike, StorageOptions
+
+# flags of os.open that only some systems have (O_BINARY: no newline translation on Windows)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_BINARY = getattr(os, "O_BINARY", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _parts(key: str) -> list[str]:
+    parts = [part for part in key.split("/") if part]
+    if any(part in (".", "..") for part in parts):
+        raise ConfigurationError(f"store key {key!r}: '.' and '..' are not keys")
+    return parts
+
+
+class Store(abc.ABC):
+    """Bytes by key below one location (see the module docs).
+
+    Attributes
+    ----------
+    location : str
+        The root: a local path or a URL (for messages use :meth:`display`).
+    """
+
+    location: str
+
+    def url(self, key: str = "") -> str:
+        """The location of ``key``."""
+        return storage.join(self.location, *_parts(key))
+
+    def display(self, key: str = "") -> str:
+        """The location of ``key`` for messages (a URL without credentials)."""
+        return storage.display(self.url(key))
+
+    @abc.abstractmethod
+    def child(self, key: str) -> Store:
+        """The store rooted at ``key`` (same file system, same container root)."""
+
+    @abc.abstractmethod
+    def get(self, key: str = "", *, max_size: int | None = None) -> bytes | None:
+        """The bytes at ``key``, None when there are none; more than ``max_size`` bytes, or (local)
+        something other than a regular file, is a :class:`~n5mscodecs.StorageError`."""
+
+    @abc.abstractmethod
+    def set(self, key: str, data: bytes | bytearray | memoryview) -> None:
+        """Write ``data`` at ``key`` atomically (creating parents)."""
+
+    @abc.abstractmethod
+    def delete(self, key: str) -> None:
+        """Remove the object at ``key`` if there is one."""
+
+    @abc.abstractmethod
+    def delete_tree(self, key: str) -> None:
+        """Remove ``key`` and everything below it (nothing to do when it does not exist)."""
+
+    @abc.abstractmethod
+    def exists(self, key: str = "") -> bool:
+        """Whether there is an object or a directory (prefix) at ``key``."""
+
+    @abc.abstractmethod
+    def is_directory(self, key: str = "") -> bool:
+        """Whether ``key`` holds other objects (a directory, or a prefix of an object store)."""
+
+    def is_file(self, key: str = "") -> bool:
+        """Whether ``key`` is a local file (object stores: False, a key is not looked up for this)."""
+        return False
+
+    @abc.abstractmethod
+    def list_dir(self, key: str = "") -> list[str]:
+        """The names directly below ``key``, sorted (empty when there is nothing)."""
+
+    @abc.abstractmethod
+    def walk(self, key: str = "") -> Iterator[tuple[str, list[str], list[str]]]:
+        """``(directory, subdirectories, files)`` below ``key``, top-down and sorted, as ``os.walk``;
+        directories are locations (see :meth:`url`); pruning ``subdirectories`` in place skips them."""
+
+    @abc.abstractmethod
+    def make_directory(self, key: str = "") -> None:
+        """Create the directory ``key`` (object stores have none: nothing to do)."""
+
+    @abc.abstractmethod
+    def total_size(self, key: str = "") -> int:
+        """Bytes stored below ``key``."""
+
+    @abc.abstractmethod
+    def request_threads(self, threads: int | None) -> int:
+        """Threads for reading or writing many blocks (``threads`` if given)."""
+
+    def clear(self, key: str = "", keep: Collection[str] = ()) -> None:
+        """Remove everything directly below ``key`` (and below that) except the names in ``keep``."""
+        for name in self.list_dir(key):
+            if name not in keep:
+                child = posixpath.join(key, name) if key else name
+                self.delete_tree(child) if self._is_tree(child) else self.delete(child)
+
+    def _is_tree(self, key: str) -> bool:
+        return True
+
+    def get_json(self, key: str) -> Any:
+        """The parsed JSON document at ``key`` (None when there is none; at most
+        ``storage.MAX_JSON_BYTES``); a file that is not JSON is a ConfigurationError naming it."""
+        data = self.get(key, max_size=storage.MAX_JSON_BYTES)
+        if data is None:
+            return None
+        try:
+            return json.loads(data)
+        except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
+            raise ConfigurationError(f"{self.display(key)}: not valid JSON ({exc})") from None
+
+    def set_json(self, key: str, document: Any) -> None:
+        self.set(key, json.dumps(document, indent=2).encode())
+
+    def get_attributes(self, key: str = "") -> dict[str, Any]:
+        """The parsed ``attributes.json`` of the group or dataset ``key`` ({} when there is none)."""
+        name = posixpath.join(key, storage.ATTRIBUTES) if key else storage.ATTRIBUTES
+        document = self.get_json(name)
+        if document is None:
+            return {}
+        if not isinstance(document, dict):
+            raise ConfigurationError(f"{self.display(name)}: expected a JSON object, got {type(document).__name__}")
+        return document
+
+    def set_attributes(self, key: str, document: Mapping[str, Any]) -> None:
+        """Write the ``attributes.json`` of ``key`` (atomically)."""
+        self.set_json(posixpath.join(key, storage.ATTRIBUTES) if key else storage.ATTRIBUTES, document)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.display()!r})"
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+class LocalStore(Store):
+    """A directory of the local file system.
+
+    Parameters
+    ----------
+    location : str
+        The root directory (or an ``os.PathLike``; ``file://`` allowed).
+    boundary : str, optional
+        The container root every key is confined to (default: the nearest of a key's
+        location and its parents named ``*.n5`` or declared with ``storage.confine_to``).
+    read_outside : bool
+        Let reads follow symbolic links out of the boundary (writes never do).
+    """
+
+    def __init__(self, location: PathLike, *, boundary: str | None = None, read_outside: bool = False) -> None:
+        self.location = os.fspath(location)
+        self.boundary = boundary
+        self.read_outside = read_outside
+
+    def _path(self, key: str) -> str:
+        return os.path.join(storage.local_path(self.location), *_parts(key))
+
+    def child(self, key: str) -> LocalStore:
+        return LocalStore(self.url(key), boundary=self.boundary, read_outside=self.read_outside)
+
+    def _confine(self, key: str, operation: str) -> str:
+        path = self._path(key)
+        storage.check_confined(path, operation, self.boundary)
+        return path
+
+    def get(self, key: str = "", *, max_size: int | None = None) -> bytes | None:
+        path = self._path(key) if self.read_outside else self._confine(key, "read")
+        try:
+            # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below)
+            fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_BINARY | _O_CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except (IsADirectoryError, PermissionError):
+            if os.path.isdir(path):  # Windows refuses to open a directory
+                raise StorageError(f"{self.display(key)}: read: a directory, not a regular file") from None
+            raise
+        except NotADirectoryError:
+            raise StorageError(f"{self.display(key)}: read: a parent of it is a file, not a directory") from None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            raise StorageError(f"{self.display(key)}: read: {_file_kind(info.st_mode)}, not a regular file")
+        with os.fdopen(fd, "rb") as f:
+            if max_size is not None and info.st_size > max_size:
+                raise StorageError(
+                    f"{self.display(key)}: read: {info.st_size} bytes, more than the {max_size} it can need")
+            # the size fstat gave (a buffer of max_size would be allocated up front), then the rest
+            # of a file that grows meanwhile, up to the bound
+            data = f.read(info.st_size + 1)
+            if len(data) > info.st_size:
+                data += f.read() if max_size is None else f.read(max(max_size + 1 - len(data), 0))
+        if max_size is not None and len(data) > max_size:  # grew while being read
+            raise StorageError(f"{self.display(key)}: read: more than the {max_size} bytes it can need")
+        return data
+
+    def set(self, key: str, data: bytes | bytearray | memoryview) -> None:
+        target = self._confine(key, "write")
+        directory = os.path.dirname(target)
+        os.makedirs(directory, exist_ok=True)
+        # a new file created the way open() creates one (0o666 less the umask; mkstemp's 0o600
+        # would hide it from the group), renamed over the target
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | _O_CLOEXEC
+        while True:
+            tmp = os.path.join(directory, f"{storage.TEMPORARY_PREFIX}{secrets.token_hex(8)}")
+            try:
+                fd = os.open(tmp, flags, 0o666)
+                break
+            except FileExistsError:
+                continue
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, target)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+    def delete(self, key: str) -> None:
+        path = self._confine(key, "remove")
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+    def delete_tree(self, key: str) -> None:
+        path = self._confine(key, "remove")
+        if os.path.islink(path):
+            raise StorageError(f"{self.display(key)}: remove: a symbolic link; refusing to remove what it leads to")
+        try:
+            shutil.rmtree(path)
+        except FileNotFoundError:
+            pass
+
+    def _is_tree(self, key: str) -> bool:
+        path = self._path(key)
+        return os.path.isdir(path) and not os.path.islink(path)
+
+    def exists(self, key: str = "") -> bool:
+        return os.path.exists(self._path(key))
+
+    def is_directory(self, key: str = "") -> bool:
+        return os.path.isdir(self._path(key))
+
+    def is_file(self, key: str = "") -> bool:
+        return os.path.isfile(self._path(key))
+
+    def list_dir(self, key: str = "") -> list[str]:
+        try:
+            return sorted(os.listdir(self._path(key)))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def walk(self, key: str = "") -> Iterator[tuple[str, list[str], list[str]]]:
+        for directory, subdirectories, files in os.walk(self._path(key)):
+            subdirectories.sort()
+            yield directory, subdirectories, sorted(files)
+
+    def make_directory(self, key: str = "") -> None:
+        os.makedirs(self._confine(key, "create"), exist_ok=True)
+
+    def total_size(self, key: str = "") -> int:
+        return sum(os.path.getsize(os.path.join(directory, name)) for directory, _, files in self.walk(key)
+                   for name in files)
+
+    def request_threads(self, threads: int | None) -> int:
+        return default_threads(threads)
+
+
+class FsspecStore(Store):
+    """A location of an fsspec file system (``s3://``, ``gs://``, ``http(s)://``, ``memory://``, ...).
+
+    Parameters
+    ----------
+    location : str
+        The root URL.
+    storage_options : Mapping, optional
+        fsspec's options (endpoint, credentials, ``anon``); never shown in messages.
+    """
+
+    def __init__(self, location: str, storage_options: StorageOptions = None, *, _resolved: Any = None) -> None:
+        self.location = location
+        self.storage_options = storage_options
+        # the file system is resolved once; children share it
+        self.fs, self.path = _resolved if _resolved is not None else storage.filesystem(location, storage_options)
+        self.read_only = location.startswith(("http://", "https://"))
+
+    def _key_path(self, key: str) -> str:
+        return posixpath.join(self.path, *_parts(key))
+
+    def child(self, key: str) -> FsspecStore:
+        return FsspecStore(self.url(key), self.storage_options, _resolved=(self.fs, self._key_path(key)))
+
+    def _request(self, key: str, operation: str, request):
+        return storage.retrying(self.url(key), operation, request)
+
+    def _writable(self, key: str) -> str:
+        if self.read_only:
+            raise ConfigurationError(f"{self.display(key)}: http(s) locations are read-only")
+        return self._key_path(key)
+
+    def get(self, key: str = "", *, max_size: int | None = None) -> bytes | None:
+        path = self._key_path(key)
+        try:
+            if max_size is None:
+                data = self._request(key, "read", lambda: self.fs.cat_file(path))
+            else:
+                data = self._request(key, "read", lambda: self.fs.cat_file(path, start=0, end=max_size + 1))
+        except FileNotFoundError:
+            return None
+        if max_size is not None and len(data) > max_size:
+            raise StorageError(f"{self.display(key)}: read: more than the {max_size} bytes it can need")
+        return data
+
+    def set(self, key: str, data: bytes | bytearray | memoryview) -> None:
+        path, data = self._writable(key), bytes(data)
+        self._request(key, "write", lambda: self.fs.pipe_file(path, data))
+
+    def delete(self, key: str) -> None:
+        path = self._writable(key)
+        try:
+            self._request(key, "remove", lambda: self.fs.rm_file(path))
+        except FileNotFoundError:
+            pass
+
+    def delete_tree(self, key: str) -> None:
+        path = self._writable(key)
+        try:
+            self._request(key, "remove", lambda: self.fs.rm(path, recursive=True))
+        except FileNotFoundError:
+            pass
+
+    def exists(self, key: str = "") -> bool:
+        path = self._key_path(key)
+        return self._request(key, "look up", lambda: self.fs.exists(path))
+
+    def is_directory(self, key: str = "") -> bool:
+        path = self._key_path(key)
+        return self._request(key, "look up", lambda: self.fs.isdir(path))
+
+    def list_dir(self, key: str = "") -> list[str]:
+        path = self._key_path(key)
+        try:
+            names = self._request(key, "list", lambda: self.fs.ls(path, detail=False))
+        except FileNotFoundError:
+            return []
+        return sorted(posixpath.basename(p.rstrip("/")) for p in names)
+
+    def walk(self, key: str = "") -> Iterator[tuple[str, list[str], list[str]]]:
+        location, path = self.url(key), self._key_path(key)
+        # the scheme and any netloc prefix fsspec strips from a URL, put back on what it lists
+        prefix = location[: len(location) - len(path)] if location.endswith(path) else location.split("://")[0] + "://"
+        for directory, subdirectories, files in self.fs.walk(path):
+            subdirectories.sort()
+            yield prefix + directory, subdirectories, sorted(files)
+
+    def make_directory(self, key: str = "") -> None:
+        return None  # object stores have no directories
+
+    def total_size(self, key: str = "") -> int:
+        return int(self.fs.du(self._key_path(key)))
+
+    def request_threads(self, threads: int | None) -> int:
+        # latency, not cores, limits requests in flight
+        return storage.REMOTE_REQUESTS if threads is None else default_threads(threads)
+
+
+def open_store(location: PathLike, storage_options: StorageOptions = None, *, boundary: str | None = None,
+               read_outside: bool = False) -> Store:
+    """The store of ``location``: a :class:`FsspecStore` for a URL (with ``storage_options``),
+    else a :class:`LocalStore` (``boundary``/``read_outside``: its confinement)."""
+    location = os.fspath(location)
+    if storage.is_url(location):
+        return FsspecStore(location, storage_options)
+    return LocalStore(location, boundary=boundary, read_outside=read_outside)

@@ -1,0 +1,119 @@
+"""One conformance suite for both stores: LocalStore (a tmp directory) and FsspecStore (fsspec's
+memory:// file system), plus what only one of them does (confinement, read-only http)."""
+
+import os
+import uuid
+
+import numpy as np
+import pytest
+
+from n5mscodecs import n5
+from n5mscodecs.errors import ConfigurationError, StorageError
+from n5mscodecs.n5.store import FsspecStore, LocalStore, open_store
+
+
+@pytest.fixture(params=["local", "memory"])
+def store(request, tmp_path):
+    if request.param == "local":
+        return open_store(tmp_path / "c.n5")
+    pytest.importorskip("fsspec")
+    return open_store(f"memory://{uuid.uuid4().hex}/c.n5")
+
+
+def test_open_store_picks_the_implementation_once(tmp_path):
+    pytest.importorskip("fsspec")
+    assert type(open_store(tmp_path)) is LocalStore and type(open_store(f"file://{tmp_path}")) is LocalStore
+    memory = open_store("memory://bucket/c.n5")
+    assert type(memory) is FsspecStore and memory.child("a/b").fs is memory.fs
+
+
+def test_get_set_delete_exists(store):
+    assert store.get("a/0/0") is None and not store.exists("a/0/0")
+    store.set("a/0/0", b"block")
+    store.set("a/0/0", bytearray(b"again"))  # replaced whole
+    assert store.get("a/0/0") == b"again" and store.exists("a/0/0") and store.exists("a")
+    assert store.child("a").get("0/0") == b"again" and store.child("a/0").url() == store.url("a/0")
+    store.delete("a/0/0")
+    store.delete("a/0/0")  # nothing there: nothing to do
+    assert store.get("a/0/0") is None
+
+
+def test_bounded_reads(store):
+    store.set("big", b"x" * 100)
+    assert store.get("big", max_size=100) == b"x" * 100
+    with pytest.raises(StorageError, match="more than the 99"):
+        store.get("big", max_size=99)
+
+
+def test_listing_walking_and_trees(store):
+    for key in ("g/attributes.json", "g/d/0/0", "g/d/0/1", "g/d/1/0", "top"):
+        store.set(key, b"{}")
+    assert store.list_dir() == ["g", "top"] and store.list_dir("g/d") == ["0", "1"] and store.list_dir("nothing") == []
+    assert store.is_directory("g/d") and not store.is_directory("top") and not store.is_directory("nothing")
+    walked = {os.path.basename(d.rstrip("/")): files for d, _, files in store.walk("g/d")}
+    assert walked == {"d": [], "0": ["0", "1"], "1": ["0"]}
+    assert store.total_size("g/d") == 6
+    store.clear("g", keep={"attributes.json"})
+    assert store.list_dir("g") == ["attributes.json"]
+    store.delete_tree("g")
+    store.delete_tree("g")
+    assert store.list_dir() == ["top"]
+
+
+def test_json_and_attributes(store):
+    assert store.get_attributes("g") == {} and store.get_json("x.json") is None
+    store.set_attributes("g", {"n5": "4.0.0"})
+    assert store.get_attributes("g") == {"n5": "4.0.0"} and store.child("g").get_attributes() == {"n5": "4.0.0"}
+    store.set("bad/attributes.json", b"{trunc")
+    with pytest.raises(ConfigurationError, match="not valid JSON"):
+        store.get_attributes("bad")
+    store.set("list/attributes.json", b"[1]")
+    with pytest.raises(ConfigurationError, match="expected a JSON object"):
+        store.get_attributes("list")
+
+
+def test_keys_never_leave_the_store(store):
+    with pytest.raises(ConfigurationError, match="'..' are not keys"):
+        store.get("../outside")
+
+
+def test_groups_and_datasets_run_on_both_stores(store):
+    root = n5.open(store.url(), mode="w")
+    labels = np.arange(12, dtype=np.uint64).reshape(3, 4) % 5
+    root.require_group("volumes").create_label_multiset_dataset("labels", labels, chunks=2)
+    opened = n5.open(store.url())
+    assert list(opened) == ["volumes"] and np.array_equal(opened["volumes/labels"].read_labels(), labels)
+    assert opened["volumes/labels"].store.url() == store.url("volumes/labels")
+
+
+def test_local_writes_are_atomic_and_confined(tmp_path):
+    store = open_store(tmp_path / "c.n5")
+    store.set("d/0", b"data")
+    assert sorted(os.listdir(tmp_path / "c.n5" / "d")) == ["0"]  # no temporary file left
+    (tmp_path / "outside").mkdir()
+    os.symlink(tmp_path / "outside", tmp_path / "c.n5" / "link")
+    with pytest.raises(StorageError, match="outside the container root"):
+        store.set("link/0", b"escape")
+    with pytest.raises(StorageError, match="outside the container root"):
+        store.get("link/0")
+    assert LocalStore(tmp_path / "c.n5", read_outside=True).get("link/0") is None
+    os.mkfifo(tmp_path / "c.n5" / "fifo")
+    with pytest.raises(StorageError, match="a FIFO, not a regular file"):
+        store.get("fifo")
+    assert store.is_file("d/0") and not store.is_file("d")
+
+
+def test_http_stores_are_read_only():
+    pytest.importorskip("aiohttp")
+    store = open_store("http://127.0.0.1:9/c.n5")
+    with pytest.raises(ConfigurationError, match="read-only"):
+        store.set("x", b"")
+    with pytest.raises(ConfigurationError, match="read-only"):
+        store.delete("x")
+
+
+def test_stores_never_show_credentials():
+    pytest.importorskip("fsspec")
+    store = open_store("memory://user:secret@bucket/c.n5")
+    assert "secret" not in repr(store) and "secret" not in store.display("a/b")
+    assert "secret" not in repr(store.child("a")) and store.child("a").display() == "memory://bucket/c.n5/a"
