@@ -15,6 +15,7 @@ import numpy as np
 
 from . import n5, paintera
 from .errors import ConfigurationError
+from .multiset import LabelMultisetArray
 from .n5 import storage
 
 if TYPE_CHECKING:
@@ -116,28 +117,42 @@ def voronoi_labels(shape: Sequence[int] = (192, 192, 192), n_labels: int = 300, 
         : shape[0], : shape[1], : shape[2]])
 
 
+def _label_dataset(path: str) -> n5.LabelMultisetDataset:
+    dataset = n5.open_dataset(path)
+    assert isinstance(dataset, n5.LabelMultisetDataset), path
+    return dataset
+
+
+def _whole(dataset: n5.LabelMultisetDataset) -> LabelMultisetArray:
+    whole = dataset.read()
+    assert isinstance(whole, LabelMultisetArray), dataset.path
+    return whole
+
+
 def verify_pyramid(target: str | os.PathLike[str], labels: np.ndarray) -> list[str]:
     """Problems found reading a pyramid back: s0 against ``labels`` (N5 order), each level
     against the downsampling of the level below, the mapping against unique-labels."""
     problems = []
-    below = n5.open(os.path.join(target, "data", "s0"))[:]
+    below = _whole(_label_dataset(os.path.join(target, "data", "s0")))
     if not np.array_equal(below.argmax(), labels):
         problems.append("s0 argmax differs from the labels")
     level = 1
     while storage.exists(os.path.join(target, "data", f"s{level}")):
-        dataset = n5.open(os.path.join(target, "data", f"s{level}"))
+        dataset = _label_dataset(os.path.join(target, "data", f"s{level}"))
         previous = n5.read_attributes(os.path.join(target, "data", f"s{level - 1}"))
         factors = [int(a / b) for a, b in zip(dataset.attributes["downsamplingFactors"],
                                               previous.get("downsamplingFactors", [1] * labels.ndim))]
-        current = dataset[:]
+        current = _whole(dataset)
         if current != below.downsample(factors, dataset.attributes["maxNumEntries"]):
             problems.append(f"s{level} is not the downsampling of s{level - 1}")
         mapping = paintera.read_label_to_block_mapping(target, level)
-        unique = n5.open(os.path.join(target, "unique-labels", f"s{level}"))
+        unique = n5.open_dataset(os.path.join(target, "unique-labels", f"s{level}"))
+        assert isinstance(unique, n5.ArrayDataset)
         for label, intervals in list(mapping.items())[:20]:
             for lo, _ in intervals:
                 grid = tuple(a // b for a, b in zip(lo, unique.chunks))
-                if label not in unique.read_block(grid):
+                stored = unique.read_block(grid)
+                if stored is None or label not in stored:
                     problems.append(f"s{level}: label {label} mapped to block {grid} that lacks it")
         below = current
         level += 1

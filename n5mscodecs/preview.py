@@ -18,7 +18,7 @@ import numpy as np
 from . import n5
 from ._extras import require
 from .errors import ConfigurationError
-from .multiset import INVALID
+from .multiset import INVALID, LabelMultisetArray
 from .n5 import LabelMultisetDataset, storage
 
 MIN_WIDTH = 800          # default width of the whole picture, in pixels
@@ -96,6 +96,7 @@ def slice_arrays(dataset: LabelMultisetDataset, axis: int, index: int, stride: i
         key = (slice(None, None, stride),) * dataset.ndim
         names = ["x", "y"] if dataset.ndim == 2 else ["x", "-"]
     plane = dataset[key]
+    assert isinstance(plane, LabelMultisetArray)  # slices only: never one voxel's multiset
     labels, entries = plane.argmax(), plane.entries_per_voxel()
     if dataset.ndim == 1:
         labels, entries = labels[:, None], entries[:, None]
@@ -298,7 +299,7 @@ def write_preview(source: str | os.PathLike[str], out: str | os.PathLike[str], *
     path = os.fspath(source)
     if "dimensions" not in n5.read_attributes(path, storage_options=storage_options):
         path = storage.join(path, "data", level)
-    dataset = n5.open(path, fill_label=INVALID, storage_options=storage_options)
+    dataset = n5.open_dataset(path, fill_label=INVALID, storage_options=storage_options)
     if not isinstance(dataset, LabelMultisetDataset):
         raise ConfigurationError(f"{dataset.name}: not a label multiset dataset")
     if dataset.ndim == 3:

@@ -12,7 +12,7 @@ from here too.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
@@ -89,7 +89,7 @@ class LabelMultisetArray:
     """
 
     __slots__ = ("index", "list_offsets", "ids", "counts")
-    __hash__ = None  # == compares contents, which are mutable arrays
+    __hash__ = None  # type: ignore[assignment]  # == compares contents, which are mutable arrays
 
     index: np.ndarray
     list_offsets: np.ndarray
@@ -425,6 +425,12 @@ class LabelMultisetArray:
         return assemble(pad + out_shape, slabs).reshape(*out_shape)
 
     # -- views ---------------------------------------------------------------
+
+    @overload
+    def __getitem__(self, key: slice | tuple[slice, ...]) -> LabelMultisetArray: ...
+
+    @overload
+    def __getitem__(self, key: BasicIndex | tuple[BasicIndex, ...]) -> LabelMultiset | LabelMultisetArray: ...
 
     def __getitem__(self, key: BasicIndex | tuple[BasicIndex, ...]) -> LabelMultiset | LabelMultisetArray:
         """Basic indexing: slices give a cheap view sharing the lists; all-integer gives an element."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -48,8 +48,7 @@ def crop(block: _Block, shape: Sequence[int]) -> _Block:
     """``block`` (an ndarray or LabelMultisetArray) cut to ``shape`` at its origin; itself if it fits."""
     if tuple(block.shape) == tuple(shape):
         return block
-    # slices only: an array again, never one voxel's LabelMultiset
-    return cast("_Block", block[tuple(slice(0, n) for n in shape)])
+    return block[tuple(slice(0, n) for n in shape)]
 
 
 def normalize_selection(

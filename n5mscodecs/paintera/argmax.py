@@ -7,7 +7,7 @@ writes), as an N5 dataset in N5 order or a zarr v3 array in C order.
 >>> labels = np.arange(8, dtype=np.uint64).reshape(2, 2, 2)
 >>> _ = n5.write(work + "/m.n5/s0", labels, chunks=2)
 >>> summary = export_argmax(work + "/m.n5/s0", work + "/a.n5/s0")
->>> summary.blocks_present, bool((n5.open(work + "/a.n5/s0")[:] == labels).all())
+>>> summary.blocks_present, bool((n5.open_dataset(work + "/a.n5/s0")[:] == labels).all())
 (1, True)
 """
 
@@ -101,7 +101,7 @@ def export_argmax(
     """
     options, target = storage_options, os.fspath(target)
     storage.refuse_overlap(target, source)
-    dataset = n5.open(source, storage_options=options)
+    dataset = n5.open_dataset(source, storage_options=options)
     if not isinstance(dataset, n5.LabelMultisetDataset):
         raise ConfigurationError(f"{dataset.name}: not a label multiset dataset")
     if storage.exists(target, options) and not overwrite:

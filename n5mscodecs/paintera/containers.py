@@ -115,7 +115,7 @@ def describe_dataset(path: PathLike, name: str | None = None, *, check: bool = F
     path = os.fspath(path)
     entry = DatasetEntry(path, storage.display(path) if name is None else name)
     try:
-        dataset = n5.open(path, storage_options=storage_options)
+        dataset = n5.open_dataset(path, storage_options=storage_options)
         entry.description, entry.first_block_problem = _describe(dataset)
     except IncompleteError as exc:
         entry.incomplete = str(exc).split("INCOMPLETE: ", 1)[-1]

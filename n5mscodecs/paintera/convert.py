@@ -350,7 +350,7 @@ def _write_layout(job, resolution, offset, lookup_block_size):
 def _source_labels(target, options):
     """The distinct labels of the source, from ``unique-labels/s0``: background 0 too
     when a block was skipped as all background (it has no unique-labels block)."""
-    unique_labels = n5.open(storage.join(target, "unique-labels", "s0"), storage_options=options,
+    unique_labels = n5.open_dataset(storage.join(target, "unique-labels", "s0"), storage_options=options,
                             allow_incomplete=True)  # a resumed or finishing conversion's
     labels = block_labels(unique_labels)[0]
     if len(unique_labels.present_blocks()) < np.prod(unique_labels.grid_shape):

@@ -79,8 +79,10 @@ def write_label_to_block_mapping(
 ) -> int:
     """Write ``label-to-block-mapping/s{level}`` from ``unique-labels/s{level}``; returns the file count."""
     target = os.fspath(target)
-    unique_labels = n5.open(storage.join(target, "unique-labels", f"s{level}"), storage_options=storage_options,
-                            allow_incomplete=True)  # written by a conversion that is finishing
+    unique_labels = n5.open_dataset(storage.join(target, "unique-labels", f"s{level}"), storage_options=storage_options,
+                                    allow_incomplete=True)  # written by a conversion that is finishing
+    if not isinstance(unique_labels, n5.ArrayDataset):
+        raise ConfigurationError(f"{unique_labels.path}: unique-labels is a label multiset dataset, not uint64 lists")
     mapping = _mapping_dataset(target, level, lookup_block_size, compression, storage_options)
     storage.remove_tree(mapping.path, storage_options)
     n5.write_attributes(mapping.path, mapping.attributes, storage_options=storage_options)
@@ -109,7 +111,9 @@ def read_label_to_block_mapping(
         raise ConfigurationError(f"{storage.display(storage.join(target, 'data', f's{level}'))}: attributes.json: "
                                  f"dimensions must be a list of 1..32 integers, got {dimensions!r}")
     ndim = len(dimensions)
-    mapping = n5.open(path, storage_options=options)
+    mapping = n5.open_dataset(path, storage_options=options)
+    if not isinstance(mapping, n5.ArrayDataset):
+        raise ConfigurationError(f"{mapping.path}: label-to-block-mapping is a label multiset dataset")
     result = {}
     for name in storage.list_names(path, options):
         if not name.isdigit():

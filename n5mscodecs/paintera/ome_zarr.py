@@ -273,7 +273,7 @@ def to_ome_zarr(
     pyramid = open_pyramid(source, storage_options=storage_options, fill_label=0)
     if pyramid.ndim > 3:
         raise ConfigurationError(f"{storage.display(source)}: {pyramid.ndim} axes; NGFF labels here have 1 to 3")
-    datasets = [n5.open(path, fill_label=0, storage_options=storage_options) for path in pyramid.datasets]
+    datasets = [n5.open_dataset(path, fill_label=0, storage_options=storage_options) for path in pyramid.datasets]
     if multisets and not all(isinstance(d, n5.LabelMultisetDataset) for d in datasets):
         raise ConfigurationError(f"{storage.display(source)}: multisets=True needs label multiset levels")
     if multisets:

@@ -34,7 +34,7 @@ def _opened(kind, path, options_json="null"):
     ``options_json``: the storage options of a URL, as JSON (a hashable cache key)."""
     options = json.loads(options_json)
     if kind == "n5":
-        return n5.open(path, storage_options=options)
+        return n5.open_dataset(path, storage_options=options)
     if kind == "npy":
         return np.load(path, mmap_mode="r")
     if kind == "tiff":
@@ -71,7 +71,7 @@ class LabelSource:
 
     def read(self, region: tuple[slice, ...]) -> np.ndarray:
         """The labels of ``region`` (a tuple of slices, N5 order) as an ndarray."""
-        if self.kind == "array":
+        if self.array is not None:  # kind "array"
             return self.array[region]
         stored = _opened(self.kind, self.path, json.dumps(self.storage_options, sort_keys=True))
         if self.kind == "n5":
@@ -171,7 +171,7 @@ def open_label_source(source: LabelSource | np.ndarray | PathLike, dataset: str 
             series = tif.series[0]
             return _checked_source("tiff", path, series.shape[::-1], series.dtype)
     if "dimensions" in n5.read_attributes(path, storage_options=options):
-        stored = n5.open(path, storage_options=options)
+        stored = n5.open_dataset(path, storage_options=options)
         if isinstance(stored, n5.LabelMultisetDataset):
             raise ConfigurationError(f"source: {name} is a label multiset dataset, not integer labels")
         return _checked_source("n5", path, stored.shape, stored.dtype, storage_options=options)
