@@ -23,7 +23,7 @@ from timing import interleaved_medians
 from n5mscodecs import n5
 
 SHAPE, BLOCK = (256, 256, 256), 64
-WINDOW = (slice(14, 114), slice(30, 130), slice(40, 140))   # 100^3 across 8 blocks
+WINDOW = (slice(14, 114), slice(20, 120), slice(27, 127))   # 100^3 across 8 blocks (2 along each axis)
 
 
 def numpy_loop(path):
@@ -106,7 +106,8 @@ def main():
             dataset = n5.open(path)
             cases = {"ours, 1 thread": lambda: dataset.read((), threads=1),
                      "ours, 2 threads": lambda: dataset.read((), threads=2),
-                     "ours, window, 1 thread": lambda: dataset.read(WINDOW, threads=1)}
+                     "ours, window, 1 thread": lambda: dataset.read(WINDOW, threads=1),
+                     "ours, window, 2 threads": lambda: dataset.read(WINDOW, threads=2)}
             if compression == "raw":
                 cases["numpy loop"] = numpy_loop(path)
             else:
