@@ -185,16 +185,17 @@ class DatasetMetadata:
                    label_multiset, max_id, max_num_entries, extra)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``attributes.json`` document: N5's fields first, then the label multiset flags,
-        then ``extra`` (an unread flag of another type stays as it was)."""
+        """The ``attributes.json`` document: N5's fields first, then ``maxNumEntries``, the label
+        multiset flag and ``maxId``, then ``extra`` (an unread flag of another type stays as it was)."""
         document: dict[str, Any] = {"dataType": self.data_type, "compression": dict(self.compression),
                                     "blockSize": list(self.chunks), "dimensions": list(self.shape)}
+        # maxNumEntries before the flag: the order the Paintera conversion has always written
+        if self.max_num_entries is not None:
+            document["maxNumEntries"] = self.max_num_entries
         if self.label_multiset:
             document["isLabelMultiset"] = True
         if self.max_id is not None:
             document["maxId"] = self.max_id
-        if self.max_num_entries is not None:
-            document["maxNumEntries"] = self.max_num_entries
         return {**document, **self.extra}
 
     @classmethod

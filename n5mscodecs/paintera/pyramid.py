@@ -80,7 +80,7 @@ class PyramidJob:
             label_multiset = group == "data"
             kind = n5.LabelMultisetDataset if label_multiset else n5.ArrayDataset
             dataset = kind(storage.join(self.target, group, f"s{level}"),
-                           self._attributes(level, label_multiset=label_multiset),
+                           self.metadata(level, label_multiset=label_multiset),
                            storage_options=self.storage_options)
             self._datasets[key] = dataset  # a race makes an equal dataset twice, nothing worse
         return dataset
@@ -89,15 +89,19 @@ class PyramidJob:
         # a job travels to dask workers small: each worker makes its own datasets
         return {**self.__dict__, "_datasets": {}}
 
-    def _attributes(self, level, *, label_multiset):
-        document = {"dataType": "uint8" if label_multiset else "uint64", "compression": self.compression,
-                    "blockSize": list(self.block_size), "dimensions": list(self.level_shape(level))}
-        if label_multiset:
-            document.update(maxNumEntries=self.max_num_entries if level else -1, isLabelMultiset=True,
-                            unit="pixel")
+    def metadata(self, level: int, *, label_multiset: bool) -> n5.DatasetMetadata:
+        """The metadata of ``level``'s label multiset dataset (``data/s<level>``) or, without
+        ``label_multiset``, its unique-labels dataset; levels above 0 record their
+        ``downsamplingFactors`` relative to level 0."""
+        shape = self.level_shape(level)
+        attributes: dict[str, Any] = {"unit": "pixel"} if label_multiset else {}
         if level:
-            document["downsamplingFactors"] = [float(f) for f in self.cumulative_factors(level)]
-        return document
+            attributes["downsamplingFactors"] = [float(f) for f in self.cumulative_factors(level)]
+        if label_multiset:  # level 0 is not bounded: it holds the source's labels
+            return n5.DatasetMetadata.label_multisets(shape, self.block_size, self.compression,
+                                                      max_num_entries=self.max_num_entries if level else -1,
+                                                      attributes=attributes)
+        return n5.DatasetMetadata.array(shape, self.block_size, "uint64", self.compression, attributes=attributes)
 
 
 def normalized_factors(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError
 from ..multiset import BACKGROUND
-from ..n5 import N5_VERSION, CodecChain, storage
+from ..n5 import N5_VERSION, CodecChain, DatasetMetadata, storage
 from ..n5.dataset import validate_attributes
 from ..n5.storage import ATTRIBUTES
 from .codecs import N5_DATA_TYPES, N5DefaultZarrCodec
@@ -165,11 +165,11 @@ def attributes_from_zarr(document: Mapping[str, Any], prefix: str) -> dict[str, 
     if chain.layout.name != "n5_label_multiset" or len(chain.compressors) > 1:
         raise ConfigurationError("N5Store: n5_varlen must hold n5_label_multiset and at most one compressor")
     compressor = chain.compressors[0] if chain.compressors else None
-    base.update({
-        "dataType": "uint8",
-        "compression": {"type": "raw"} if compressor is None else compressor.n5_config(),
-        "isLabelMultiset": True,
-    })
+    # the N5 fields from the one builder; update keeps the order written so far (extras,
+    # blockSize, dimensions) and appends dataType, compression and the flag
+    metadata = DatasetMetadata.label_multisets(base["dimensions"], base["blockSize"],
+                                               {"type": "raw"} if compressor is None else compressor.n5_config())
+    base.update(metadata.to_json())
     return base
 
 

@@ -153,6 +153,20 @@ def test_synthetic_pyramid_against_numpy_references(tmp_path):
         assert {k: set(v) for k, v in mapping.items()} == scaled
 
 
+def test_level_attributes_come_from_the_one_builder_in_their_written_order(tmp_path):
+    convert(voronoi_labels((20, 18, 9), 6, seed=2), tmp_path / "v.n5", block_size=4, factors=[2],
+            max_num_entries=3, threads=1)
+    for level, bound in [(0, -1), (1, 3)]:
+        written = attributes(tmp_path / f"v.n5/data/s{level}")
+        extra = {"unit": "pixel"} | ({"downsamplingFactors": [2.0, 2.0, 2.0]} if level else {})
+        expected = n5.DatasetMetadata.label_multisets(written["dimensions"], (4, 4, 4), "gzip",
+                                                      max_num_entries=bound, attributes=extra).to_json()
+        # the key order too: the bytes of attributes.json are what they were before the builder
+        assert list(written.items()) == list(expected.items())
+        assert list(written) == ["dataType", "compression", "blockSize", "dimensions", "maxNumEntries",
+                                 "isLabelMultiset", "unit", *(["downsamplingFactors"] if level else [])]
+
+
 def test_sources_npy_tiff_n5_zarr_are_read_in_n5_order(tmp_path):
     zyx = voronoi_labels((12, 10, 8), 9, seed=1).astype(np.uint32)
     np.save(tmp_path / "l.npy", zyx)

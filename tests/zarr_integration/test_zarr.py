@@ -201,6 +201,8 @@ def test_n5store_writes_java_style_datasets(tmp_path):
     attributes = json.loads((tmp_path / "c.n5" / "labels" / "attributes.json").read_text())
     assert attributes == {"dataType": "uint8", "compression": {"type": "gzip", "level": 6, "useZlib": False},
                           "blockSize": [16, 16], "dimensions": [40, 30], "isLabelMultiset": True}
+    # written by DatasetMetadata's builder, in the order N5Store has always written
+    assert list(attributes) == ["blockSize", "dimensions", "dataType", "compression", "isLabelMultiset"]
     root_attributes = json.loads((tmp_path / "c.n5" / "attributes.json").read_text())
     assert root_attributes["n5"] == "4.0.0" and root_attributes["painteraData"] == {"type": "label"}
     assert not (tmp_path / "c.n5" / "zarr.json").exists()
