@@ -173,7 +173,7 @@ def _multisets_piece(dataset, region_zyx, positions):
 
 def _chunk_written(array, region_zyx, unit):
     """Whether the chunk or shard starting ``region_zyx`` is in the store (resume)."""
-    from zarr.core.sync import sync
+    from ..zarr._compat import sync
 
     coords = tuple(s.start // u for s, u in zip(region_zyx, unit))
     key = array.metadata.encode_chunk_key(coords)

@@ -12,7 +12,10 @@ where a name may be missing, checked before use:
   :func:`~n5mscodecs.zarr.zarr_threads`) and its ``sync`` (run a coroutine from
   synchronous code);
 - the default-codec functions that :mod:`n5mscodecs.zarr.defaults` wraps
-  (:func:`wrap_default_codec_function`).
+  (:func:`wrap_default_codec_function`);
+- what the codecs and the store build on: ``parse_named_configuration`` (a codec's
+  ``{"name", "configuration"}`` document), ``default_buffer_prototype``, and the
+  ``ArraySpec`` and ``NDBuffer`` types of a codec's chunk.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 import zarr
 from zarr.core import sync as _zarr_sync
+from zarr.core.array_spec import ArraySpec
+from zarr.core.buffer import NDBuffer, default_buffer_prototype
+from zarr.core.common import parse_named_configuration
 from zarr.core.dtype import data_type_registry
 from zarr.core.dtype.wrapper import ZDType
 from zarr.core.sync import sync
@@ -39,9 +45,13 @@ except ImportError:
 __all__ = [
     "ZARR_VERSION",
     "LOADS_DATA_TYPE_ENTRY_POINTS",
+    "ArraySpec",
     "DataTypeValidationError",
+    "NDBuffer",
     "ZDType",
     "data_type_registry",
+    "default_buffer_prototype",
+    "parse_named_configuration",
     "restart_thread_pool",
     "shut_down_thread_pool",
     "sync",

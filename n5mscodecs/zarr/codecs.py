@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from zarr.abc.codec import ArrayBytesCodec, BytesBytesCodec
-from zarr.core.common import parse_named_configuration
 
 from ..czi import CziChunked, chunked_decode, chunked_encode
 from ..errors import ConfigurationError, N5HeaderError, ReadOnlyError
@@ -29,14 +28,14 @@ from ..n5.compression import Blosc, compressor_from_config
 from ..n5.default import n5_default_decode, n5_default_encode, place_block
 from ..n5.varlen import CodecChain, n5_block_header, n5_varlen_decode, n5_varlen_encode
 from ..payload.layout import N5_LAYOUT, ZARR_LAYOUT, Layout, c_order, decode_payload, encode_payload
+from ._compat import parse_named_configuration
 from .dtype import LabelMultisetDType
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Any
 
-    from zarr.core.array_spec import ArraySpec
-    from zarr.core.buffer import NDBuffer
+    from ._compat import ArraySpec, NDBuffer
 
 
 def chunk_to_multisets(chunk_array: NDBuffer) -> LabelMultisetArray:

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from zarr.abc.store import Store as ZarrStore
-from zarr.core.buffer import default_buffer_prototype
 from zarr.storage import WrapperStore
 
 from ..errors import ConfigurationError, ReadOnlyError
@@ -46,6 +45,7 @@ from ..n5.grid import crop
 from ..n5.header import N5BlockHeader
 from ..n5.varlen import n5_varlen_decode, n5_varlen_encode
 from ..n5.writing import check_complete
+from ._compat import default_buffer_prototype, sync
 from .attributes import (
     ATTRIBUTES,
     ZARR_JSON,
@@ -345,8 +345,6 @@ def open_labels(store: ZarrStore | PathLike, path: str = "", *, storage_options:
 
     # a location gets zarr's store for it
     wrapped = store if isinstance(store, ZarrStore) else _location_store(store, storage_options, read_only=True)
-    from zarr.core.sync import sync
-
     if sync(wrapped.exists(f"{path.strip('/')}/.zarray" if path.strip("/") else ".zarray")):
         raise ConfigurationError(
             f"{path or 'the array'} is a zarr v2-format array (.zarray); open_labels reads N5 datasets and "
