@@ -56,7 +56,7 @@ def _local_group(path: Any) -> str | None:
         path = os.fspath(path)
     except TypeError:
         return None
-    if storage.is_url(path):
+    if storage.local_file(path) is None:  # napari's reader reads local files only
         return None
     if os.path.basename(path) == storage.ATTRIBUTES and os.path.isfile(path):
         path = os.path.dirname(path) or "."

@@ -86,6 +86,33 @@ def local_path(location: PathLike) -> str:
     return location[len("file://"):] if location.startswith("file://") else location
 
 
+def local_file(location: PathLike) -> str | None:
+    """The file system path of a local ``location`` (``file://`` removed), None for a URL."""
+    return None if is_url(location) else local_path(location)
+
+
+def read_only_location(location: PathLike) -> bool:
+    """Whether ``location`` can only be read (``http(s)`` URLs: no writes over plain HTTP)."""
+    return is_url(location) and os.fspath(location).lower().startswith(("http://", "https://"))
+
+
+def basename(location: PathLike) -> str:
+    """The last name of ``location`` (a trailing "/" ignored): ``"s0"`` for ``.../data/s0/``."""
+    location = os.fspath(location)
+    if is_url(location):
+        return location.rstrip("/").rsplit("/", 1)[-1]
+    return os.path.basename(os.path.normpath(location))
+
+
+def parent(location: PathLike) -> str:
+    """The location that holds ``location`` (a relative local path's parent made absolute
+    when it has no other: ``parent("c.n5")`` is the working directory)."""
+    location = os.fspath(location)
+    if is_url(location):
+        return location.rstrip("/").rsplit("/", 1)[0]
+    return os.path.dirname(os.path.normpath(location)) or os.path.dirname(os.path.abspath(location))
+
+
 def worst_case_seconds() -> float:
     """Longest a URL request can take before its :class:`~n5mscodecs.StorageError` when the server accepts
     connections and never answers (or never accepts them): ``ATTEMPTS`` times the

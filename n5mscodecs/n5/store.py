@@ -63,9 +63,27 @@ class Store(abc.ABC):
     ----------
     location : str
         The root: a local path or a URL (for messages use :meth:`display`).
+    read_only : bool
+        Whether writes are refused (``http(s)`` URLs).
     """
 
     location: str
+    read_only: bool = False
+
+    @property
+    def name(self) -> str:
+        """The last name of the location (``"s0"`` for a dataset ``.../data/s0``)."""
+        return storage.basename(self.location)
+
+    def local_file(self, key: str = "") -> str | None:
+        """The local file system path of ``key``, None for an object store: for what
+        only local files can do (memory maps, file locks, TIFF readers)."""
+        return None
+
+    @property
+    def is_local(self) -> bool:
+        """Whether the store is a directory of the local file system."""
+        return self.local_file() is not None
 
     def url(self, key: str = "") -> str:
         """The location of ``key``."""
@@ -208,6 +226,9 @@ class LocalStore(Store):
     def child(self, key: str) -> LocalStore:
         return LocalStore(self.url(key), boundary=self.boundary, read_outside=self.read_outside)
 
+    def local_file(self, key: str = "") -> str:
+        return self._path(key)
+
     def _confine(self, key: str, operation: str) -> str:
         path = self._path(key)
         storage.check_confined(path, operation, self.boundary)
@@ -332,7 +353,7 @@ class FsspecStore(Store):
         self.storage_options = storage_options
         # the file system is resolved once; children share it
         self.fs, self.path = _resolved if _resolved is not None else storage.filesystem(location, storage_options)
-        self.read_only = location.startswith(("http://", "https://"))
+        self.read_only = storage.read_only_location(location)
 
     def _key_path(self, key: str) -> str:
         return posixpath.join(self.path, *_parts(key))

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import IncompleteError, TargetInUseError
 from . import storage
+from .store import open_store
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -102,6 +103,8 @@ class WriterLock:
         self.target = os.fspath(target)
         self.options = options
         self.path = storage.join(self.target, LOCK_NAME)
+        # a local target is locked with flock, an object store with a heartbeat object
+        self._lock_file = open_store(self.target, options).local_file(LOCK_NAME)
         self._fd: int | None = None
         self._owner: dict[str, Any] | None = None
         self._stop = threading.Event()
@@ -121,15 +124,14 @@ class WriterLock:
 
     def acquire(self) -> None:
         """Take the lock, or TargetInUseError naming the process that holds it."""
-        if storage.is_url(self.target):
+        if self._lock_file is None:
             self._acquire_object()
         else:
-            self._acquire_file()
+            self._acquire_file(self._lock_file)
 
-    def _acquire_file(self):
+    def _acquire_file(self, path):
         import fcntl
 
-        path = storage.local_path(self.path)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         while True:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -183,10 +185,10 @@ class WriterLock:
 
     def release(self) -> None:
         """Give the lock up (removing the lock file or object); nothing to do when not held."""
-        if self._fd is not None:
+        if self._fd is not None and self._lock_file is not None:  # the local lock file's descriptor
             fd, self._fd = self._fd, None
             try:
-                os.unlink(storage.local_path(self.path))
+                os.unlink(self._lock_file)
             except FileNotFoundError:
                 pass
             os.close(fd)

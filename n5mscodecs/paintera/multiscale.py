@@ -210,16 +210,6 @@ def interrupted(attributes: dict) -> bool:
     return isinstance(state, dict) and not state.get("complete", True)
 
 
-def _parent(path):
-    if storage.is_url(path):
-        return path.rstrip("/").rsplit("/", 1)[0]
-    return os.path.dirname(os.path.normpath(path)) or os.path.dirname(os.path.abspath(path))
-
-
-def _basename(path):
-    return path.rstrip("/").rsplit("/", 1)[-1] if storage.is_url(path) else os.path.basename(os.path.normpath(path))
-
-
 def find_label_pyramids(path: PathLike, *, storage_options: StorageOptions = None) -> list[str]:
     """The label pyramids in the N5 container or group at ``path``, in walk order.
 
@@ -319,10 +309,10 @@ def open_pyramid(path: PathLike, *, storage_options: StorageOptions = None,
     if "dimensions" in attributes:  # a single dataset
         if not attributes.get("isLabelMultiset"):
             raise ConfigurationError(f"{name}: not a label multiset dataset")
-        parent, level = _parent(path), _basename(path)
+        parent, level = storage.parent(path), storage.basename(path)
         parent_attributes = n5.read_attributes(parent, storage_options=options)
         if _LEVEL.match(level) and (parent_attributes.get("multiScale") or "resolution" in parent_attributes):
-            grandparent = n5.read_attributes(_parent(parent), storage_options=options)
+            grandparent = n5.read_attributes(storage.parent(parent), storage_options=options)
             return _pyramid(path, parent, [level], options, fill_label,
                             grandparent if _is_label_source(grandparent) else None)
         return _single(path, attributes, options, fill_label)
@@ -337,8 +327,8 @@ def open_pyramid(path: PathLike, *, storage_options: StorageOptions = None,
         return _pyramid(path, data, names, options, fill_label, attributes)
     names = _level_names(path, options)
     if names:  # a multiscale group: Paintera's data group (its levels may be plain integers), or sK label multisets
-        parent = n5.read_attributes(_parent(path), storage_options=options)
-        source = parent if _basename(path) == "data" and _is_label_source(parent) else None
+        above = n5.read_attributes(storage.parent(path), storage_options=options)
+        source = above if storage.basename(path) == "data" and _is_label_source(above) else None
         return _pyramid(path, path, names, options, fill_label, source)
     # a container or group: the one pyramid below it (only N5 groups and *.n5 directories are searched)
     searched = attributes or path.rstrip("/").lower().endswith(".n5")

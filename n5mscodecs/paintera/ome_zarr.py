@@ -46,6 +46,7 @@ from .._extras import require
 from ..errors import ConfigurationError
 from ..multiset import INVALID, assemble
 from ..n5 import grid, storage
+from ..n5.store import open_store
 from ..n5.writing import INCOMPLETE_KEY, incomplete_marker
 from .multiscale import open_pyramid
 
@@ -278,9 +279,11 @@ def to_ome_zarr(
         raise ConfigurationError(f"{storage.display(source)}: multisets=True needs label multiset levels")
     if multisets:
         import n5mscodecs.zarr  # noqa: F401  (the label_multiset data type and codecs)
-    name = name or os.path.basename(target.rstrip("/")).removesuffix(".zarr") or "labels"
+    name = name or storage.basename(target).removesuffix(".zarr") or "labels"
     zarr_format = 2 if version == "0.4" else 3
-    options = {"storage_options": storage_options} if storage_options and storage.is_url(target) else {}
+    # zarr takes storage_options for URLs only
+    local = open_store(target, storage_options).is_local
+    options = {"storage_options": storage_options} if storage_options and not local else {}
     exists = storage.exists(target, storage_options)
     if exists and not (overwrite or resume):
         raise FileExistsError(f"{storage.display(target)} exists (pass overwrite=True to replace it or resume=True "
@@ -306,8 +309,8 @@ def to_ome_zarr(
         written, total = written + w, total + t
     multiscales = multiscales_metadata(pyramid, name, version, _unit(datasets[0].attributes))
     image_label = {}
-    parent = os.path.dirname(target.rstrip("/")) if not storage.is_url(target) else target.rstrip("/").rsplit("/", 1)[0]
-    if os.path.basename(parent) == "labels":
+    parent = storage.parent(target)
+    if storage.basename(parent) == "labels":
         image_label["source"] = {"image": "../../"}
         _list_label(zarr, parent, name, version, zarr_format, options)
     group.attrs.put(_ome_attributes(version, multiscales, image_label))

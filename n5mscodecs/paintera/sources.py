@@ -19,6 +19,7 @@ from .._threads import default_threads
 from ..errors import ConfigurationError
 from ..multiset.array import check_label_range
 from ..n5 import grid, storage
+from ..n5.store import open_store
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -160,7 +161,7 @@ def open_label_source(source: LabelSource | np.ndarray | PathLike, dataset: str 
     if not storage.exists(path, options):
         raise FileNotFoundError(f"source: {name} does not exist")
     lower = path.lower()
-    if lower.endswith((".npy", ".tif", ".tiff")) and storage.is_url(path):
+    if lower.endswith((".npy", ".tif", ".tiff")) and not open_store(path, options).is_local:
         raise ConfigurationError(f"source: {name}: .npy and TIFF sources must be local files")
     if lower.endswith(".npy"):
         shape, dtype = _npy_header(path)

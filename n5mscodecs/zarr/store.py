@@ -302,14 +302,17 @@ class N5Store(WrapperStore):
 
 
 def _location_store(location, storage_options, read_only):
-    if storage.is_url(location):
+    """zarr's store for ``location``: where :func:`~n5mscodecs.n5.store.open_store` picks a
+    local store, zarr's ``LocalStore``, else its ``FsspecStore``."""
+    path = storage.local_file(location)
+    if path is None:
         from zarr.storage import FsspecStore
 
-        read_only = read_only or str(location).startswith(("http://", "https://"))
+        read_only = read_only or storage.read_only_location(location)
         return FsspecStore.from_url(str(location), storage_options=dict(storage_options or {}), read_only=read_only)
     from zarr.storage import LocalStore
 
-    return LocalStore(storage.local_path(location), read_only=read_only)
+    return LocalStore(path, read_only=read_only)
 
 
 def open_n5_store(location: PathLike, *, storage_options: Mapping[str, Any] | None = None, read_only: bool = False,

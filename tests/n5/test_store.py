@@ -110,6 +110,7 @@ def test_http_stores_are_read_only():
         store.set("x", b"")
     with pytest.raises(ConfigurationError, match="read-only"):
         store.delete("x")
+    assert store.read_only and not store.is_local and store.local_file("x") is None
 
 
 def test_stores_never_show_credentials():
@@ -117,3 +118,39 @@ def test_stores_never_show_credentials():
     store = open_store("memory://user:secret@bucket/c.n5")
     assert "secret" not in repr(store) and "secret" not in store.display("a/b")
     assert "secret" not in repr(store.child("a")) and store.child("a").display() == "memory://bucket/c.n5/a"
+
+
+def test_names_and_local_files_without_looking_at_schemes(store, tmp_path):
+    assert store.name == "c.n5" and store.child("labels/data/s0").name == "s0"
+    block = store.child("labels").local_file("0/0")
+    if store.is_local:
+        assert block == os.path.join(str(tmp_path / "c.n5"), "labels", "0", "0")
+    else:
+        assert block is None and store.local_file() is None
+    assert not store.read_only
+
+
+def test_location_helpers_of_the_storage_layer(tmp_path):
+    from n5mscodecs.n5 import storage
+
+    assert storage.basename("s3://bucket/c.n5/data/s0/") == "s0" and storage.basename(tmp_path / "c.n5") == "c.n5"
+    assert storage.parent("gs://bucket/c.n5/data") == "gs://bucket/c.n5"
+    assert storage.parent(str(tmp_path / "c.n5") + "/") == str(tmp_path)
+    assert storage.parent("c.n5") == os.getcwd()  # a relative name's parent is where it lies
+    assert storage.local_file(f"file://{tmp_path}") == str(tmp_path) and storage.local_file("s3://b/c.n5") is None
+    assert storage.read_only_location("HTTPS://host/c.n5") and not storage.read_only_location("s3://b/c.n5")
+    assert not storage.read_only_location(tmp_path / "http:")
+
+
+def test_nothing_above_the_storage_layer_looks_at_schemes():
+    """Schemes are n5/storage.py's business (and open_store's choice): the rest of the package
+    asks a store (``is_local``, ``local_file``, ``name``) or a location helper."""
+    from pathlib import Path
+
+    import n5mscodecs
+
+    package = Path(n5mscodecs.__file__).parent
+    for module in package.rglob("*.py"):
+        if module.relative_to(package).as_posix() not in ("n5/storage.py", "n5/store.py"):
+            text = module.read_text()
+            assert "is_url(" not in text and "local_path(" not in text and '"http://"' not in text, module
