@@ -7,7 +7,9 @@ they are opened) and name their objects by key. This module holds what a
 credentials, container roots and overlaps, confinement, fsspec's file system with
 bounded time-outs and the retries; and, for callers that name things by location,
 one-line functions (``read_bytes``, ``write_attributes``, ``walk``, ...) that open
-the location's store and call it. Nothing else opens, writes, lists or removes
+the location's store and call it; they take a store opened once (a :data:`Where`) in
+place of a location and its options, which is how the writers below the public entry
+points pass a target around. Nothing else opens, writes, lists or removes
 files. Local paths use the file system directly (atomic writes: a
 temporary file renamed over the target, so a reader never sees half a block).
 URLs go through fsspec (the ``remote`` extra: fsspec, s3fs, gcsfs, aiohttp),
@@ -45,6 +47,8 @@ if TYPE_CHECKING:
     from collections.abc import Collection, Iterator, Mapping
     from typing import Any, TypeAlias
 
+    from .store import Store
+
 ATTRIBUTES = "attributes.json"
 TEMPORARY_PREFIX = ".tmp-"  # atomic local writes: a temporary file, renamed over the target
 #: Requests in flight by default when reading or writing many blocks of a URL.
@@ -65,6 +69,9 @@ MAX_JSON_BYTES = 1 << 26
 #: A location: a local path (a string or an :class:`os.PathLike`) or a URL string.
 PathLike: TypeAlias = str | os.PathLike[str]
 StorageOptions: TypeAlias = "Mapping[str, Any] | None"
+#: Where the location functions act: a location (with storage options beside it) or a store
+#: opened once (which holds its own options; those passed beside it are not used).
+Where: TypeAlias = "PathLike | Store"
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@")
@@ -374,14 +381,16 @@ def check_confined(location: PathLike, operation: str, root: PathLike | None = N
         )
 
 
-def _store(location: PathLike, options: StorageOptions, *, root: PathLike | None = None, confine: bool = True):
-    """The store of ``location``, for the functions below that name things by location."""
-    from .store import open_store  # store.py builds on this module's helpers
+def _store(location: Where, options: StorageOptions, *, root: PathLike | None = None, confine: bool = True) -> Store:
+    """The store of ``location`` (``location`` itself when it is one), for the functions below."""
+    from .store import Store, open_store  # store.py builds on this module's helpers
 
+    if isinstance(location, Store):
+        return location
     return open_store(location, options, boundary=None if root is None else os.fspath(root), read_outside=not confine)
 
 
-def read_bytes(location: PathLike, options: StorageOptions = None, *, max_size: int | None = None,
+def read_bytes(location: Where, options: StorageOptions = None, *, max_size: int | None = None,
                root: PathLike | None = None, confine: bool = True) -> bytes | None:
     """The bytes at ``location``, or None when there is nothing.
 
@@ -391,96 +400,97 @@ def read_bytes(location: PathLike, options: StorageOptions = None, *, max_size: 
     return _store(location, options, root=root, confine=confine).get(max_size=max_size)
 
 
-def write_bytes(location: PathLike, data: bytes, options: StorageOptions = None, *,
+def write_bytes(location: Where, data: bytes, options: StorageOptions = None, *,
                 root: PathLike | None = None) -> None:
     """Write ``data`` at ``location`` atomically (creating parent directories) inside its
     container root (see ``check_confined``)."""
     _store(location, options, root=root).set("", data)
 
 
-def read_json(location: PathLike, options: StorageOptions = None, *, confine: bool = True) -> Any:
+def read_json(location: Where, options: StorageOptions = None, *, confine: bool = True) -> Any:
     """The parsed JSON document at ``location``, or None when there is none; a file that is
     not JSON (empty, truncated) is a :class:`~n5mscodecs.ConfigurationError` naming it."""
     return _store(location, options, confine=confine).get_json("")
 
 
-def write_json(location: PathLike, document: Any, options: StorageOptions = None) -> None:
+def write_json(location: Where, document: Any, options: StorageOptions = None) -> None:
     _store(location, options).set_json("", document)
 
 
-def read_attributes(location: PathLike, options: StorageOptions = None, *, confine: bool = True) -> dict[str, Any]:
+def read_attributes(location: Where, options: StorageOptions = None, *, confine: bool = True) -> dict[str, Any]:
     """The parsed ``attributes.json`` of the group or dataset ``location`` ({} when there is
     none); a document that is not a JSON object is a :class:`~n5mscodecs.ConfigurationError` naming it."""
     return _store(location, options, confine=confine).get_attributes()
 
 
-def write_attributes(location: PathLike, document: Mapping[str, Any], options: StorageOptions = None) -> None:
+def write_attributes(location: Where, document: Mapping[str, Any], options: StorageOptions = None) -> None:
     """Write the ``attributes.json`` of ``location`` (atomically)."""
     _store(location, options).set_attributes("", document)
 
 
-def exists(location: PathLike, options: StorageOptions = None) -> bool:
+def exists(location: Where, options: StorageOptions = None) -> bool:
     return _store(location, options).exists()
 
 
-def is_directory(location: PathLike, options: StorageOptions = None) -> bool:
+def is_directory(location: Where, options: StorageOptions = None) -> bool:
     """Whether ``location`` holds other objects (a directory, or a prefix of an object store)."""
     return _store(location, options).is_directory()
 
 
-def is_nonempty_directory(location: PathLike, options: StorageOptions = None) -> bool:
+def is_nonempty_directory(location: Where, options: StorageOptions = None) -> bool:
     store = _store(location, options)
     return bool(store.list_dir()) if store.is_directory() else False
 
 
-def list_names(location: PathLike, options: StorageOptions = None) -> list[str]:
+def list_names(location: Where, options: StorageOptions = None) -> list[str]:
     """The names directly below ``location`` (sorted; empty when there is nothing)."""
     return _store(location, options).list_dir()
 
 
-def remove(location: PathLike, options: StorageOptions = None) -> None:
+def remove(location: Where, options: StorageOptions = None) -> None:
     """Remove the object at ``location`` if there is one."""
     _store(location, options).delete("")
 
 
-def remove_tree(location: PathLike, options: StorageOptions = None) -> None:
+def remove_tree(location: Where, options: StorageOptions = None) -> None:
     """Remove ``location`` and everything below it (nothing to do when it does not exist)."""
     _store(location, options).delete_tree("")
 
 
-def clear(location: PathLike, keep: Collection[str] = (), options: StorageOptions = None) -> None:
+def clear(location: Where, keep: Collection[str] = (), options: StorageOptions = None) -> None:
     """Remove everything directly below ``location`` (and what lies below that) except the
     names in ``keep``: how an overwrite empties a dataset whose marked attributes stay."""
     _store(location, options).clear("", keep)
 
 
-def remove_temporary_files(location: PathLike, options: StorageOptions = None) -> int:
+def remove_temporary_files(location: Where, options: StorageOptions = None) -> int:
     """Remove the ``.tmp-*`` files that killed writers left below the local ``location`` (object
     stores write an object in one request and leave none); returns how many. Only for a
     location whose writer lock is held: a running writer's temporary files look the same."""
-    if is_url(location):
+    store = _store(location, options)
+    if not store.is_local:
         return 0
     removed = 0
-    for directory, _, files in walk(location, options):
+    for directory, _, files in store.walk():
         for name in files:
             if name.startswith(TEMPORARY_PREFIX):
-                remove(join(directory, name), options)
+                remove(join(directory, name))
                 removed += 1
     return removed
 
 
-def make_directory(location: PathLike, options: StorageOptions = None) -> None:
+def make_directory(location: Where, options: StorageOptions = None) -> None:
     """Create ``location`` as a directory (object stores have none: nothing to do there)."""
     _store(location, options).make_directory()
 
 
-def walk(location: PathLike, options: StorageOptions = None) -> Iterator[tuple[str, list[str], list[str]]]:
+def walk(location: Where, options: StorageOptions = None) -> Iterator[tuple[str, list[str], list[str]]]:
     """``(directory, subdirectories, files)`` below ``location``, top-down and sorted, as
     ``os.walk`` (directories as locations); pruning ``subdirectories`` in place skips them."""
     return _store(location, options).walk()
 
 
-def total_size(location: PathLike, options: StorageOptions = None) -> int:
+def total_size(location: Where, options: StorageOptions = None) -> int:
     """Bytes stored below ``location``."""
     return _store(location, options).total_size()
 

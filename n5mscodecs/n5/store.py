@@ -69,6 +69,9 @@ class Store(abc.ABC):
 
     location: str
     read_only: bool = False
+    #: fsspec's options of an object store (None for a local one), for the public functions
+    #: that still take a location and its options
+    storage_options: StorageOptions = None
 
     @property
     def name(self) -> str:

@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING
 
 from ..errors import IncompleteError, TargetInUseError
 from . import storage
-from .store import open_store
+from .store import Store, open_store
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from .storage import PathLike, StorageOptions
+    from .storage import StorageOptions, Where
 
 INCOMPLETE_KEY = "n5mscodecs:incomplete"
 LOCK_NAME = ".n5ms-lock"
@@ -60,7 +60,7 @@ def check_complete(attributes: Mapping[str, Any], name: str) -> None:
         f"write would read as fill values); {finish}")
 
 
-def write_marked(location: PathLike, document: Mapping[str, Any], marker: Mapping[str, str] | None,
+def write_marked(location: Where, document: Mapping[str, Any], marker: Mapping[str, str] | None,
                  options: StorageOptions = None) -> None:
     """Write the attributes ``document`` of ``location``, with the incomplete marker when given."""
     document = {k: v for k, v in document.items() if k != INCOMPLETE_KEY}
@@ -69,7 +69,7 @@ def write_marked(location: PathLike, document: Mapping[str, Any], marker: Mappin
     storage.write_attributes(location, document, options)
 
 
-def mark_complete(location: PathLike, *, storage_options: StorageOptions = None) -> None:
+def mark_complete(location: Where, *, storage_options: StorageOptions = None) -> None:
     """Remove the incomplete marker from the attributes of ``location`` (after its last block)."""
     attributes = storage.read_attributes(location, storage_options)
     if INCOMPLETE_KEY in attributes:
@@ -99,12 +99,13 @@ class WriterLock:
     n5mscodecs.errors.TargetInUseError: ...
     """
 
-    def __init__(self, target: PathLike, options: StorageOptions = None) -> None:
-        self.target = os.fspath(target)
-        self.options = options
-        self.path = storage.join(self.target, LOCK_NAME)
+    def __init__(self, target: Where, options: StorageOptions = None) -> None:
+        """``target``: the target's location (``options``: its storage options) or store."""
+        self.store = target if isinstance(target, Store) else open_store(target, options)
+        self.target = self.store.location
+        self.path = self.store.url(LOCK_NAME)
         # a local target is locked with flock, an object store with a heartbeat object
-        self._lock_file = open_store(self.target, options).local_file(LOCK_NAME)
+        self._lock_file = self.store.local_file(LOCK_NAME)
         self._fd: int | None = None
         self._owner: dict[str, Any] | None = None
         self._stop = threading.Event()
@@ -159,22 +160,22 @@ class WriterLock:
         self._fd = fd
 
     def _acquire_object(self):
-        owner = storage.read_json(self.path, self.options)
+        owner = self.store.get_json(LOCK_NAME)
         if isinstance(owner, dict) and time.time() - float(owner.get("heartbeat", 0)) < STALE_SECONDS:
             raise self._refuse(owner)
         self._owner = _owner()
         self._write_heartbeat()
         # two writers that both found no lock: the later write wins, the other backs off
         time.sleep(0.2)
-        if (storage.read_json(self.path, self.options) or {}).get("token") != self._owner["token"]:
+        if (self.store.get_json(LOCK_NAME) or {}).get("token") != self._owner["token"]:
             self._owner = None
-            raise self._refuse(storage.read_json(self.path, self.options))
+            raise self._refuse(self.store.get_json(LOCK_NAME))
         self._stop.clear()
         self._heartbeat = threading.Thread(target=self._beat, name="n5ms-lock-heartbeat", daemon=True)
         self._heartbeat.start()
 
     def _write_heartbeat(self):
-        storage.write_json(self.path, {**self._owner, "heartbeat": time.time()}, self.options)
+        self.store.set_json(LOCK_NAME, {**self._owner, "heartbeat": time.time()})
 
     def _beat(self):
         while not self._stop.wait(HEARTBEAT_SECONDS):
@@ -197,7 +198,7 @@ class WriterLock:
             if self._heartbeat is not None:
                 self._heartbeat.join()
             self._owner = None
-            storage.remove(self.path, self.options)
+            self.store.delete(LOCK_NAME)
 
 
 __all__ = ["INCOMPLETE_KEY", "LOCK_NAME", "WriterLock", "check_complete", "incomplete_marker", "mark_complete",

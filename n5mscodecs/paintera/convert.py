@@ -18,6 +18,7 @@ from ..multiset.array import RESERVED_RULES, check_keep
 from ..n5 import storage
 from ..n5.create import write_container_version
 from ..n5.metadata import max_id
+from ..n5.store import open_store
 from ..n5.writing import LOCK_NAME, WriterLock, incomplete_marker, mark_complete, write_marked
 from .lookup import LABEL_BLOCK_LOOKUP, block_labels, write_label_to_block_mapping
 from .pyramid import PyramidJob, normalized_factors, write_pyramid_block
@@ -75,11 +76,11 @@ class _NoProgress:
         pass
 
 
-def _executor(scheduler, threads, target):
-    """(executor, worker threads, client to close or None): local threads (more for a URL target,
-    whose blocks wait on requests), or a dask.distributed cluster."""
+def _executor(scheduler, threads, store):
+    """(executor, worker threads, client to close or None): local threads (more for a target in
+    an object store, whose blocks wait on requests), or a dask.distributed cluster."""
     if scheduler is None:
-        n = storage.request_threads(target, threads)
+        n = store.request_threads(threads)
         return ThreadPoolExecutor(max_workers=n), n, None
     distributed = require("distributed", "dask", "scheduler: dask clusters")
     owned = not isinstance(scheduler, distributed.Client)
@@ -111,27 +112,25 @@ def _run_blocks(executor, job, level, progress, window):
     return written
 
 
-def _group_attributes(path, options):
-    return n5.read_attributes(path, storage_options=options) if storage.is_directory(path, options) else {}
+def _group_attributes(store):
+    return store.get_attributes() if store.is_directory() else {}
 
 
-def _start(target, parameters, overwrite, resume, options):
-    """Create or reopen ``target`` (its writer lock held); returns True when a finished
-    conversion is there already. An overwritten target is marked unfinished before
+def _start(store, parameters, overwrite, resume):
+    """Create or reopen the target ``store`` (its writer lock held); returns True when a
+    finished conversion is there already. An overwritten target is marked unfinished before
     anything in it is removed."""
-    attributes = _group_attributes(target, options)
+    attributes = _group_attributes(store)
     state = attributes.get(CONVERSION_KEY)
     state = state if isinstance(state, dict) else None
-    name = storage.display(target)
-    exists = storage.exists(target, options) and (
-        not storage.is_directory(target, options)
-        or set(storage.list_names(target, options)) - {LOCK_NAME} != set())
+    name = store.display()
+    exists = store.exists() and (not store.is_directory() or set(store.list_dir()) - {LOCK_NAME} != set())
     unfinished = {"n5": n5.N5_VERSION, CONVERSION_KEY: {"complete": False, "parameters": parameters}}
     if exists and overwrite:
         if not attributes:
             raise ConfigurationError(f"{name}: refusing to overwrite something that is not an N5 container")
-        n5.write_attributes(target, unfinished, storage_options=options)
-        storage.clear(target, {storage.ATTRIBUTES, LOCK_NAME}, options)
+        store.set_attributes("", unfinished)
+        store.clear("", {storage.ATTRIBUTES, LOCK_NAME})
         return False
     if exists and resume:
         if state is None:
@@ -143,13 +142,13 @@ def _start(target, parameters, overwrite, resume, options):
                 f"{name}: resume: parameters differ from the interrupted run ({', '.join(changed)})"
             )
         if not state.get("complete"):
-            storage.remove_temporary_files(target, options)  # a killed run's; the lock keeps others out
+            storage.remove_temporary_files(store)  # a killed run's; the lock keeps others out
         return bool(state.get("complete"))
     if exists:
         hint = (" (an interrupted conversion: pass resume=True to finish it)" if state and not state.get("complete")
                 else "")
         raise FileExistsError(f"{name} exists{hint}; pass overwrite=True to replace it")
-    n5.write_attributes(target, unfinished, storage_options=options)
+    store.set_attributes("", unfinished)
     return False
 
 
@@ -277,9 +276,11 @@ def convert(
     offset = tuple(float(o) for o in (offset or source.offset or (0.0,) * ndim))
     if len(resolution) != ndim or len(offset) != ndim:
         raise ConfigurationError(f"resolution/offset: {ndim} values each required")
-    job = PyramidJob(target, source, block_size, normalized_factors(factors, source.shape, block_size, resolution),
+    # the target's store, opened once: every step below and every worker writes through it
+    store = open_store(target, storage_options, boundary=storage.confinement_root(target))
+    job = PyramidJob(store, source, block_size, normalized_factors(factors, source.shape, block_size, resolution),
                      n5.compression_attributes(compression), int(max_num_entries), keep, rule,
-                     bool(write_background_blocks), storage_options, reserved)
+                     bool(write_background_blocks), reserved)
     parameters = {"source": source.description(), "blockSize": list(block_size),
                   "factors": [list(f) for f in job.factors], "compression": job.compression,
                   "maxNumEntries": job.max_num_entries, "keep": keep, "rule": rule,
@@ -293,10 +294,10 @@ def convert(
     # everything that can be checked is checked before the target is touched
     check_source_labels(source, block_size, reserved, threads)
     storage.confine_to(target)  # removals and writes below target stay inside it
-    executor, workers, client = _executor(scheduler, threads, target)
+    executor, workers, client = _executor(scheduler, threads, store)
     try:
-        with WriterLock(target, storage_options):
-            if _start(target, parameters, overwrite, resume, storage_options):
+        with WriterLock(store):
+            if _start(store, parameters, overwrite, resume):
                 return _summary(job, 0, blocks_total, started, resolution)
             write_container_version(root, storage_options)
             _write_layout(job, resolution, offset, lookup_block_size)
@@ -315,43 +316,39 @@ def convert(
 def _finish(job, parameters, lookup_block_size, threads, progress):
     """The label-to-block lookup and ``maxId``, then the datasets' and the source's marks of
     an unfinished conversion removed (the source's last)."""
-    target, options = job.target, job.storage_options
     bar = progress("label-to-block-mapping", job.n_levels) if progress else _NoProgress()
     for level in range(job.n_levels):
-        write_label_to_block_mapping(target, level, lookup_block_size, job.compression, threads,
-                                     storage_options=options)
+        write_label_to_block_mapping(job.store, level, lookup_block_size, job.compression, threads)
         bar.update(1)
     bar.close()
     for level in range(job.n_levels):
         for dataset in (job.data(level), job.unique_labels(level)):
-            mark_complete(dataset.path, storage_options=options)
+            mark_complete(dataset.store)
     attributes = {"n5": n5.N5_VERSION, "painteraData": {"type": "label"},
-                  "maxId": max_id(_source_labels(target, options), job.rule),
+                  "maxId": max_id(_source_labels(job), job.rule),
                   "labelBlockLookup": LABEL_BLOCK_LOOKUP,
                   CONVERSION_KEY: {"complete": True, "parameters": parameters}}
-    n5.write_attributes(target, attributes, storage_options=options)
+    job.store.set_attributes("", attributes)
 
 
 def _write_layout(job, resolution, offset, lookup_block_size):
-    target, options = job.target, job.storage_options
     layout = {
         "data": {"multiScale": True, "offset": list(offset), "resolution": list(resolution), "isLabelMultiset": True},
         "unique-labels": {"multiScale": True},
         "label-to-block-mapping": {"isMultiscale": True, "labelBlockLookup": LABEL_BLOCK_LOOKUP},
     }
     for group, document in layout.items():
-        n5.write_attributes(storage.join(target, group), document, storage_options=options)
+        job.store.set_attributes(group, document)
     marker = incomplete_marker("n5ms convert", FINISH_HINT)
     for level in range(job.n_levels):
         for dataset in (job.data(level), job.unique_labels(level)):
-            write_marked(dataset.path, dataset.attributes, marker, options)
+            write_marked(dataset.store, dataset.attributes, marker)
 
 
-def _source_labels(target, options):
+def _source_labels(job):
     """The distinct labels of the source, from ``unique-labels/s0``: background 0 too
     when a block was skipped as all background (it has no unique-labels block)."""
-    unique_labels = n5.open_dataset(storage.join(target, "unique-labels", "s0"), storage_options=options,
-                            allow_incomplete=True)  # a resumed or finishing conversion's
+    unique_labels = job.unique_labels(0)  # the job's dataset: a finishing conversion's is marked incomplete
     labels = block_labels(unique_labels)[0]
     if len(unique_labels.present_blocks()) < np.prod(unique_labels.grid_shape):
         labels = np.append(labels, np.uint64(BACKGROUND))
@@ -359,8 +356,8 @@ def _source_labels(target, options):
 
 
 def _summary(job, written, blocks_total, started, resolution):
-    attributes = _group_attributes(job.target, job.storage_options)
-    n_labels = int(_source_labels(job.target, job.storage_options).size)
+    attributes = _group_attributes(job.store)
+    n_labels = int(_source_labels(job).size)
     return ConversionSummary(job.target, [job.level_shape(level) for level in range(job.n_levels)],
                              written, blocks_total, int(attributes.get("maxId", 0)), n_labels,
                              time.perf_counter() - started, list(job.factors[1:]), resolution)

@@ -13,6 +13,7 @@ import numpy as np
 from .. import n5
 from ..errors import ConfigurationError, LookupFormatError
 from ..n5 import storage
+from ..n5.store import Store, open_store
 
 if TYPE_CHECKING:
     from typing import Any
@@ -24,11 +25,11 @@ LABEL_BLOCK_LOOKUP = {"type": "n5-filesystem-relative", "scaleDatasetPattern": "
 LOOKUP_DIMENSION = 2**63 - 1   # the label-to-block-mapping datasets span every uint63 id
 
 
-def _mapping_dataset(target, level, lookup_block_size, compression, options):
-    return n5.ArrayDataset(storage.join(target, "label-to-block-mapping", f"s{level}"),
-                           {"dataType": "int8", "compression": compression,
-                            "blockSize": [lookup_block_size], "dimensions": [LOOKUP_DIMENSION]},
-                           storage_options=options)
+def _mapping_dataset(store, level, lookup_block_size, compression):
+    key = f"label-to-block-mapping/s{level}"
+    return n5.ArrayDataset(store.url(key), {"dataType": "int8", "compression": compression,
+                                            "blockSize": [lookup_block_size], "dimensions": [LOOKUP_DIMENSION]},
+                           store=store.child(key))
 
 
 def block_labels(unique_labels: ArrayDataset) -> tuple[np.ndarray, np.ndarray]:
@@ -74,25 +75,27 @@ def label_to_block_mapping_blocks(unique_labels: ArrayDataset, lookup_block_size
 
 
 def write_label_to_block_mapping(
-    target: PathLike, level: int, lookup_block_size: int, compression: dict[str, Any], threads: int | None = None,
-    *, storage_options: dict[str, Any] | None = None,
+    target: PathLike | Store, level: int, lookup_block_size: int, compression: dict[str, Any],
+    threads: int | None = None, *, storage_options: dict[str, Any] | None = None,
 ) -> int:
-    """Write ``label-to-block-mapping/s{level}`` from ``unique-labels/s{level}``; returns the file count."""
-    target = os.fspath(target)
-    unique_labels = n5.open_dataset(storage.join(target, "unique-labels", f"s{level}"), storage_options=storage_options,
+    """Write ``label-to-block-mapping/s{level}`` from ``unique-labels/s{level}``; returns the file count.
+    ``target`` is the label source's location (``storage_options``: its options) or store."""
+    store = target if isinstance(target, Store) else open_store(
+        target, storage_options, boundary=storage.confinement_root(target))
+    unique_labels = n5.open_dataset(store.url(f"unique-labels/s{level}"), storage_options=store.storage_options,
                                     allow_incomplete=True)  # written by a conversion that is finishing
     if not isinstance(unique_labels, n5.ArrayDataset):
         raise ConfigurationError(f"{unique_labels.path}: unique-labels is a label multiset dataset, not uint64 lists")
-    mapping = _mapping_dataset(target, level, lookup_block_size, compression, storage_options)
-    storage.remove_tree(mapping.path, storage_options)
-    n5.write_attributes(mapping.path, mapping.attributes, storage_options=storage_options)
+    mapping = _mapping_dataset(store, level, lookup_block_size, compression)
+    mapping.store.delete_tree("")
+    mapping.store.set_attributes("", mapping.attributes)
     files = label_to_block_mapping_blocks(unique_labels, lookup_block_size)
 
     def write_one(item):
         number, body = item
         mapping.write_varlength_block((number,), np.frombuffer(body, np.int8), dims=(lookup_block_size,))
 
-    with ThreadPoolExecutor(max_workers=storage.request_threads(target, threads)) as pool:
+    with ThreadPoolExecutor(max_workers=store.request_threads(threads)) as pool:
         list(pool.map(write_one, files.items()))
     return len(files)
 

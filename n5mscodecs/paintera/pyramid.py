@@ -11,7 +11,6 @@ import numpy as np
 from .. import n5
 from ..errors import ConfigurationError
 from ..multiset import BACKGROUND, LabelMultisetArray, assemble
-from ..n5 import storage
 from .conventions import default_factors
 from .sources import LabelSource
 
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..multiset.array import KeepRule, ReservedRule, Rule
+    from ..n5.store import Store
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class PyramidJob:
     again, and skipped again.
     """
 
-    target: str
+    store: Store  # the target's (its file system resolved once; pickled with the job)
     source: LabelSource
     block_size: tuple[int, ...]
     factors: tuple[tuple[int, ...], ...]  # per level: factors relative to the level below (level 0: ones)
@@ -43,9 +43,13 @@ class PyramidJob:
     keep: KeepRule
     rule: Rule = "spec"
     write_background: bool = False  # write all-{0: 1} blocks too (they read the same when missing)
-    storage_options: dict[str, Any] | None = field(default=None, repr=False)  # for a URL target; never printed
     reserved: ReservedRule = "reject"
     _datasets: dict[tuple[str, int], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def target(self) -> str:
+        """The target's location."""
+        return self.store.location
 
     @property
     def n_levels(self) -> int:
@@ -79,9 +83,9 @@ class PyramidJob:
         if dataset is None:
             label_multiset = group == "data"
             kind = n5.LabelMultisetDataset if label_multiset else n5.ArrayDataset
-            dataset = kind(storage.join(self.target, group, f"s{level}"),
-                           self.metadata(level, label_multiset=label_multiset),
-                           storage_options=self.storage_options)
+            where = f"{group}/s{level}"
+            dataset = kind(self.store.url(where), self.metadata(level, label_multiset=label_multiset),
+                           store=self.store.child(where))
             self._datasets[key] = dataset  # a race makes an equal dataset twice, nothing worse
         return dataset
 
@@ -144,7 +148,7 @@ def _write_block(job, level, grid, block):
     """
     data, unique_labels = job.data(level), job.unique_labels(level)
     if not job.write_background and block.is_background():
-        storage.remove(unique_labels.block_path(grid), job.storage_options)
+        unique_labels.store.delete(unique_labels.block_key(grid))
         return 0
     unique_labels.write_varlength_block(grid, np.unique(block.ids))
     data.write_block(grid, block, write_background=True)

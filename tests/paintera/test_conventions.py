@@ -9,6 +9,7 @@ import pytest
 from n5mscodecs import n5, paintera
 from n5mscodecs.errors import ConfigurationError, N5msCodecsError
 from n5mscodecs.multiset import INVALID
+from n5mscodecs.n5.store import open_store
 from n5mscodecs.paintera.argmax import world_placement
 from n5mscodecs.paintera.conventions import default_factors, level_placement, parse_compression
 from n5mscodecs.paintera.pyramid import normalized_factors
@@ -157,8 +158,8 @@ def test_pyramid_job_makes_each_level_dataset_once_and_pickles_without_them(tmp_
     labels = np.zeros((8, 8, 8), np.uint64)
     summary = paintera.convert(labels, tmp_path / "p.n5/labels", block_size=4, factors=[2])
     source = paintera.open_label_source(tmp_path / "p.n5/labels/unique-labels/s0")
-    job = paintera.PyramidJob(summary.target, source, (4, 4, 4), normalized_factors([2], (8, 8, 8), (4, 4, 4)),
-                              {"type": "gzip"}, -1, "highest")
+    job = paintera.PyramidJob(open_store(summary.target), source, (4, 4, 4),
+                              normalized_factors([2], (8, 8, 8), (4, 4, 4)), {"type": "gzip"}, -1, "highest")
     assert job.data(1) is job.data(1) and job.unique_labels(0) is job.unique_labels(0)
     assert job.data(0) is not job.data(1)
     copy = pickle.loads(pickle.dumps(job))
