@@ -12,8 +12,9 @@ import numpy as np
 from ..errors import ConfigurationError
 from ..multiset import LabelMultisetArray
 from . import storage
-from .dataset import ArrayDataset, LabelMultisetDataset, read_attributes
+from .dataset import ArrayDataset, LabelMultisetDataset
 from .metadata import N5_VERSION, DatasetMetadata, max_id
+from .store import Store, open_store
 from .writing import LOCK_NAME, incomplete_marker, mark_complete, write_marked
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
     from ..multiset.array import MultisetsLike, ReservedRule
     from .compression import CompressorConfig
-    from .storage import PathLike, StorageOptions
+    from .storage import PathLike, StorageOptions, Where
 
 
 def block_size(chunks: int | Iterable[int], ndim: int, name: str = "chunks") -> tuple[int, ...]:
@@ -44,28 +45,33 @@ def _finish_hint(writer):
     return f"finish it by writing it again ({writer} with overwrite=True)"
 
 
-def _prepare(path, document, marker, overwrite, options, container):
-    """(path, container root or None): the dataset directory with the attributes ``document``
+def _target_store(path: Where, options: StorageOptions) -> Store:
+    """The store a writer writes the dataset ``path`` through: ``path`` when it is a store
+    (a group's child), else opened here, once, confined to the container root."""
+    if isinstance(path, Store):
+        return path
+    return open_store(path, options, boundary=storage.confinement_root(path))
+
+
+def _prepare(store, document, marker, overwrite, container):
+    """The container root (or None) of the dataset ``store``, whose attributes ``document`` are
     written, marked incomplete when ``marker`` is given. The root is found (or ``container``
     checked) first; an existing dataset is replaced only with ``overwrite``, and its attributes
     are replaced by the marked new ones *before* its blocks are removed, so that an
     interruption leaves a dataset every reader refuses, never old attributes over new blocks."""
-    path = os.fspath(path)
-    root = storage.container_root(path, container)
-    present = set(storage.list_names(path, options)) - {LOCK_NAME}  # the lock of a writer calling us
+    root = storage.container_root(store.location, container)
+    present = set(store.list_dir()) - {LOCK_NAME}  # the lock of a writer calling us
     if present:
         if not overwrite:
-            raise FileExistsError(f"{storage.display(path)} exists (pass overwrite=True to replace it)")
-        if "dimensions" not in read_attributes(path, storage_options=options):
-            raise ConfigurationError(
-                f"{storage.display(path)}: refusing to overwrite something that is not an N5 dataset")
-        write_marked(path, document, marker or incomplete_marker("an overwrite", _finish_hint("the writer")),
-                     options)
-        storage.clear(path, {storage.ATTRIBUTES, LOCK_NAME}, options)
+            raise FileExistsError(f"{store.display()} exists (pass overwrite=True to replace it)")
+        if "dimensions" not in store.get_attributes():
+            raise ConfigurationError(f"{store.display()}: refusing to overwrite something that is not an N5 dataset")
+        write_marked(store, document, marker or incomplete_marker("an overwrite", _finish_hint("the writer")))
+        store.clear("", {storage.ATTRIBUTES, LOCK_NAME})
     else:
-        storage.make_directory(path, options)
-    write_marked(path, document, marker, options)
-    return path, root
+        store.make_directory()
+    write_marked(store, document, marker)
+    return root
 
 
 def _refuse_source_overlap(path, data):
@@ -92,12 +98,12 @@ def _write_blocks(dataset, data, threads, **options):
     def write_one(grid_position):
         dataset.write_block(grid_position, data[dataset.block_region(grid_position)], **options)
 
-    with ThreadPoolExecutor(max_workers=storage.request_threads(dataset.path, threads)) as pool:
+    with ThreadPoolExecutor(max_workers=dataset.store.request_threads(threads)) as pool:
         list(pool.map(write_one, np.ndindex(*dataset.grid_shape)))
 
 
 def write(
-    path: PathLike,
+    path: Where,
     data: MultisetsLike,
     chunks: int | Iterable[int],
     *,
@@ -123,7 +129,9 @@ def write(
     ``write_background_blocks``. Attributes: dataType uint8, compression,
     blockSize, dimensions, isLabelMultiset, maxId (largest id below 2**63,
     see ``n5mscodecs.n5.dataset.max_id``), plus ``attributes``. ``path`` may be a URL
-    (see :func:`open`); blocks are then written with many requests in flight.
+    (see :func:`open`); blocks are then written with many requests in flight. It may
+    also be a store (:func:`~n5mscodecs.n5.store.open_store`, which then holds the
+    options): a group's writers pass their child's.
 
     Everything is checked before anything is written. Until the last block
     is written the dataset is marked incomplete (readers refuse it; see
@@ -136,23 +144,24 @@ def write(
     nearest of ``path`` and its parents whose name ends with ``.n5``. With
     neither, no root attribute is written; pass ``container=`` then.
     """
-    _refuse_source_overlap(path, data)
+    store = _target_store(path, storage_options)
+    _refuse_source_overlap(store.location, data)
     data = LabelMultisetArray.coerce(data, reserved=reserved)
     chunks = block_size(chunks, data.ndim)
     metadata = DatasetMetadata.label_multisets(data.shape, chunks, compression,
                                                max_id=max_id(data.unique_labels()), attributes=attributes)
     document = metadata.to_json()
     marker = incomplete_marker("n5mscodecs.n5.write", _finish_hint("n5.write"))
-    path, root = _prepare(path, document, marker, overwrite, storage_options, container)
-    write_container_version(root, storage_options)
-    dataset = LabelMultisetDataset(path, metadata, storage_options=storage_options)
+    root = _prepare(store, document, marker, overwrite, container)
+    write_container_version(root, store.storage_options)
+    dataset = LabelMultisetDataset(store.location, metadata, store=store)
     _write_blocks(dataset, data, threads, write_background=write_background_blocks)
-    mark_complete(path, storage_options=storage_options)  # re-read: the root version may sit in the same file
+    mark_complete(store)  # re-read: the root version may sit in the same file
     return dataset
 
 
 def create_array_dataset(
-    path: PathLike,
+    path: Where,
     shape: Iterable[int],
     chunks: int | Iterable[int],
     dtype: DTypeLike,
@@ -175,13 +184,14 @@ def create_array_dataset(
                                      attributes=attributes)
     document = metadata.to_json()
     marker = None if incomplete is None else incomplete_marker(incomplete, _finish_hint(incomplete))
-    path, root = _prepare(path, document, marker, overwrite, storage_options, container)
-    write_container_version(root, storage_options)
-    return ArrayDataset(path, metadata, storage_options=storage_options)
+    store = _target_store(path, storage_options)
+    root = _prepare(store, document, marker, overwrite, container)
+    write_container_version(root, store.storage_options)
+    return ArrayDataset(store.location, metadata, store=store)
 
 
 def write_array(
-    path: PathLike,
+    path: Where,
     data: ArrayLike,
     chunks: int | Iterable[int],
     *,
@@ -195,11 +205,12 @@ def write_array(
     """Write a plain numeric N5 dataset (default-mode, truncated boundary blocks); the
     container root gets the N5 version attribute as in :func:`write`, and the dataset is
     marked incomplete until its last block is written, as there."""
-    _refuse_source_overlap(path, data)
+    store = _target_store(path, storage_options)
+    _refuse_source_overlap(store.location, data)
     data = np.asarray(data)
-    dataset = create_array_dataset(path, data.shape, chunks, data.dtype, compression=compression,
-                                   attributes=attributes, overwrite=overwrite, storage_options=storage_options,
-                                   container=container, incomplete="n5mscodecs.n5.write_array")
+    dataset = create_array_dataset(store, data.shape, chunks, data.dtype, compression=compression,
+                                   attributes=attributes, overwrite=overwrite, container=container,
+                                   incomplete="n5mscodecs.n5.write_array")
     _write_blocks(dataset, data, threads)
-    mark_complete(dataset.path, storage_options=storage_options)
+    mark_complete(store)
     return dataset

@@ -88,7 +88,6 @@ class _Dataset:
                  storage_options: StorageOptions = None, allow_outside_root: bool = False,
                  read_only: bool = False, store: Store | None = None) -> None:
         self.path = os.fspath(path)
-        self.storage_options = storage_options  # passed to fsspec for URLs; never printed
         self.name = storage.display(self.path)  # for messages
         if isinstance(attributes, DatasetMetadata):
             self.metadata = attributes
@@ -101,6 +100,7 @@ class _Dataset:
         # block reads stay inside the container root (the dataset itself outside any *.n5)
         self.store = store or open_store(self.path, storage_options, boundary=storage.confinement_root(self.path),
                                          read_outside=self.allow_outside_root)
+        self.storage_options = self.store.storage_options  # the store's (fsspec's for a URL); never printed
         self.read_only = bool(read_only)
 
     @property
@@ -344,8 +344,7 @@ class LabelMultisetDataset(_Dataset):
         if view is None:  # a race makes two equal views, one kept
             view = self._views.setdefault(rule, type(self)(
                 self.path, self.metadata, fill_label=self.fill_label, multisets="labels", rule=rule,
-                storage_options=self.storage_options, allow_outside_root=self.allow_outside_root, read_only=True,
-                store=self.store))
+                allow_outside_root=self.allow_outside_root, read_only=True, store=self.store))
         return view
 
     def max_payload_bytes(self) -> int:

@@ -93,14 +93,14 @@ class Group(Mapping[str, "Group | Dataset"]):
     ``group["a/b"]`` opens nested children; iteration gives the direct children's names,
     sorted. A child is a dataset when its ``attributes.json`` has ``dimensions``, else a
     group. Datasets are opened as :func:`open` opens them, with the options this group
-    was opened with. Obtain groups from :func:`open`, not from this constructor.
+    was opened with; children, opened or created, get ``store.child(name)`` (the
+    store holds the storage options). Obtain groups from :func:`open`, not from this
+    constructor.
 
     Parameters
     ----------
     store : n5mscodecs.n5.store.Store
         The group's store (:func:`~n5mscodecs.n5.store.open_store`), handed down to its children.
-    storage_options : Mapping, optional
-        fsspec options for a URL (for the writers of new datasets).
     read_only : bool
         Refuse every change (mode ``r``).
     container : str, optional
@@ -111,12 +111,12 @@ class Group(Mapping[str, "Group | Dataset"]):
         ``allow_incomplete``, ``allow_outside_root``).
     """
 
-    def __init__(self, store: Store, *, storage_options: StorageOptions = None, read_only: bool = False,
-                 container: str | None = None, dataset_options: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, store: Store, *, read_only: bool = False, container: str | None = None,
+                 dataset_options: Mapping[str, Any] | None = None) -> None:
         self.store = store
         self.path = store.url()
         self.name = store.display()
-        self.storage_options = storage_options
+        self.storage_options = store.storage_options  # the store's (fsspec's for a URL); never printed
         self.read_only = read_only
         self.container = container
         self.dataset_options = dict(dataset_options or {})
@@ -147,15 +147,15 @@ class Group(Mapping[str, "Group | Dataset"]):
                 return parent
         return None
 
-    def _new_child(self, name: str) -> str:
-        """The location of a child to create: refused in read-only mode or below a dataset."""
+    def _new_child(self, name: str) -> Store:
+        """The store of a child to create: refused in read-only mode or below a dataset."""
         if self.read_only:
             raise ConfigurationError(f"{self.name}: opened read-only (mode 'r'); open it with mode='r+' or 'a'")
         parts = _parts(name)
         dataset = self._dataset_above(parts)
         if dataset is not None:
             raise ConfigurationError(f"{self.store.display(dataset)} is a dataset: nothing is created inside it")
-        return self.store.url("/".join(parts))
+        return self.store.child("/".join(parts))
 
     def __getitem__(self, key: str) -> Group | Dataset:
         found = self._find(key)
@@ -163,9 +163,9 @@ class Group(Mapping[str, "Group | Dataset"]):
             raise KeyError(key)
         store, attributes = found
         if "dimensions" in attributes:
-            return _open_dataset(store, attributes, storage_options=self.storage_options, read_only=self.read_only,
+            return _open_dataset(store, attributes, read_only=self.read_only,
                                  **self.dataset_options)
-        return Group(store, storage_options=self.storage_options, read_only=self.read_only,
+        return Group(store, read_only=self.read_only,
                      container=self.container, dataset_options=self.dataset_options)
 
     def __contains__(self, key: object) -> bool:
@@ -217,13 +217,12 @@ class Group(Mapping[str, "Group | Dataset"]):
     def create_group(self, name: str) -> Group:
         """A new child group ``name`` (nested paths create their parents); an existing one is a
         FileExistsError."""
-        location = self._new_child(name)
+        store = self._new_child(name)
         if name in self:
-            raise FileExistsError(f"{storage.display(location)} exists")
-        store = self.store.child("/".join(_parts(name)))
+            raise FileExistsError(f"{store.display()} exists")
         store.make_directory()
         store.set_attributes("", {})  # object stores have no directories
-        return Group(store, storage_options=self.storage_options, container=self.container,
+        return Group(store, container=self.container,
                      dataset_options=self.dataset_options)
 
     def require_group(self, name: str) -> Group:
@@ -243,7 +242,7 @@ class Group(Mapping[str, "Group | Dataset"]):
         ``dtype`` (fill it with ``ds[...] = ...``). ``chunks``: one int for every axis or one per
         axis (default 64, clipped to the shape). As :func:`~n5mscodecs.n5.write_array`:
         an existing dataset is replaced only with ``overwrite``."""
-        location = self._new_child(name)
+        target = self._new_child(name)
         if data is not None:
             shape = np.shape(data)
         if shape is None:
@@ -251,14 +250,14 @@ class Group(Mapping[str, "Group | Dataset"]):
         shape = tuple(int(n) for n in shape)
         chunks = tuple(max(1, min(DEFAULT_CHUNK, n)) for n in shape) if chunks is None else chunks
         options: dict[str, Any] = {"compression": compression, "attributes": attributes, "overwrite": overwrite,
-                                   "storage_options": self.storage_options, "container": self.container}
+                                   "container": self.container}
         if data is not None:
-            dataset = write_array(location, data if dtype is None else np.asarray(data, dtype),
+            dataset = write_array(target, data if dtype is None else np.asarray(data, dtype),
                                   chunks, threads=threads, **options)
         elif dtype is None:
             raise ConfigurationError("create_dataset: dtype is required without data")
         else:
-            dataset = create_array_dataset(location, shape, chunks, dtype, **options)
+            dataset = create_array_dataset(target, shape, chunks, dtype, **options)
         return dataset
 
     def create_label_multiset_dataset(self, name: str, data: MultisetsLike, chunks: int | Iterable[int], *,
@@ -267,19 +266,16 @@ class Group(Mapping[str, "Group | Dataset"]):
                                       threads: int | None = None) -> LabelMultisetDataset:
         """A label multiset dataset ``name`` written from ``data`` (multisets or integer labels),
         as :func:`~n5mscodecs.n5.write` writes it."""
-        return write(self._new_child(name), data, chunks, compression=compression, attributes=attributes,
-                     overwrite=overwrite, threads=threads, storage_options=self.storage_options,
-                     container=self.container)
+        return write(self._new_child(name), data, chunks, compression=compression,
+                     attributes=attributes, overwrite=overwrite, threads=threads, container=self.container)
 
 
-def _open_dataset(store: Store, attributes: dict[str, Any], *, storage_options: StorageOptions = None,
-                  read_only: bool = False, fill_label: int = BACKGROUND, multisets: str = "elements",
-                  rule: Rule = "spec", allow_incomplete: bool = False,
-                  allow_outside_root: bool = False) -> Dataset:
+def _open_dataset(store: Store, attributes: dict[str, Any], *, read_only: bool = False,
+                  fill_label: int = BACKGROUND, multisets: str = "elements", rule: Rule = "spec",
+                  allow_incomplete: bool = False, allow_outside_root: bool = False) -> Dataset:
     if not allow_incomplete:
         check_complete(attributes, store.display())
-    common: dict[str, Any] = {"storage_options": storage_options, "allow_outside_root": allow_outside_root,
-                              "read_only": read_only, "store": store}
+    common: dict[str, Any] = {"allow_outside_root": allow_outside_root, "read_only": read_only, "store": store}
     if attributes.get("isLabelMultiset"):
         return LabelMultisetDataset(store.url(), attributes, fill_label=fill_label, multisets=multisets, rule=rule,
                                     **common)
@@ -355,7 +351,7 @@ def open(path: PathLike, mode: str = "r", *,  # noqa: A001 - mirrors zarr.open /
         raise ConfigurationError(f"{store.display()}: a file, not an N5 dataset (a directory with an attributes.json)")
     dataset_options: dict[str, Any] = {"fill_label": fill_label, "multisets": multisets, "rule": rule,
                                        "allow_incomplete": allow_incomplete, "allow_outside_root": allow_outside_root}
-    group_options: dict[str, Any] = {"storage_options": storage_options, "dataset_options": dataset_options}
+    group_options: dict[str, Any] = {"dataset_options": dataset_options}
     if mode in ("w", "w-"):
         if store.is_directory() and store.list_dir():
             if mode == "w-":
@@ -366,7 +362,7 @@ def open(path: PathLike, mode: str = "r", *,  # noqa: A001 - mirrors zarr.open /
         return Group(store, container=path, **group_options)
     attributes = store.get_attributes()
     if "dimensions" in attributes:
-        return _open_dataset(store, attributes, storage_options=storage_options, read_only=mode == "r",
+        return _open_dataset(store, attributes, read_only=mode == "r",
                              **dataset_options)
     if not (attributes or _named_container(path) and store.is_directory()):
         if mode != "a":

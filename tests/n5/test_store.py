@@ -154,3 +154,18 @@ def test_nothing_above_the_storage_layer_looks_at_schemes():
         if module.relative_to(package).as_posix() not in ("n5/storage.py", "n5/store.py"):
             text = module.read_text()
             assert "is_url(" not in text and "local_path(" not in text and '"http://"' not in text, module
+
+
+def test_writers_take_a_store_in_place_of_a_location_and_options(store):
+    """A store opened once travels to the writers: the dataset writes through it."""
+    labels = np.arange(12, dtype=np.uint64).reshape(3, 4) % 5
+    multisets = n5.write(store.child("labels"), labels, 2)
+    plain = n5.write_array(store.child("raw"), labels.astype(np.uint16), 3)
+    assert multisets.store.location == store.url("labels") and plain.store.location == store.url("raw")
+    assert multisets.storage_options is store.storage_options
+    reopened = n5.open(store.location, storage_options=store.storage_options)
+    assert np.array_equal(reopened["labels"][:].argmax(), labels) and np.array_equal(reopened["raw"][:], labels)
+    assert store.get_attributes("labels")["isLabelMultiset"] is True
+    group = n5.open(store.location, mode="a", storage_options=store.storage_options)
+    made = group.create_dataset("g/made", data=labels.astype(np.int32), chunks=2)
+    assert made.store.location == store.url("g/made") and np.array_equal(group["g/made"][:], labels)
