@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
     from ..multiset.array import MultisetsLike, Rule
     from .compression import CompressorConfig
-    from .storage import PathLike, StorageOptions
+    from .storage import PathLike, StorageOptions, Where
 
     Dataset: TypeAlias = LabelMultisetDataset | ArrayDataset
 
@@ -63,10 +63,12 @@ MODES = ("r", "r+", "a", "w", "w-")
 DEFAULT_CHUNK = 64
 
 
-def dataset_paths(group: PathLike, *, storage_options: StorageOptions = None) -> Iterator[str]:
-    """The datasets (directories whose attributes have ``dimensions``) below ``group``, in order."""
-    for directory, subdirectories, _ in storage.walk(group, storage_options):
-        if "dimensions" in read_attributes(directory, storage_options=storage_options):
+def dataset_paths(group: Where, *, storage_options: StorageOptions = None) -> Iterator[str]:
+    """The datasets (directories whose attributes have ``dimensions``) below ``group`` (a
+    location, or its store), in order."""
+    store = group if isinstance(group, Store) else open_store(group, storage_options)
+    for directory, subdirectories, _ in store.walk():
+        if "dimensions" in read_attributes(directory, storage_options=store.storage_options):
             subdirectories[:] = []  # block directories
             yield directory
 

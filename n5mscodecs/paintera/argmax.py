@@ -26,6 +26,7 @@ from .._extras import require
 from ..errors import ConfigurationError
 from ..multiset import INVALID
 from ..n5 import storage
+from ..n5.store import open_store
 from ..n5.writing import LOCK_NAME, WriterLock, mark_complete
 from .conventions import level_placement
 
@@ -99,28 +100,30 @@ def export_argmax(
     its ``downsamplingFactors``, see :func:`~n5mscodecs.paintera.level_placement`)
     is copied, for zarr reversed. A failure removes what was written.
     """
-    options, target = storage_options, os.fspath(target)
+    target = os.fspath(target)
     storage.refuse_overlap(target, source)
-    dataset = n5.open_dataset(source, storage_options=options)
+    dataset = n5.open_dataset(source, storage_options=storage_options)
     if not isinstance(dataset, n5.LabelMultisetDataset):
         raise ConfigurationError(f"{dataset.name}: not a label multiset dataset")
-    if storage.exists(target, options) and not overwrite:
-        raise FileExistsError(f"{storage.display(target)} exists; pass overwrite=True to replace it")
+    # the target's store, opened once: the lock, the N5 writer and the clean-up go through it
+    store = open_store(target, storage_options, boundary=storage.confinement_root(target))
+    if store.exists() and not overwrite:
+        raise FileExistsError(f"{store.display()} exists; pass overwrite=True to replace it")
     zarr = require("zarr", "zarr", "zarr targets") if is_zarr_target(target) else None
-    placement = world_placement(dataset, options)
+    placement = world_placement(dataset)
     positions = dataset.present_blocks()
     started = time.perf_counter()
-    created = not storage.exists(target, options)
+    created = not store.exists()
     try:
-        with WriterLock(target, options):
-            write = (_zarr_writer(zarr, dataset, target, placement, overwrite, options) if zarr is not None else
-                     _n5_writer(dataset, target, placement, overwrite, container, options))
-            _write_blocks(dataset, positions, write, rule, threads, progress, target, options)
+        with WriterLock(store):
+            write = (_zarr_writer(zarr, dataset, store, placement, overwrite) if zarr is not None else
+                     _n5_writer(dataset, store, placement, overwrite, container))
+            _write_blocks(dataset, positions, write, rule, threads, progress, store)
             if zarr is None:
-                mark_complete(target, storage_options=options)
+                mark_complete(store)
     finally:
-        if created and storage.is_directory(target, options) and not storage.list_names(target, options):
-            storage.remove_tree(target, options)  # the lock's directory was all that a refusal left
+        if created and store.is_directory() and not store.list_dir():
+            store.delete_tree("")  # the lock's directory was all that a refusal left
     return ArgmaxSummary(target, dataset.shape, zarr is not None, len(positions),
                          int(np.prod(dataset.grid_shape, dtype=object)), time.perf_counter() - started)
 
@@ -133,11 +136,13 @@ def world_placement(
 
     The dataset's attributes win over its group's (Paintera's ``data`` group); the level's
     ``downsamplingFactors`` place it (:func:`~n5mscodecs.paintera.level_placement`).
+    ``storage_options`` default to the dataset's.
     """
+    options = dataset.storage_options if storage_options is None else storage_options
     attributes = dict(dataset.attributes)
     parent = storage.join(dataset.path, "..")
-    if "resolution" not in attributes and storage.is_directory(parent, storage_options):
-        attributes = {**n5.read_attributes(parent, storage_options=storage_options), **attributes}
+    if "resolution" not in attributes and storage.is_directory(parent, options):
+        attributes = {**n5.read_attributes(parent, storage_options=options), **attributes}
     if "resolution" not in attributes and "offset" not in attributes:
         return None
     ones, zeros = [1.0] * dataset.ndim, [0.0] * dataset.ndim
@@ -146,10 +151,11 @@ def world_placement(
     return list(voxel_size), list(offset)
 
 
-def _zarr_writer(zarr, dataset, target, placement, overwrite, options):
-    # zarr arrays are C-ordered (z, y, x): the N5 axes reversed
-    array = zarr.create_array(target, shape=dataset.shape[::-1], chunks=dataset.chunks[::-1], dtype="uint64",
-                              overwrite=overwrite, fill_value=0, **({"storage_options": options} if options else {}))
+def _zarr_writer(zarr, dataset, store, placement, overwrite):
+    # zarr arrays are C-ordered (z, y, x): the N5 axes reversed; zarr opens its own store
+    options = {"storage_options": store.storage_options} if store.storage_options else {}
+    array = zarr.create_array(store.location, shape=dataset.shape[::-1], chunks=dataset.chunks[::-1],
+                              dtype="uint64", overwrite=overwrite, fill_value=0, **options)
     attributes: dict[str, object] = {"axes": ["z", "y", "x"]}
     if placement is not None:
         attributes.update(resolution=placement[0][::-1], offset=placement[1][::-1])
@@ -160,16 +166,15 @@ def _zarr_writer(zarr, dataset, target, placement, overwrite, options):
     return write
 
 
-def _n5_writer(dataset, target, placement, overwrite, container, options):
+def _n5_writer(dataset, store, placement, overwrite, container):
     world = {} if placement is None else {"resolution": placement[0], "offset": placement[1]}
-    array = n5.create_array_dataset(target, dataset.shape, dataset.chunks, "uint64",
+    array = n5.create_array_dataset(store, dataset.shape, dataset.chunks, "uint64",
                                     compression=dataset.attributes.get("compression", "gzip"), attributes=world,
-                                    overwrite=overwrite, storage_options=options, container=container,
-                                    incomplete="n5ms argmax")
+                                    overwrite=overwrite, container=container, incomplete="n5ms argmax")
     return array.write_block
 
 
-def _write_blocks(dataset, positions, write, rule, threads, progress, target, options):
+def _write_blocks(dataset, positions, write, rule, threads, progress, store):
     """Each block of ``positions`` read as argmax labels and written; a failure clears the
     target (its lock kept until the caller releases it)."""
     def export_block(grid):
@@ -180,12 +185,12 @@ def _write_blocks(dataset, positions, write, rule, threads, progress, target, op
 
     bar = progress("argmax", len(positions)) if progress else None
     try:
-        with ThreadPoolExecutor(max_workers=storage.request_threads(target, threads)) as pool:
+        with ThreadPoolExecutor(max_workers=store.request_threads(threads)) as pool:
             for _ in pool.map(export_block, positions):
                 if bar is not None:
                     bar.update(1)
     except (Exception, KeyboardInterrupt):
-        storage.clear(target, {LOCK_NAME}, options)
+        store.clear("", {LOCK_NAME})
         raise
     finally:
         if bar is not None:

@@ -26,6 +26,7 @@ from .. import n5
 from .._threads import default_threads
 from ..errors import ConfigurationError, IncompleteError, N5msCodecsError
 from ..n5 import storage
+from ..n5.store import open_store
 from .convert import CONVERSION_KEY
 from .lookup import LOOKUP_DIMENSION
 from .multiscale import interrupted
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..n5.storage import PathLike, StorageOptions
+    from ..n5.store import Store
 
 
 @dataclass
@@ -87,19 +89,21 @@ def survey(path: PathLike, *, check: bool = False, storage_options: StorageOptio
     ConfigurationError
         ``path`` is a file, or holds nothing N5 (the message says what it is instead).
     """
-    path, options = os.fspath(path), storage_options
-    name = storage.display(path)
-    if not storage.is_directory(path, options):
-        if storage.exists(path, options):
+    path = os.fspath(path)
+    store = open_store(path, storage_options)  # opened once; the datasets below open their own
+    options = store.storage_options
+    name = store.display()
+    if not store.is_directory():
+        if store.exists():
             raise ConfigurationError(f"{name}: a file, not an N5 container")
         raise FileNotFoundError(f"{name}: no such directory")
-    attributes = n5.read_attributes(path, storage_options=options)
+    attributes = store.get_attributes()
     if "dimensions" in attributes:
         return Survey(path, None, False, _entries([(path, name)], check, options))
-    directories = list(n5.dataset_paths(path, storage_options=options))
+    directories = list(n5.dataset_paths(store))
     if not attributes and not directories:
-        raise ConfigurationError(f"{name}: {_not_n5(path, options)}")
-    heading = _source_lines(path, attributes, options) or [f"N5 group {attributes.get('n5', '')}".rstrip()]
+        raise ConfigurationError(f"{name}: {_not_n5(store)}")
+    heading = _source_lines(store, attributes) or [f"N5 group {attributes.get('n5', '')}".rstrip()]
     named = [(d, storage.relative(d, path)) for d in directories]
     return Survey(path, heading, interrupted(attributes), _entries(named, check, options))
 
@@ -177,19 +181,19 @@ def _check(dataset):
     return len(positions), problems
 
 
-def _source_lines(path: str, attributes: dict[str, Any], options: StorageOptions) -> list[str] | None:
+def _source_lines(store: Store, attributes: dict[str, Any]) -> list[str] | None:
     """Lines about a Paintera label source group (None when ``attributes`` are not one's)."""
     paintera_data = attributes.get("painteraData")
     if not isinstance(paintera_data, dict) or paintera_data.get("type") != "label":
         return None
     lines = [f"Paintera label source, maxId {attributes.get('maxId', '?')}"]
-    data = storage.join(path, "data")
-    group = n5.read_attributes(data, storage_options=options) if storage.is_directory(data, options) else {}
+    data = store.child("data")
+    group = data.get_attributes() if data.is_directory() else {}
     if "resolution" in group or "offset" in group:
         lines.append(f"  resolution {group.get('resolution', '?')}, offset {group.get('offset', '?')} (x, y, z)")
     levels: list[dict[str, Any]] = []
-    while storage.is_directory(storage.join(data, f"s{len(levels)}"), options):
-        levels.append(n5.read_attributes(storage.join(data, f"s{len(levels)}"), storage_options=options))
+    while data.is_directory(f"s{len(levels)}"):
+        levels.append(data.get_attributes(f"s{len(levels)}"))
     if levels:
         lines.append(f"  {len(levels)} levels: " + " ".join(
             f"s{k}={level.get('dimensions')}" for k, level in enumerate(levels)))
@@ -199,13 +203,13 @@ def _source_lines(path: str, attributes: dict[str, Any], options: StorageOptions
     return lines
 
 
-def _not_n5(path, options):
-    """What ``path`` is when it holds nothing N5 (for the message)."""
+def _not_n5(store):
+    """What ``store`` holds when it holds nothing N5 (for the message)."""
     for name, kind in (("zarr.json", "a zarr (v3) array or group"), (".zarray", "a zarr (v2) array"),
                        (".zgroup", "a zarr (v2) group")):
-        if storage.exists(storage.join(path, name), options):
+        if store.exists(name):
             return f"{kind}, not N5"
-    if not storage.list_names(path, options):
+    if not store.list_dir():
         return "an empty directory, not N5"
     return "not an N5 container, group or dataset (no attributes.json here or below)"
 
