@@ -10,6 +10,7 @@ from ..multiset import BACKGROUND
 from ..n5 import N5_VERSION, CodecChain, DatasetMetadata, storage
 from ..n5.dataset import validate_attributes
 from ..n5.storage import ATTRIBUTES
+from ..n5.store import open_store
 from .codecs import N5_DATA_TYPES, N5DefaultZarrCodec
 from .dtype import LabelMultisetDType, parse_fill_value
 
@@ -103,14 +104,16 @@ def write_zarr_json(
     Returns ``(written, skipped)`` lists of directories.
     """
     written, skipped = [], []
-    for directory, subdirs, files in storage.walk(container, storage_options):
+    root = open_store(container, storage_options)  # opened once; each directory is a child of it
+    for directory, subdirs, files in root.walk():
         if ATTRIBUTES not in files:
             continue
-        target = storage.join(directory, ZARR_JSON)
         if ZARR_JSON in files and not overwrite:
             skipped.append(directory)
             continue
-        attributes = storage.read_attributes(directory, storage_options)
+        key = storage.relative(directory, root.location)
+        node = root if key == "." else root.child(key)
+        attributes = node.get_attributes()
         if "dimensions" in attributes:  # a malformed dataset is an error naming it, not a skip
             validate_attributes(attributes, storage.display(directory))
         try:
@@ -120,7 +123,7 @@ def write_zarr_json(
             continue
         if "dimensions" in attributes:
             subdirs[:] = []  # block directories below a dataset
-        storage.write_json(target, document, storage_options)
+        node.set_json(ZARR_JSON, document)
         written.append(directory)
     return written, skipped
 

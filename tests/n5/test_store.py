@@ -169,3 +169,15 @@ def test_writers_take_a_store_in_place_of_a_location_and_options(store):
     group = n5.open(store.location, mode="a", storage_options=store.storage_options)
     made = group.create_dataset("g/made", data=labels.astype(np.int32), chunks=2)
     assert made.store.location == store.url("g/made") and np.array_equal(group["g/made"][:], labels)
+
+
+def test_zarr_json_is_written_through_one_store_of_the_container(store):
+    pytest.importorskip("zarr")
+    from n5mscodecs.zarr import write_zarr_json
+
+    n5.write_array(store.child("g/raw"), np.arange(6, dtype=np.uint8).reshape(2, 3), 2)
+    written, skipped = write_zarr_json(store.location)
+    assert len(written) == 2 and skipped == []  # the root (its n5 version) and the dataset
+    assert store.get_json("zarr.json")["node_type"] == "group"
+    assert store.get_json("g/raw/zarr.json")["shape"] == [2, 3]
+    assert write_zarr_json(store.location) == ([], written)  # kept without overwrite
