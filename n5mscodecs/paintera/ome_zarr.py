@@ -281,10 +281,10 @@ def to_ome_zarr(
         import n5mscodecs.zarr  # noqa: F401  (the label_multiset data type and codecs)
     name = name or storage.basename(target).removesuffix(".zarr") or "labels"
     zarr_format = 2 if version == "0.4" else 3
-    # zarr takes storage_options for URLs only
-    local = open_store(target, storage_options).is_local
-    options = {"storage_options": storage_options} if storage_options and not local else {}
-    exists = storage.exists(target, storage_options)
+    target_store = open_store(target, storage_options)  # opened once; zarr opens its own for the arrays
+    # zarr takes storage_options for URLs only: a local store holds none
+    options = {"storage_options": target_store.storage_options} if target_store.storage_options else {}
+    exists = target_store.exists()
     if exists and not (overwrite or resume):
         raise FileExistsError(f"{storage.display(target)} exists (pass overwrite=True to replace it or resume=True "
                               "to finish an interrupted export)")
