@@ -7,7 +7,7 @@ they are opened) and name their objects by key. This module holds what a
 credentials, container roots and overlaps, confinement, fsspec's file system with
 bounded time-outs and the retries; and, for callers that name things by location,
 one-line functions (``read_bytes``, ``write_attributes``, ``walk``, ...) that open
-the location's store and call it; they take a store opened once (a :data:`Where`) in
+the location's store and call it; they take a store opened once (a ``Where``) in
 place of a location and its options, which is how the writers below the public entry
 points pass a target around. Nothing else opens, writes, lists or removes
 files. Local paths use the file system directly (atomic writes: a
