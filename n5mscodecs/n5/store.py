@@ -101,6 +101,13 @@ class Store(abc.ABC):
         """The store rooted at ``key`` (same file system, same container root)."""
 
     @abc.abstractmethod
+    def parent(self) -> Store:
+        """The store of the location holding this one (same file system and container root),
+        for what lies above a dataset (its multiscale group, a Paintera source); a
+        :class:`~n5mscodecs.StorageError` above the container root of a store confined to one, or
+        above a bucket."""
+
+    @abc.abstractmethod
     def get(self, key: str = "", *, max_size: int | None = None) -> bytes | None:
         """The bytes at ``key``, None when there are none; more than ``max_size`` bytes, or (local)
         something other than a regular file, is a :class:`~n5mscodecs.StorageError`."""
@@ -228,6 +235,15 @@ class LocalStore(Store):
 
     def child(self, key: str) -> LocalStore:
         return LocalStore(self.url(key), boundary=self.boundary, read_outside=self.read_outside)
+
+    def parent(self) -> LocalStore:
+        path = os.path.abspath(self._path(""))
+        if self.boundary is not None:
+            root = os.path.abspath(storage.local_path(self.boundary))
+            if not path.startswith(root.rstrip(os.sep) + os.sep):  # at or above the root
+                raise StorageError(f"{self.display()}: its parent lies outside the container root "
+                                   f"{storage.display(root)}; refusing to go above it")
+        return LocalStore(storage.parent(self.location), boundary=self.boundary, read_outside=self.read_outside)
 
     def local_file(self, key: str = "") -> str:
         return self._path(key)
@@ -363,6 +379,12 @@ class FsspecStore(Store):
 
     def child(self, key: str) -> FsspecStore:
         return FsspecStore(self.url(key), self.storage_options, _resolved=(self.fs, self._key_path(key)))
+
+    def parent(self) -> FsspecStore:
+        path = posixpath.dirname(self.path.rstrip("/"))
+        if not path.strip("/"):  # a bucket (or the file system's root) has no parent to read
+            raise StorageError(f"{self.display()}: no parent location above it")
+        return FsspecStore(storage.parent(self.location), self.storage_options, _resolved=(self.fs, path))
 
     def _request(self, key: str, operation: str, request):
         return storage.retrying(self.url(key), operation, request)

@@ -34,15 +34,15 @@ infers it.
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .. import n5
-from ..errors import ConfigurationError, IncompleteError
+from ..errors import ConfigurationError, IncompleteError, StorageError
 from ..multiset import BACKGROUND
 from ..n5 import storage
+from ..n5.store import open_store
 from .conventions import level_placement
 from .convert import CONVERSION_KEY, FINISH_HINT
 
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     import dask.array
 
     from ..n5.storage import PathLike, StorageOptions
+    from ..n5.store import Store
 
 _LEVEL = re.compile(r"^s(\d+)$")
 
@@ -122,12 +123,12 @@ def _numbers(value, name, ndim, where):
     return numbers
 
 
-def _level_names(group, options):
-    """The ``sK`` children of ``group`` that are N5 datasets, by K."""
+def _level_names(group: Store):
+    """The ``sK`` children of the ``group`` store that are N5 datasets, by K."""
     names = []
-    for name in storage.list_names(group, options):
+    for name in group.list_dir():
         match = _LEVEL.match(name)
-        if match and "dimensions" in n5.read_attributes(storage.join(group, name), storage_options=options):
+        if match and "dimensions" in group.get_attributes(name):
             names.append((int(match[1]), name))
     return [name for _, name in sorted(names)]
 
@@ -143,30 +144,31 @@ def _factors(attributes, name, ndim, where):
     return (float(2 ** int(match[1])) if match else 1.0,) * ndim
 
 
-def _open_level(path, options, fill_label, allow_plain=False):
+def _open_level(level: Store, fill_label, allow_plain=False):
     """A level's dataset: label multisets, or (in a Paintera label source) plain integers."""
-    dataset = n5.open_dataset(path, fill_label=fill_label, storage_options=options)
+    # opened by location: n5.open confines the dataset to its own container root
+    dataset = n5.open_dataset(level.location, fill_label=fill_label, storage_options=level.storage_options)
     if isinstance(dataset, n5.ArrayDataset) and not (allow_plain and dataset.dtype.kind in "iu"):
         raise ConfigurationError(f"{dataset.name}: not a label multiset dataset (dataType {dataset.dtype})")
     return dataset
 
 
-def _pyramid(path, group, names, options, fill_label, source_attributes=None):
+def _pyramid(path, group: Store, names, fill_label, source_attributes=None):
     """The pyramid of ``names`` (levels of the multiscale ``group``); ``path`` is what was opened."""
-    where = storage.display(group)
+    where = group.display()
     plain = source_attributes is not None and _is_label_source(source_attributes)
-    datasets = [_open_level(storage.join(group, name), options, fill_label, plain) for name in names]
+    datasets = [_open_level(group.child(name), fill_label, plain) for name in names]
     ndim = datasets[0].ndim
     kinds = {type(d) for d in datasets}
     if len(kinds) > 1 or any(d.ndim != ndim for d in datasets):
         raise ConfigurationError(f"{where}: levels {names} differ in kind or dimensionality")
-    group_attributes = n5.read_attributes(group, storage_options=options)
+    group_attributes = group.get_attributes()
     fallback = source_attributes or {}
     resolution = _numbers(group_attributes.get("resolution", fallback.get("resolution", (1.0,) * ndim)),
                           "resolution", ndim, where)
     offset = _numbers(group_attributes.get("offset", fallback.get("offset", (0.0,) * ndim)), "offset", ndim, where)
-    finest = _finest_level(group, names, options)
-    first = _factors(n5.read_attributes(storage.join(group, finest), storage_options=options), finest, ndim, where)
+    finest = _finest_level(group, names)
+    first = _factors(group.get_attributes(finest), finest, ndim, where)
     factors = [tuple(f / b for f, b in zip(_factors(d.attributes, name, ndim, d.name), first))
                for d, name in zip(datasets, names)]
     max_id = fallback.get("maxId", group_attributes.get("maxId", datasets[0].attributes.get("maxId")))
@@ -180,23 +182,31 @@ def _pyramid(path, group, names, options, fill_label, source_attributes=None):
         downsampling_factors=tuple(factors),
         fill_label=int(fill_label),
         max_id=None if max_id is None else int(max_id),
-        storage_options=options,
+        storage_options=group.storage_options,
     )
 
 
-def _finest_level(group, names, options):
+def _finest_level(group: Store, names):
     """The finest level of ``group`` (its factors are the reference), also when ``names`` is one coarser level."""
-    levels = _level_names(group, options) if len(names) == 1 else names
+    levels = _level_names(group) if len(names) == 1 else names
     return levels[0] if levels else names[0]
 
 
-def _label_levels(group, options):
+def _label_levels(group: Store):
     """The ``sK`` levels of ``group`` when there are some and all are label multiset datasets, else []."""
-    names = _level_names(group, options)
-    if names and all(n5.read_attributes(storage.join(group, name), storage_options=options).get("isLabelMultiset")
-                     for name in names):
+    names = _level_names(group)
+    if names and all(group.get_attributes(name).get("isLabelMultiset") for name in names):
         return names
     return []
+
+
+def _attributes_above(store: Store) -> dict:
+    """The attributes of the group holding ``store`` ({} when nothing lies above it: a bucket)."""
+    try:
+        parent = store.parent()
+    except StorageError:  # raised before any request: there is no parent to read
+        return {}
+    return parent.get_attributes()
 
 
 def _is_label_source(attributes):
@@ -229,22 +239,30 @@ def find_label_pyramids(path: PathLike, *, storage_options: StorageOptions = Non
     >>> [p[len(root) + 1:] for p in find_label_pyramids(root)]
     ['labels', 'more/seg']
     """
-    path, options = os.fspath(path), storage_options
-    found = []
-    for directory, subdirectories, _ in storage.walk(path, options):
-        attributes = n5.read_attributes(directory, storage_options=options)
+    return [location for location, _ in _find_label_pyramids(open_store(path, storage_options))]
+
+
+def _find_label_pyramids(store: Store) -> list[tuple[str, str]]:
+    """:func:`find_label_pyramids` below the location of ``store``: each pyramid's location and key."""
+    found: list[tuple[str, str]] = []
+    top = None
+    for directory, subdirectories, _ in store.walk():
+        top = directory if top is None else top  # the walk starts at the store's own location
+        key = "" if directory == top else storage.relative(directory, top)
+        here = store.child(key) if key else store
+        attributes = here.get_attributes()
         if interrupted(attributes):
             subdirectories[:] = []
         elif "dimensions" in attributes:
             subdirectories[:] = []
             if attributes.get("isLabelMultiset"):
-                found.append(directory)
+                found.append((directory, key))
         elif _is_label_source(attributes):
             subdirectories[:] = []
-            found.append(directory)
-        elif _label_levels(directory, options):
+            found.append((directory, key))
+        elif _label_levels(here):
             subdirectories[:] = []
-            found.append(directory)
+            found.append((directory, key))
     return found
 
 
@@ -298,54 +316,58 @@ def open_pyramid(path: PathLike, *, storage_options: StorageOptions = None,
     >>> bool((pyramid.levels[0].compute() == labels).all())
     True
     """
-    path, options = os.fspath(path), storage_options
-    name = storage.display(path)
-    if not storage.exists(path, options):
+    return _open_pyramid(open_store(path, storage_options), fill_label)
+
+
+def _open_pyramid(store: Store, fill_label: int) -> LabelPyramid:
+    """:func:`open_pyramid` of the location of ``store`` (whose parents are looked up through it)."""
+    path, name = store.location, store.display()
+    if not store.exists():
         raise ConfigurationError(f"{name} does not exist")
-    attributes = n5.read_attributes(path, storage_options=options)
+    attributes = store.get_attributes()
     if interrupted(attributes):
         raise IncompleteError(f"{name}: an interrupted n5ms convert target, INCOMPLETE: {FINISH_HINT} "
                               "(paintera.convert(..., resume=True) or overwrite=True)")
     if "dimensions" in attributes:  # a single dataset
         if not attributes.get("isLabelMultiset"):
             raise ConfigurationError(f"{name}: not a label multiset dataset")
-        parent, level = storage.parent(path), storage.basename(path)
-        parent_attributes = n5.read_attributes(parent, storage_options=options)
-        if _LEVEL.match(level) and (parent_attributes.get("multiScale") or "resolution" in parent_attributes):
-            grandparent = n5.read_attributes(storage.parent(parent), storage_options=options)
-            return _pyramid(path, parent, [level], options, fill_label,
+        parent_attributes = _attributes_above(store)
+        if _LEVEL.match(store.name) and (parent_attributes.get("multiScale") or "resolution" in parent_attributes):
+            parent = store.parent()
+            grandparent = _attributes_above(parent)
+            return _pyramid(path, parent, [store.name], fill_label,
                             grandparent if _is_label_source(grandparent) else None)
-        return _single(path, attributes, options, fill_label)
+        return _single(store, attributes, fill_label)
     if "painteraData" in attributes:
         if not _is_label_source(attributes):
             kind = attributes["painteraData"].get("type") if isinstance(attributes["painteraData"], dict) else None
             raise ConfigurationError(f"{name}: a Paintera {kind or 'unknown'} source, not a label source")
-        data = storage.join(path, "data")
-        names = _level_names(data, options)
+        data = store.child("data")
+        names = _level_names(data)
         if not names:
             raise ConfigurationError(f"{name}: a Paintera label source without data/s0 .. sN levels")
-        return _pyramid(path, data, names, options, fill_label, attributes)
-    names = _level_names(path, options)
+        return _pyramid(path, data, names, fill_label, attributes)
+    names = _level_names(store)
     if names:  # a multiscale group: Paintera's data group (its levels may be plain integers), or sK label multisets
-        above = n5.read_attributes(storage.parent(path), storage_options=options)
-        source = above if storage.basename(path) == "data" and _is_label_source(above) else None
-        return _pyramid(path, path, names, options, fill_label, source)
+        above = _attributes_above(store) if store.name == "data" else {}
+        source = above if _is_label_source(above) else None
+        return _pyramid(path, store, names, fill_label, source)
     # a container or group: the one pyramid below it (only N5 groups and *.n5 directories are searched)
     searched = attributes or path.rstrip("/").lower().endswith(".n5")
-    found = find_label_pyramids(path, storage_options=options) if searched else []
+    found = _find_label_pyramids(store) if searched else []
     if len(found) == 1:
-        return open_pyramid(found[0], storage_options=options, fill_label=fill_label)
+        return _open_pyramid(store.child(found[0][1]), fill_label)
     if found:
-        listed = ", ".join(storage.relative(p, path) for p in found[:5]) + (", ..." if len(found) > 5 else "")
+        listed = ", ".join(key for _, key in found[:5]) + (", ..." if len(found) > 5 else "")
         raise ConfigurationError(f"{name} holds {len(found)} label pyramids ({listed}): open one of them")
     raise ConfigurationError(
         f"{name}: not a Paintera label source, multiscale label group, label multiset dataset "
         "or N5 container holding one")
 
 
-def _single(path, attributes, options, fill_label):
+def _single(store: Store, attributes, fill_label):
     """A label multiset dataset outside a multiscale group: its own resolution/offset/factors."""
-    dataset = _open_level(path, options, fill_label)
+    dataset = _open_level(store, fill_label)
     where, ndim = dataset.name, dataset.ndim
     resolution = _numbers(attributes.get("resolution", (1.0,) * ndim), "resolution", ndim, where)
     offset = _numbers(attributes.get("offset", (0.0,) * ndim), "offset", ndim, where)
@@ -353,7 +375,7 @@ def _single(path, attributes, options, fill_label):
     max_id = attributes.get("maxId")
     voxel_size, centre = level_placement(resolution, offset, factors)
     return LabelPyramid(
-        path=path,
+        path=store.location,
         datasets=(dataset.path,),
         levels=(dataset.to_dask(),),
         voxel_sizes=(voxel_size,),
@@ -361,7 +383,7 @@ def _single(path, attributes, options, fill_label):
         downsampling_factors=(factors,),
         fill_label=int(fill_label),
         max_id=None if max_id is None else int(max_id),
-        storage_options=options,
+        storage_options=store.storage_options,
     )
 
 

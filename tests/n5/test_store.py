@@ -181,3 +181,29 @@ def test_zarr_json_is_written_through_one_store_of_the_container(store):
     assert store.get_json("zarr.json")["node_type"] == "group"
     assert store.get_json("g/raw/zarr.json")["shape"] == [2, 3]
     assert write_zarr_json(store.location) == ([], written)  # kept without overwrite
+
+
+def test_parent_goes_up_within_the_container(store):
+    """``parent()`` is the store of the location above (same file system), so a level finds its group."""
+    store.child("labels/data").set_attributes("", {"multiScale": True})
+    level = store.child("labels/data/s0")
+    data = level.parent()
+    assert data.url() == store.url("labels/data") and data.get_attributes() == {"multiScale": True}
+    assert data.parent().parent().url() == store.url() and type(data) is type(store)
+    if not store.is_local:
+        assert data.fs is store.fs
+
+
+def test_parent_stays_below_a_confinement_root(tmp_path):
+    confined = LocalStore(tmp_path / "c.n5" / "labels", boundary=str(tmp_path / "c.n5"))
+    root = confined.parent()
+    assert root.local_file() == str(tmp_path / "c.n5")
+    with pytest.raises(StorageError, match="outside the container root"):
+        root.parent()
+    assert LocalStore(tmp_path / "c.n5").parent().local_file() == str(tmp_path)  # unconfined: as storage.parent
+
+
+def test_parent_of_a_bucket_is_refused():
+    pytest.importorskip("fsspec")
+    with pytest.raises(StorageError, match="no parent"):
+        open_store(f"memory://{uuid.uuid4().hex}").parent()
