@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..n5.storage import PathLike, StorageOptions
+    from ..n5.store import Store
 
 NGFF_VERSIONS = ("0.4", "0.5")
 DEFAULT_VERSION = "0.5"
@@ -390,9 +391,15 @@ def ome_zarr_level(path: PathLike, level: int = 0, *, storage_options: StorageOp
     at ``path`` (resolution and offset in N5 order, x first, from the level's ``scale`` and
     ``translation``); None when ``path`` is no OME-Zarr multiscale group."""
     path = os.fspath(path)
+    found = level_of_image(open_store(path, storage_options), level)
+    return None if found is None else (storage.join(path, found[0]), found[1], found[2])
+
+
+def level_of_image(image: Store, level: int = 0) -> tuple[str, tuple[float, ...], tuple[float, ...]] | None:
+    """:func:`ome_zarr_level` of the store ``image``: the level's array path is relative to it."""
     attributes = None
     for name in ("zarr.json", ".zattrs"):
-        document = storage.read_json(storage.join(path, name), storage_options)
+        document = image.get_json(name)
         if isinstance(document, dict):
             attributes = document.get("attributes", {}) if name == "zarr.json" else document
             break
@@ -404,9 +411,9 @@ def ome_zarr_level(path: PathLike, level: int = 0, *, storage_options: StorageOp
         return None
     levels = multiscales[0].get("datasets") or []
     if not 0 <= level < len(levels):
-        raise ConfigurationError(f"{storage.display(path)}: level {level}: the image has {len(levels)} levels")
-    scale, translation = _transforms(multiscales[0], levels[level], storage.display(path))
-    return storage.join(path, levels[level]["path"]), tuple(scale[::-1]), tuple(translation[::-1])
+        raise ConfigurationError(f"{image.display()}: level {level}: the image has {len(levels)} levels")
+    scale, translation = _transforms(multiscales[0], levels[level], image.display())
+    return str(levels[level]["path"]), tuple(scale[::-1]), tuple(translation[::-1])
 
 
 def _transforms(multiscale, dataset, where):

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from ..multiset.array import ReservedRule
     from ..n5.storage import PathLike
+    from ..n5.store import Store
 
 
 @functools.lru_cache(maxsize=8)
@@ -150,18 +151,22 @@ def open_label_source(source: LabelSource | np.ndarray | PathLike, dataset: str 
     path = os.fspath(source)
     if dataset:
         path = storage.join(path, dataset)
-    options = storage_options
-    from .ome_zarr import ome_zarr_level  # (a cycle at import time: ome_zarr uses the converter's readers)
+    return _open_stored_source(open_store(path, storage_options), level)
 
-    if storage.is_directory(path, options) and (found := ome_zarr_level(path, level, storage_options=options)):
-        array_path, resolution, offset = found
-        opened = open_label_source(array_path, storage_options=options)
+
+def _open_stored_source(store: Store, level: int) -> LabelSource:
+    """:func:`open_label_source` of what lies at the location of ``store``."""
+    from .ome_zarr import level_of_image  # (a cycle at import time: ome_zarr uses the converter's readers)
+
+    path, name, options = store.location, store.display(), store.storage_options
+    if store.is_directory() and (found := level_of_image(store, level)):
+        array_key, resolution, offset = found
+        opened = _open_stored_source(store.child(array_key), 0)
         return dataclasses.replace(opened, resolution=resolution, offset=offset)
-    name = storage.display(path)
-    if not storage.exists(path, options):
+    if not store.exists():
         raise FileNotFoundError(f"source: {name} does not exist")
     lower = path.lower()
-    if lower.endswith((".npy", ".tif", ".tiff")) and not open_store(path, options).is_local:
+    if lower.endswith((".npy", ".tif", ".tiff")) and not store.is_local:
         raise ConfigurationError(f"source: {name}: .npy and TIFF sources must be local files")
     if lower.endswith(".npy"):
         shape, dtype = _npy_header(path)
@@ -171,16 +176,17 @@ def open_label_source(source: LabelSource | np.ndarray | PathLike, dataset: str 
         with tifffile.TiffFile(path) as tif:
             series = tif.series[0]
             return _checked_source("tiff", path, series.shape[::-1], series.dtype)
-    if "dimensions" in n5.read_attributes(path, storage_options=options):
+    if "dimensions" in store.get_attributes():
+        # opened by location: n5.open confines the dataset to its container root
         stored = n5.open_dataset(path, storage_options=options)
         if isinstance(stored, n5.LabelMultisetDataset):
             raise ConfigurationError(f"source: {name} is a label multiset dataset, not integer labels")
         return _checked_source("n5", path, stored.shape, stored.dtype, storage_options=options)
-    if any(storage.exists(storage.join(path, name), options) for name in (".zarray", "zarr.json")):
+    if any(store.exists(key) for key in (".zarray", "zarr.json")):
         require("zarr", "zarr", f"source: {name} is a zarr array; zarr arrays")
         stored = _opened("zarr", path, json.dumps(options, sort_keys=True))
         return _checked_source("zarr", path, stored.shape[::-1], stored.dtype, storage_options=options)
-    group = storage.exists(storage.join(path, storage.ATTRIBUTES), options)
+    group = store.exists(storage.ATTRIBUTES)
     raise ConfigurationError(
         f"source: {name} is not an N5 dataset, zarr array, .npy or TIFF file"
         + (" (an N5 group: name the dataset)" if group else ""))

@@ -176,3 +176,25 @@ def test_default_shards_hold_whole_blocks_within_the_bound():
     shards = default_shards((64, 64, 64), (1024, 1024, 1024))
     assert all(s % 64 == 0 for s in shards) and np.prod(shards) * 8 <= 64 * 2**20
     assert default_shards((8, 8, 8), (20, 36, 40)) == (24, 40, 40)
+
+
+def test_an_ome_zarr_level_is_found_and_opened_through_one_store():
+    """An object store's OME-Zarr image: its level is a key of the image's store, opened through it."""
+    pytest.importorskip("fsspec")
+    import uuid
+
+    from n5mscodecs.n5.store import open_store
+    from n5mscodecs.paintera.ome_zarr import ome_zarr_level
+    from n5mscodecs.paintera.sources import open_label_source
+
+    image = open_store(f"memory://{uuid.uuid4().hex}/image")
+    transforms = [{"type": "scale", "scale": [2, 3]}, {"type": "translation", "translation": [5, 7]}]
+    image.set_json(".zattrs", {"multiscales": [{"axes": [{"name": "y"}, {"name": "x"}],
+                                                "datasets": [{"path": "0", "coordinateTransformations": transforms}]}]})
+    labels = np.arange(12, dtype=np.uint32).reshape(3, 4)
+    n5.write_array(image.url("0"), labels, chunks=2)
+    assert ome_zarr_level(image.url()) == (image.url("0"), (3.0, 2.0), (7.0, 5.0))
+    source = open_label_source(image.url())
+    assert (source.kind, source.path) == ("n5", image.url("0"))
+    assert (source.resolution, source.offset) == ((3.0, 2.0), (7.0, 5.0))
+    assert np.array_equal(source.read((slice(None), slice(None))), labels)
