@@ -111,6 +111,11 @@ class LabelPyramid:
     def __len__(self) -> int:
         return len(self.levels)
 
+    def open_level(self, level: int) -> n5.LabelMultisetDataset | n5.ArrayDataset:
+        """The N5 dataset of ``level`` (reading multisets where ``levels`` holds their labels),
+        its missing blocks read as ``fill_label``, through the pyramid's storage options."""
+        return n5.open_dataset(self.datasets[level], fill_label=self.fill_label, storage_options=self.storage_options)
+
 
 def _numbers(value, name, ndim, where):
     """``value`` as ``ndim`` floats, or a ConfigurationError naming the attribute and place."""

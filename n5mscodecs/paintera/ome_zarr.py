@@ -43,7 +43,7 @@ import numpy as np
 
 from .. import n5
 from .._extras import require
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, StorageError
 from ..multiset import INVALID, assemble
 from ..n5 import grid, storage
 from ..n5.store import open_store
@@ -275,7 +275,7 @@ def to_ome_zarr(
     pyramid = open_pyramid(source, storage_options=storage_options, fill_label=0)
     if pyramid.ndim > 3:
         raise ConfigurationError(f"{storage.display(source)}: {pyramid.ndim} axes; NGFF labels here have 1 to 3")
-    datasets = [n5.open_dataset(path, fill_label=0, storage_options=storage_options) for path in pyramid.datasets]
+    datasets = [pyramid.open_level(level) for level in range(len(pyramid))]
     if multisets and not all(isinstance(d, n5.LabelMultisetDataset) for d in datasets):
         raise ConfigurationError(f"{storage.display(source)}: multisets=True needs label multiset levels")
     if multisets:
@@ -306,14 +306,17 @@ def to_ome_zarr(
         array = _level_array(zarr, group, f"s{level}", shape, chunks, level_shards, multisets, zarr_format,
                              resume and exists, compressors)
         w, t = _write_level(array, dataset, chunks, level_shards, multisets, resume and exists, threads,
-                            progress, f"level {level}", target)
+                            progress, f"level {level}", target_store)
         written, total = written + w, total + t
     multiscales = multiscales_metadata(pyramid, name, version, _unit(datasets[0].attributes))
     image_label = {}
-    parent = storage.parent(target)
-    if storage.basename(parent) == "labels":
+    try:
+        parent = target_store.parent()
+    except StorageError:  # a bucket: nothing above it (refused before any request)
+        parent = None
+    if parent is not None and parent.name == "labels":
         image_label["source"] = {"image": "../../"}
-        _list_label(zarr, parent, name, version, zarr_format, options)
+        _list_label(zarr, parent.location, name, version, zarr_format, options)
     group.attrs.put(_ome_attributes(version, multiscales, image_label))
     return OmeZarrSummary(target, version, [d.shape[::-1] for d in datasets], written, total,
                           time.perf_counter() - started)
@@ -334,7 +337,7 @@ def _level_array(zarr, group, path, shape, chunks, shards, multisets, zarr_forma
                               compressors=compressors, overwrite=True, **extra)
 
 
-def _write_level(array, dataset, chunks, shards, multisets, resuming, threads, progress, description, target):
+def _write_level(array, dataset, chunks, shards, multisets, resuming, threads, progress, description, target: Store):
     """Write every chunk or shard of one level that holds a present block; returns (written, total)."""
     present = set(dataset.present_blocks())
     units = _write_units(array.shape, chunks, shards)
@@ -350,8 +353,9 @@ def _write_level(array, dataset, chunks, shards, multisets, resuming, threads, p
 
     bar = progress(description, len(work)) if progress else None
     written, pending = 0, set()
-    window = 2 * storage.request_threads(target, threads)
-    with ThreadPoolExecutor(max_workers=storage.request_threads(target, threads)) as pool:
+    requests = target.request_threads(threads)
+    window = 2 * requests
+    with ThreadPoolExecutor(max_workers=requests) as pool:
         try:
             for item in work:
                 pending.add(pool.submit(write, item))

@@ -234,3 +234,24 @@ def test_without_dask_the_extra_is_named(converted, monkeypatch):
     monkeypatch.setitem(sys.modules, "dask.array", None)
     with pytest.raises(MissingExtraError, match=r"n5mscodecs\[dask\]"):
         open_pyramid(root / "labels")
+
+
+def test_an_object_store_pyramid_is_walked_through_one_store():
+    """On an object store a level finds its group and source above it, and a multiscale group at
+    a bucket's root (nothing above it) opens; each level's dataset reopens through the pyramid."""
+    pytest.importorskip("fsspec")
+    import uuid
+
+    bucket = f"memory://{uuid.uuid4().hex}"
+    labels = np.arange(8 * 8 * 4, dtype=np.uint64).reshape(8, 8, 4) // 16
+    convert(labels, f"{bucket}/c.n5/labels", block_size=4, factors=[2], resolution=(4, 4, 40))
+    assert find_label_pyramids(f"{bucket}/c.n5") == [f"{bucket}/c.n5/labels"]
+    level = open_pyramid(f"{bucket}/c.n5/labels/data/s1")
+    assert level.voxel_sizes == ((8.0, 8.0, 80.0),) and level.offsets == ((2.0, 2.0, 20.0),)
+    whole = open_pyramid(f"{bucket}/c.n5")
+    assert np.array_equal(whole.open_level(0).read_labels(), labels) and whole.open_level(1).shape == (4, 4, 2)
+
+    top = f"memory://{uuid.uuid4().hex}"
+    n5.write(f"{top}/s0", labels, chunks=4)
+    n5.write_attributes(top, {"multiScale": True, "resolution": [2, 2, 2]})
+    assert open_pyramid(top).voxel_sizes == ((2.0, 2.0, 2.0),) and open_pyramid(f"{top}/s0").shapes == [(8, 8, 4)]
