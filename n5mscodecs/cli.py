@@ -19,6 +19,7 @@ from . import __version__, demo, paintera, preview
 from ._extras import require
 from .errors import ConfigurationError, MissingExtraError, N5msCodecsError
 from .n5 import storage
+from .n5.store import Store, open_store
 from .paintera.convert import FINISH_HINT
 
 EXIT_OK = 0
@@ -211,20 +212,20 @@ def _refused(exc):
     return isinstance(exc, (FileExistsError, ConfigurationError, MissingExtraError))
 
 
-def _say_stopped(what, exc, target, options):
+def _say_stopped(what, exc, target: Store):
     """After a failure that started writing (not a refusal before the first write): the target
     is incomplete, and how to go on."""
-    if not _refused(exc) and storage.exists(target, options):
-        print(f"n5ms: {what} stopped; {storage.display(target)} is incomplete: rerun with "
+    if not _refused(exc) and target.exists():
+        print(f"n5ms: {what} stopped; {target.display()} is incomplete: rerun with "
               "--resume to finish it (same arguments) or --overwrite to start again", file=sys.stderr)
 
 
 def cmd_convert(args):
-    options = args.storage_options
-    if storage.exists(args.target, options) and not (args.overwrite or args.resume):
-        return _error(f"{storage.display(args.target)} exists (pass --overwrite to replace it "
+    target = open_store(args.target, args.storage_options)  # for the checks and reports around the call
+    if target.exists() and not (args.overwrite or args.resume):
+        return _error(f"{target.display()} exists (pass --overwrite to replace it "
                       "or --resume to finish an interrupted conversion)")
-    print(f"n5ms convert {storage.display(args.source)} -> {storage.display(args.target)}")
+    print(f"n5ms convert {storage.display(args.source)} -> {target.display()}")
     try:
         summary = paintera.convert(
             args.source, args.target, dataset=args.dataset, block_size=args.block_size,
@@ -233,29 +234,29 @@ def cmd_convert(args):
             rule=args.rule, write_background_blocks=args.write_background_blocks,
             resolution=args.resolution, offset=args.offset, lookup_block_size=args.lookup_block_size,
             threads=args.threads, scheduler=args.scheduler, overwrite=args.overwrite, resume=args.resume,
-            progress=_progress(not args.quiet), storage_options=options, container=args.container,
+            progress=_progress(not args.quiet), storage_options=args.storage_options, container=args.container,
             reserved=args.reserved, level=args.level)
     except (Exception, KeyboardInterrupt) as exc:
-        _say_stopped("conversion", exc, args.target, options)
+        _say_stopped("conversion", exc, target)
         raise
     if args.scale is None and summary.factors:
         print(f"  downsampling factors for resolution {list(summary.resolution)}: "
               + " ".join(",".join(map(str, f)) for f in summary.factors))
-    _print_summary(summary, storage.total_size(summary.target, options))
+    _print_summary(summary, target.total_size())
     return EXIT_OK
 
 
 def cmd_argmax(args):
-    options = args.storage_options
-    if storage.exists(args.target, options) and not args.overwrite:
-        return _error(f"{storage.display(args.target)} exists (pass --overwrite to replace it)")
+    target = open_store(args.target, args.storage_options)
+    if target.exists() and not args.overwrite:
+        return _error(f"{target.display()} exists (pass --overwrite to replace it)")
     try:
         summary = paintera.export_argmax(args.source, args.target, rule=args.rule, overwrite=args.overwrite,
                                          threads=args.threads, container=args.container,
-                                         progress=_progress(not args.quiet), storage_options=options)
+                                         progress=_progress(not args.quiet), storage_options=args.storage_options)
     except (Exception, KeyboardInterrupt) as exc:
         if not _refused(exc):
-            print(f"n5ms: argmax stopped; removed the partial {storage.display(args.target)}", file=sys.stderr)
+            print(f"n5ms: argmax stopped; removed the partial {target.display()}", file=sys.stderr)
         raise
     order = "(z, y, x) " if summary.zarr else ""
     print(f"n5ms argmax: wrote {storage.display(summary.target)} {order}({list(summary.shape)} x,y,z, "
@@ -315,16 +316,16 @@ def cmd_info(args):
 
 
 def cmd_ome_zarr(args):
-    options = args.storage_options
-    print(f"n5ms ome-zarr {storage.display(args.source)} -> {storage.display(args.target)} (NGFF {args.ngff})")
+    target = open_store(args.target, args.storage_options)
+    print(f"n5ms ome-zarr {storage.display(args.source)} -> {target.display()} (NGFF {args.ngff})")
     shards = False if args.no_shards else (args.shards[::-1] if args.shards else True)
     try:
         summary = paintera.to_ome_zarr(
             args.source, args.target, version=args.ngff, multisets=args.multisets, shards=shards, name=args.name,
             threads=args.threads, overwrite=args.overwrite, resume=args.resume,
-            progress=_progress(not args.quiet, unit="chunk"), storage_options=options)
+            progress=_progress(not args.quiet, unit="chunk"), storage_options=args.storage_options)
     except (Exception, KeyboardInterrupt) as exc:
-        _say_stopped("export", exc, args.target, options)
+        _say_stopped("export", exc, target)
         raise
     print(f"  wrote {storage.display(summary.target)}: {len(summary.level_shapes)} levels "
           + " ".join(f"s{k}={list(shape)}" for k, shape in enumerate(summary.level_shapes)) + " (z, y, x)")
@@ -335,14 +336,13 @@ def cmd_ome_zarr(args):
 
 
 def cmd_zarr_json(args):
-    options = args.storage_options
-    if not storage.is_directory(args.container, options):
+    if not open_store(args.container, args.storage_options).is_directory():
         return _error(f"{storage.display(args.container)}: no such directory")
     require("zarr", "zarr", "zarr-json")
     from .zarr import write_zarr_json
     from .zarr.dtype import UNKNOWN_DATA_TYPE_ERROR, zarr_finds_the_data_type
 
-    written, skipped = write_zarr_json(args.container, overwrite=args.overwrite, storage_options=options)
+    written, skipped = write_zarr_json(args.container, overwrite=args.overwrite, storage_options=args.storage_options)
     for directory in written:
         print(f"  wrote {storage.display(storage.join(directory, 'zarr.json'))}")
     for directory in skipped:

@@ -396,3 +396,29 @@ def test_info_reports_what_the_library_survey_finds(tmp_path, capsys):
     expected = [f"{tmp_path / 'o.n5'}: {found.heading[0]}"]
     expected += [f"  {entry.name}: {entry.description}" for entry in found.datasets]
     assert out == expected
+
+
+def test_a_conversion_stopped_after_writing_says_how_to_finish(tmp_path, capsys, monkeypatch):
+    """A failure once the target exists names it as incomplete (resume or overwrite); a refusal does not."""
+    from n5mscodecs import cli
+    from n5mscodecs.errors import ConfigurationError
+
+    source, target = tmp_path / "labels.npy", tmp_path / "out.n5"
+    np.save(source, np.zeros((4, 4), np.uint64))
+
+    def failing_convert(source, target, **options):
+        n5.open(target, mode="w")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(cli.paintera, "convert", failing_convert)
+    assert main(["convert", str(source), str(target), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"stopped; {target} is incomplete: rerun with --resume" in err and "disk full" in err
+
+    def refusing_convert(source, target, **options):
+        n5.open(target, mode="w")
+        raise ConfigurationError("refused before writing")
+
+    monkeypatch.setattr(cli.paintera, "convert", refusing_convert)
+    assert main(["convert", str(source), str(tmp_path / "refused.n5"), "--quiet"]) == 2
+    assert "incomplete" not in capsys.readouterr().err
