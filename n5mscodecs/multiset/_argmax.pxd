@@ -2,24 +2,97 @@
 # unsigned id, an empty list INVALID), inline and shared by the kernels.
 #
 # (count, ~id) as one 128-bit unsigned key orders entries exactly as the rule
-# does, so a list's argmax is a running maximum: a compare and two conditional
-# moves per entry, and no branch, which would be mispredicted about every other
-# entry (the winning counts come in random order). The start value, count 0 with
+# does, so a list's argmax is a maximum of keys. The start value, count 0 with
 # ~INVALID, makes an empty list give INVALID. Without 128-bit integers (MSVC)
-# the same rule is a plain comparison.
-from libc.stdint cimport uint32_t, uint64_t
+# the same rule is a plain comparison, entry by entry.
+#
+# Lists of real data hold a few entries each, in random numbers: a loop over a
+# list's entries mispredicts its exit on most lists (about 15 cycles each, more
+# than the entries themselves cost). So lists are taken 8 entries at a time:
+# every key of the group is read (entries past the list are masked to key 0,
+# which never wins) and reduced as a tree, without a branch. The caller says
+# how many bytes (entries, for the CSR form) may be read, so the group never
+# reads past its buffer; near the end the entries are taken one by one.
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 
 cdef extern from *:
     """
     #include <stdint.h>
+    #include <string.h>
+    /* memcpy loads: gcc does not fuse byte-wise loads inside the groups below (2x slower) */
+    static inline uint64_t n5ms_le64(const uint8_t* p) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        v = __builtin_bswap64(v);
+    #endif
+        return v;
+    }
+    static inline uint32_t n5ms_le32(const uint8_t* p) {
+        uint32_t v;
+        memcpy(&v, p, 4);
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        v = __builtin_bswap32(v);
+    #endif
+        return v;
+    }
     #if defined(__SIZEOF_INT128__)
+    /* gcc would call a group out of line where it is used three times */
+    #define N5MS_GROUP_INLINE static inline __attribute__((always_inline))
     typedef unsigned __int128 n5ms_argmax_t;
     static inline n5ms_argmax_t n5ms_argmax_start(void) { return 1; }
+    static inline n5ms_argmax_t n5ms_argmax_key(uint64_t label, uint32_t count) {
+        return ((n5ms_argmax_t)count << 64) | (uint64_t)~label;
+    }
+    static inline n5ms_argmax_t n5ms_argmax_max(n5ms_argmax_t a, n5ms_argmax_t b) { return a > b ? a : b; }
     static inline n5ms_argmax_t n5ms_argmax_step(n5ms_argmax_t best, uint64_t label, uint32_t count) {
-        n5ms_argmax_t key = ((n5ms_argmax_t)count << 64) | (uint64_t)~label;
-        return key > best ? key : best;
+        return n5ms_argmax_max(best, n5ms_argmax_key(label, count));
     }
     static inline uint64_t n5ms_argmax_label(n5ms_argmax_t best) { return ~(uint64_t)best; }
+
+    /* Max key of the first n <= 8 entries of a group, as a tree (keys past the list are 0,
+       which never wins). Written so that gcc loads all eight keys and then selects among
+       them; the reduction has no branch per entry. */
+    #define N5MS_GROUP_MAX(key_of) \
+        n5ms_argmax_t k[8]; \
+        for (int j = 0; j < 8; j++) { n5ms_argmax_t key = key_of(j); k[j] = (uint64_t)j < n ? key : 0; } \
+        return n5ms_argmax_max(n5ms_argmax_max(n5ms_argmax_max(k[0], k[1]), n5ms_argmax_max(k[2], k[3])), \
+                               n5ms_argmax_max(n5ms_argmax_max(k[4], k[5]), n5ms_argmax_max(k[6], k[7])));
+
+    /* Max key of the first n <= 8 entries of list data at p (96 bytes readable). */
+    N5MS_GROUP_INLINE n5ms_argmax_t n5ms_group_of_list_data(const uint8_t* p, uint64_t n) {
+        #define N5MS_LIST_DATA_KEY(j) n5ms_argmax_key(n5ms_le64(p + 12 * (j)), n5ms_le32(p + 12 * (j) + 8))
+        N5MS_GROUP_MAX(N5MS_LIST_DATA_KEY)
+        #undef N5MS_LIST_DATA_KEY
+    }
+    /* Max key of the first n <= 8 entries of CSR arrays (8 entries readable). */
+    N5MS_GROUP_INLINE n5ms_argmax_t n5ms_group_of_arrays(const uint64_t* ids, const uint32_t* counts, uint64_t n) {
+        #define N5MS_ARRAY_KEY(j) n5ms_argmax_key(ids[j], counts[j])
+        N5MS_GROUP_MAX(N5MS_ARRAY_KEY)
+        #undef N5MS_ARRAY_KEY
+    }
+
+    /* Argmax label of the n entries (id u64 LE, count u32 LE) of list data at p, of which
+       `readable` >= 12 n bytes may be read. */
+    static inline uint64_t n5ms_argmax_of_list_data(const uint8_t* p, uint64_t n, uint64_t readable) {
+        n5ms_argmax_t best = n5ms_argmax_start();
+        if (n <= 8 && readable >= 96)
+            return n5ms_argmax_label(n5ms_argmax_max(best, n5ms_group_of_list_data(p, n)));
+        for (; n > 0; n--, p += 12)
+            best = n5ms_argmax_step(best, n5ms_le64(p), n5ms_le32(p + 8));
+        return n5ms_argmax_label(best);
+    }
+    /* Argmax label of entries [start, stop) of CSR arrays of `size` entries. */
+    static inline uint64_t n5ms_argmax_of_arrays(const uint64_t* ids, const uint32_t* counts, int64_t start,
+                                                 int64_t stop, int64_t size) {
+        n5ms_argmax_t best = n5ms_argmax_start();
+        if (stop - start <= 8 && size - start >= 8)
+            return n5ms_argmax_label(n5ms_argmax_max(best, n5ms_group_of_arrays(ids + start, counts + start,
+                                                                                (uint64_t)(stop - start))));
+        for (; start < stop; start++)
+            best = n5ms_argmax_step(best, ids[start], counts[start]);
+        return n5ms_argmax_label(best);
+    }
     #else
     typedef struct { uint64_t label; uint32_t count; } n5ms_argmax_t;
     static inline n5ms_argmax_t n5ms_argmax_start(void) {
@@ -34,10 +107,23 @@ cdef extern from *:
         return best;
     }
     static inline uint64_t n5ms_argmax_label(n5ms_argmax_t best) { return best.label; }
+    static inline uint64_t n5ms_argmax_of_list_data(const uint8_t* p, uint64_t n, uint64_t readable) {
+        n5ms_argmax_t best = n5ms_argmax_start();
+        (void)readable;
+        for (; n > 0; n--, p += 12)
+            best = n5ms_argmax_step(best, n5ms_le64(p), n5ms_le32(p + 8));
+        return n5ms_argmax_label(best);
+    }
+    static inline uint64_t n5ms_argmax_of_arrays(const uint64_t* ids, const uint32_t* counts, int64_t start,
+                                                 int64_t stop, int64_t size) {
+        n5ms_argmax_t best = n5ms_argmax_start();
+        (void)size;
+        for (; start < stop; start++)
+            best = n5ms_argmax_step(best, ids[start], counts[start]);
+        return n5ms_argmax_label(best);
+    }
     #endif
     """
-    ctypedef struct n5ms_argmax_t:
-        pass
-    n5ms_argmax_t n5ms_argmax_start() noexcept nogil
-    n5ms_argmax_t n5ms_argmax_step(n5ms_argmax_t best, uint64_t label, uint32_t count) noexcept nogil
-    uint64_t n5ms_argmax_label(n5ms_argmax_t best) noexcept nogil
+    uint64_t n5ms_argmax_of_list_data(const uint8_t* p, uint64_t n, uint64_t readable) noexcept nogil
+    uint64_t n5ms_argmax_of_arrays(const uint64_t* ids, const uint32_t* counts, int64_t start, int64_t stop,
+                                   int64_t size) noexcept nogil

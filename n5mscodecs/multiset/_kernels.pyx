@@ -15,7 +15,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort
 
 from n5mscodecs._status cimport ERR_NO_MEMORY, OK
-from n5mscodecs.multiset._argmax cimport n5ms_argmax_label, n5ms_argmax_start, n5ms_argmax_step, n5ms_argmax_t
+from n5mscodecs.multiset._argmax cimport n5ms_argmax_of_arrays
 from n5mscodecs.multiset._hash_table cimport HashTable, mix64, table_free, table_init, table_slot
 from n5mscodecs.multiset._numbering cimport LabelNumbering, number_of, numbering_free, numbering_init, copy_unique
 
@@ -51,14 +51,13 @@ def argmax_of_lists(const int64_t[::1] list_offsets, const uint64_t[::1] ids,
     cdef uint64_t best, label
     cdef uint32_t best_count, c
     cdef uint64_t keep
-    cdef n5ms_argmax_t spec_best
+    cdef int64_t n_entries = ids.shape[0]
+    cdef const uint64_t* ids_ptr = &ids[0] if n_entries else NULL
+    cdef const uint32_t* counts_ptr = &counts[0] if n_entries else NULL
     for i in prange(n_lists, nogil=True, schedule="static", num_threads=num_threads,
                     use_threads_if=n_lists > PARALLEL_LISTS):
         if not java_rule:
-            spec_best = n5ms_argmax_start()
-            for e in range(list_offsets[i], list_offsets[i + 1]):
-                spec_best = n5ms_argmax_step(spec_best, ids[e], counts[e])
-            out[i] = n5ms_argmax_label(spec_best)
+            out[i] = n5ms_argmax_of_arrays(ids_ptr, counts_ptr, list_offsets[i], list_offsets[i + 1], n_entries)
             continue
         best = INVALID
         best_count = 0

@@ -63,5 +63,7 @@ def labels_of_voxels_c_order(
     n0: int,
     n1: int,
     n2: int,
+    slabs: BytesLike,
     num_threads: int,
 ) -> int: ...
+def c_order_slab_values(n0: int, n1: int, num_threads: int) -> int: ...

@@ -6,12 +6,12 @@ Everything here runs without the GIL and reports problems only as ``Status``
 codes; ``payload/layout.py`` validates arguments, chooses layouts and raises.
 """
 
-from cython.parallel cimport prange
+from cython.parallel cimport prange, threadid
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from n5mscodecs._bytes cimport load_u32_be, load_u32_le, load_u64_le, store_u32_be, store_u32_le, store_u64_le
 from n5mscodecs._status cimport ERR_ENTRIES_PAST_END, ERR_NO_MEMORY, ERR_TRUNCATED_COUNT, OK
-from n5mscodecs.multiset._argmax cimport n5ms_argmax_label, n5ms_argmax_start, n5ms_argmax_step, n5ms_argmax_t
+from n5mscodecs.multiset._argmax cimport n5ms_argmax_of_list_data
 from n5mscodecs.multiset._numbering cimport LabelNumbering, number_of, numbering_free, numbering_init, copy_unique
 
 import numpy as np
@@ -145,10 +145,9 @@ def scan_list_data(const uint8_t[::1] list_data, uint64_t[::1] start_bits=None, 
     byte offset of the first list that does not fit when ``status != 0``.
     """
     cdef Py_ssize_t size = list_data.shape[0]
-    cdef Py_ssize_t pos = 0, n_lists = 0, n_entries = 0, g, groups = size // 256 + 1, entry, end
+    cdef Py_ssize_t pos = 0, n_lists = 0, n_entries = 0, g, groups = size // 256 + 1, end
     cdef Py_ssize_t capacity = label_of_list.shape[0] if label_of_list is not None else 0
     cdef uint64_t n
-    cdef n5ms_argmax_t best
     cdef int status = OK
     cdef bint index = start_bits is not None
     if index and (rank is None or start_bits.shape[0] < groups or rank.shape[0] < groups):
@@ -162,12 +161,7 @@ def scan_list_data(const uint8_t[::1] list_data, uint64_t[::1] start_bits=None, 
                 start_bits[pos >> 8] |= 1ULL << ((pos >> 2) & 63)
             end = pos + 4 + 12 * <Py_ssize_t>n
             if n_lists < capacity:
-                best = n5ms_argmax_start()
-                entry = pos + 4
-                while entry < end:
-                    best = n5ms_argmax_step(best, load_u64_le(&list_data[entry]), load_u32_le(&list_data[entry + 8]))
-                    entry += 12
-                label_of_list[n_lists] = n5ms_argmax_label(best)
+                label_of_list[n_lists] = n5ms_argmax_of_list_data(&list_data[pos + 4], n, <uint64_t>(size - pos - 4))
             n_lists += 1
             n_entries += <Py_ssize_t>n
             pos = end
@@ -293,15 +287,16 @@ cdef inline uint64_t label_of_voxel(LabelLookup* lookup, Py_ssize_t v, bint big_
 
 cdef Py_ssize_t labels_of_run(const uint8_t* table, bint big_endian, Py_ssize_t start, Py_ssize_t stop,
                               const uint64_t* label_of_list, ListIndex lists, uint64_t* out) noexcept nogil:
-    """Labels of voxels ``start:stop`` in table order; returns the number of bad offsets."""
+    """Labels of voxels ``start:stop`` in table order into ``out[0:stop - start]``; returns the
+    number of bad offsets."""
     cdef LabelLookup lookup = label_lookup(table, label_of_list, &lists)
     cdef Py_ssize_t v
     if big_endian:
         for v in range(start, stop):
-            out[v] = label_of_voxel(&lookup, v, True)
+            out[v - start] = label_of_voxel(&lookup, v, True)
     else:
         for v in range(start, stop):
-            out[v] = label_of_voxel(&lookup, v, False)
+            out[v - start] = label_of_voxel(&lookup, v, False)
     return lookup.bad
 
 
@@ -322,7 +317,7 @@ def labels_of_voxels(const uint8_t[::1] table, bint big_endian, const uint64_t[:
     for r in prange(n_runs, nogil=True, schedule="static", num_threads=num_threads,
                     use_threads_if=n_voxels > PARALLEL_VOXELS):
         bad += labels_of_run(&table[0], big_endian, r * LABEL_RUN, min((r + 1) * LABEL_RUN, n_voxels),
-                             &label_of_list[0], lists, &out[0])
+                             &label_of_list[0], lists, &out[r * LABEL_RUN])
     return bad
 
 
@@ -458,45 +453,50 @@ def c_order_copy_3d(const voxel_t[:, :, :] src, voxel_t[::1] dst, int num_thread
 
 
 
-cdef inline Py_ssize_t labels_of_tile_in_order(const uint8_t* table, bint big_endian, Py_ssize_t a0, Py_ssize_t a_end,
-                               Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2, const uint64_t* label_of_list,
-                               ListIndex lists, uint64_t* out) noexcept nogil:
-    """Labels of the voxels ``a0 <= a < a_end`` of a first-axis-fastest table, written in C
-    order, 8 x 8 tiles of (first, last) at a time (see ``c_order_copy_3d``). Returns the
-    number of bad offsets."""
-    cdef LabelLookup lookup = label_lookup(table, label_of_list, &lists)
-    cdef Py_ssize_t c0, c_end, a, b, c
-    for c0 in range(0, n2, TILE):
-        c_end = min(c0 + TILE, n2)
+def c_order_slab_values(Py_ssize_t n0, Py_ssize_t n1, int num_threads):
+    """The length of the ``slabs`` scratch of ``labels_of_voxels_c_order``."""
+    return max(num_threads, 1) * TILE * n0 * n1
+
+
+cdef void slab_to_c_order(const uint64_t* slab, Py_ssize_t c0, Py_ssize_t c_end, Py_ssize_t n0, Py_ssize_t n1,
+                          Py_ssize_t n2, uint64_t* out) noexcept nogil:
+    """Write the labels of table planes ``c0 <= c < c_end`` (``slab``, table order) to their
+    places in the C-order ``out``: up to 8 consecutive values (one cache line) per (a, b)."""
+    cdef Py_ssize_t a, b, c, plane = n0 * n1, width = c_end - c0
+    cdef uint64_t* line
+    cdef const uint64_t* column
+    for a in range(n0):
         for b in range(n1):
-            for a in range(a0, a_end):
-                for c in range(c0, c_end):
-                    out[(a * n1 + b) * n2 + c] = label_of_voxel(&lookup, a + n0 * (b + n1 * c), big_endian)
-    return lookup.bad
-
-
-cdef Py_ssize_t labels_of_tile(const uint8_t* table, bint big_endian, Py_ssize_t a0, Py_ssize_t a_end,
-                               Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2, const uint64_t* label_of_list,
-                               ListIndex lists, uint64_t* out) noexcept nogil:
-    # one loop per byte order (a constant there): no per-voxel test of it
-    if big_endian:
-        return labels_of_tile_in_order(table, True, a0, a_end, n0, n1, n2, label_of_list, lists, out)
-    return labels_of_tile_in_order(table, False, a0, a_end, n0, n1, n2, label_of_list, lists, out)
+            line = &out[(a * n1 + b) * n2 + c0]
+            column = &slab[a + n0 * b]
+            for c in range(width):
+                line[c] = column[c * plane]
 
 
 def labels_of_voxels_c_order(const uint8_t[::1] table, bint big_endian, const uint64_t[::1] label_of_list,
                              const uint8_t[::1] list_data, const uint64_t[::1] start_bits, const int64_t[::1] rank,
-                             uint64_t[::1] out, Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2, int num_threads):
-    """``labels_of_voxels`` of a 3-D first-axis-fastest table (N5), written straight in C
-    order of shape ``(n0, n1, n2)``: no second pass to transpose. Returns the number of
-    bad offsets."""
-    cdef Py_ssize_t a0, bad = 0
+                             uint64_t[::1] out, Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2, uint64_t[::1] slabs,
+                             int num_threads):
+    """``labels_of_voxels`` of a 3-D first-axis-fastest table (N5), written in C order of shape
+    ``(n0, n1, n2)``. Returns the number of bad offsets.
+
+    The table is looked up in its own order (neighbours share lists, and new lists come in
+    stored order: the cheap cases of ``list_of_offset``), 8 planes of the last axis at a
+    time into a slab that stays in the caches (``slabs``: ``c_order_slab_values`` values,
+    one slab per thread), and each slab is then written out a cache line at a time.
+    """
+    cdef Py_ssize_t c0, bad = 0, slab_values = TILE * n0 * n1
     cdef ListIndex lists = list_index(&list_data[0] if list_data.shape[0] else NULL, list_data.shape[0],
                                       &start_bits[0], &rank[0])
+    cdef uint64_t* slab
     if n0 * n1 * n2 == 0:
         return 0
-    for a0 in prange(0, n0, TILE, nogil=True, schedule="static", num_threads=num_threads,
+    if slabs.shape[0] < max(num_threads, 1) * slab_values:
+        raise ValueError("labels_of_voxels_c_order: slabs needs c_order_slab_values(n0, n1, num_threads) values")
+    for c0 in prange(0, n2, TILE, nogil=True, schedule="static", num_threads=num_threads,
                      use_threads_if=n0 * n1 * n2 > PARALLEL_VOXELS):
-        bad += labels_of_tile(&table[0], big_endian, a0, min(a0 + TILE, n0), n0, n1, n2, &label_of_list[0],
-                              lists, &out[0])
+        slab = &slabs[threadid() * slab_values]
+        bad += labels_of_run(&table[0], big_endian, n0 * n1 * c0, n0 * n1 * min(c0 + TILE, n2), &label_of_list[0],
+                             lists, slab)
+        slab_to_c_order(slab, c0, min(c0 + TILE, n2), n0, n1, n2, &out[0])
     return bad

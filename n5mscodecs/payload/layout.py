@@ -385,8 +385,10 @@ def _argmax_labels(data, shape, layout, threads, order):
     flat = aligned_empty(2 * table.size, huge_from=HUGE_PAGE).view(np.uint64)
     direct_c_order = order == "C" and layout.order == "F" and len(shape) == 3
     if direct_c_order:
+        n_threads = default_threads(threads)
+        slabs = _scratch_array("slabs", _kernels.c_order_slab_values(shape[0], shape[1], n_threads), np.uint64)
         bad = _kernels.labels_of_voxels_c_order(table, layout.big_endian_offsets, label_of_list, list_data,
-                                                start_bits, rank, flat, *shape, default_threads(threads))
+                                                start_bits, rank, flat, *shape, slabs, n_threads)
     else:
         bad = _kernels.labels_of_voxels(table, layout.big_endian_offsets, label_of_list, list_data, start_bits, rank,
                                         flat, default_threads(threads))

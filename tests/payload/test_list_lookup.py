@@ -85,3 +85,53 @@ def test_more_lists_than_voxels_decode_only_the_referenced_ones(layout):
         assert list(zip(element.ids.tolist(), element.counts.tolist())) == lists[list_of_voxel[v]]
     expected = np.array([spec_argmax(lists[i]) for i in list_of_voxel], np.uint64)
     assert np.array_equal(decode_payload_labels(payload, (n_voxels,), layout), expected)
+
+
+@pytest.mark.parametrize("layout", [N5_LAYOUT, ZARR_LAYOUT])
+def test_argmax_of_every_list_length_anywhere_in_the_list_data(layout):
+    """The kernels take lists of up to 8 entries as one masked group when 96 bytes can be read
+    and entry by entry otherwise (longer lists, or near the end of the list data): every length
+    from 0 to 20, with the winner, ties and zero counts at every position, in the middle of the
+    data and as its last lists, against the plain model, on both paths."""
+    rng = np.random.default_rng(30)
+    lists = []
+    for n in range(21):
+        for winner in range(max(n, 1)):
+            counts = [int(c) for c in rng.integers(0, 3, n)]
+            ids = [int(i) for i in rng.integers(0, 2**64, n, dtype=np.uint64)]
+            if n:
+                counts[winner] = 3  # a clear winner at this position ...
+                if winner + 1 < n and winner % 2:
+                    counts[winner + 1], ids[winner + 1] = 3, ids[winner] ^ 1  # ... or a tie on the count
+            lists.append(list(zip(ids, counts)))
+    lists += [[], [(5, 0)], [(2**64 - 1, 0), (7, 0)], [(9, 1)] * 9]  # short lists last: fallback path
+    for tail_first in (False, True):  # the long ones last too
+        ordered = lists[::-1] if tail_first else lists
+        data, starts = b"", []
+        for entries in ordered:
+            starts.append(len(data))
+            data += struct.pack("<I", len(entries)) + b"".join(struct.pack("<QI", k, c) for k, c in entries)
+        offsets = np.array(starts, np.int64)
+        table = (struct.pack(">i", 0) + offsets.astype(">i4").tobytes() if layout is N5_LAYOUT
+                 else offsets.astype("<u4").tobytes())
+        expected = np.array([spec_argmax(entries) for entries in ordered], np.uint64)
+        shape = (len(ordered),)
+        assert np.array_equal(decode_payload_labels(table + data, shape, layout), expected)
+        assert np.array_equal(decode_payload(table + data, shape, layout).argmax(), expected)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_large_n5_block_to_c_order_labels_on_threads(threads):
+    """A block above the kernels' parallel threshold (1 Mi voxels), with a last axis that is not
+    a multiple of the 8-plane slabs: labels written straight in C order equal the transposed
+    argmax of the full decode."""
+    from n5mscodecs.payload import n5_label_multiset_encode
+
+    rng = np.random.default_rng(31)
+    shape = (96, 130, 91)
+    labels = rng.integers(0, 40, (shape[0] // 2 + 1, shape[1] // 2 + 1, shape[2] // 2 + 1)).repeat(2, 0)
+    labels = labels.repeat(2, 1).repeat(2, 2)[: shape[0], : shape[1], : shape[2]].astype(np.uint64)
+    payload = n5_label_multiset_encode(labels)
+    in_c = decode_payload_labels(payload, shape, N5_LAYOUT, threads=threads, order="C")
+    assert in_c.flags.c_contiguous and np.array_equal(in_c, labels)
+    assert np.array_equal(in_c, decode_payload(payload, shape, N5_LAYOUT).argmax())
