@@ -15,27 +15,12 @@
 # reads past its buffer; near the end the entries are taken one by one.
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 
+# the C below calls the loads of _bytes.pxd by their C names (n5ms_load_u64_le, ...)
+from n5mscodecs._bytes cimport load_u32_le, load_u64_le
+
 cdef extern from *:
     """
     #include <stdint.h>
-    #include <string.h>
-    /* memcpy loads: gcc does not fuse byte-wise loads inside the groups below (2x slower) */
-    static inline uint64_t n5ms_le64(const uint8_t* p) {
-        uint64_t v;
-        memcpy(&v, p, 8);
-    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        v = __builtin_bswap64(v);
-    #endif
-        return v;
-    }
-    static inline uint32_t n5ms_le32(const uint8_t* p) {
-        uint32_t v;
-        memcpy(&v, p, 4);
-    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        v = __builtin_bswap32(v);
-    #endif
-        return v;
-    }
     #if defined(__SIZEOF_INT128__)
     /* gcc would call a group out of line where it is used three times */
     #define N5MS_GROUP_INLINE static inline __attribute__((always_inline))
@@ -50,26 +35,34 @@ cdef extern from *:
     }
     static inline uint64_t n5ms_argmax_label(n5ms_argmax_t best) { return ~(uint64_t)best; }
 
-    /* Max key of the first n <= 8 entries of a group, as a tree (keys past the list are 0,
-       which never wins). Written so that gcc loads all eight keys and then selects among
-       them; the reduction has no branch per entry. */
-    #define N5MS_GROUP_MAX(key_of) \
+    /* Max key of the first n <= 8 entries of a group, as a tree. Keys past the list are
+       masked to 0 (never wins) by arithmetic, not a compare: gcc turns a compare there back
+       into a branch on n. */
+    N5MS_GROUP_INLINE n5ms_argmax_t n5ms_group_key(uint64_t j, uint64_t n, uint64_t label, uint32_t count) {
+        uint64_t mask = (uint64_t)((int64_t)(j - n) >> 63);  /* all ones when j < n <= 8 */
+        return ((n5ms_argmax_t)(count & mask) << 64) | (~label & mask);
+    }
+    #define N5MS_GROUP_MAX(label_of, count_of) \
         n5ms_argmax_t k[8]; \
-        for (int j = 0; j < 8; j++) { n5ms_argmax_t key = key_of(j); k[j] = (uint64_t)j < n ? key : 0; } \
+        for (uint64_t j = 0; j < 8; j++) k[j] = n5ms_group_key(j, n, label_of(j), count_of(j)); \
         return n5ms_argmax_max(n5ms_argmax_max(n5ms_argmax_max(k[0], k[1]), n5ms_argmax_max(k[2], k[3])), \
                                n5ms_argmax_max(n5ms_argmax_max(k[4], k[5]), n5ms_argmax_max(k[6], k[7])));
 
     /* Max key of the first n <= 8 entries of list data at p (96 bytes readable). */
     N5MS_GROUP_INLINE n5ms_argmax_t n5ms_group_of_list_data(const uint8_t* p, uint64_t n) {
-        #define N5MS_LIST_DATA_KEY(j) n5ms_argmax_key(n5ms_le64(p + 12 * (j)), n5ms_le32(p + 12 * (j) + 8))
-        N5MS_GROUP_MAX(N5MS_LIST_DATA_KEY)
-        #undef N5MS_LIST_DATA_KEY
+        #define N5MS_LIST_DATA_LABEL(j) n5ms_load_u64_le(p + 12 * (j))
+        #define N5MS_LIST_DATA_COUNT(j) n5ms_load_u32_le(p + 12 * (j) + 8)
+        N5MS_GROUP_MAX(N5MS_LIST_DATA_LABEL, N5MS_LIST_DATA_COUNT)
+        #undef N5MS_LIST_DATA_LABEL
+        #undef N5MS_LIST_DATA_COUNT
     }
     /* Max key of the first n <= 8 entries of CSR arrays (8 entries readable). */
     N5MS_GROUP_INLINE n5ms_argmax_t n5ms_group_of_arrays(const uint64_t* ids, const uint32_t* counts, uint64_t n) {
-        #define N5MS_ARRAY_KEY(j) n5ms_argmax_key(ids[j], counts[j])
-        N5MS_GROUP_MAX(N5MS_ARRAY_KEY)
-        #undef N5MS_ARRAY_KEY
+        #define N5MS_ARRAY_LABEL(j) ids[j]
+        #define N5MS_ARRAY_COUNT(j) counts[j]
+        N5MS_GROUP_MAX(N5MS_ARRAY_LABEL, N5MS_ARRAY_COUNT)
+        #undef N5MS_ARRAY_LABEL
+        #undef N5MS_ARRAY_COUNT
     }
 
     /* Argmax label of the n entries (id u64 LE, count u32 LE) of list data at p, of which
@@ -79,7 +72,7 @@ cdef extern from *:
         if (n <= 8 && readable >= 96)
             return n5ms_argmax_label(n5ms_argmax_max(best, n5ms_group_of_list_data(p, n)));
         for (; n > 0; n--, p += 12)
-            best = n5ms_argmax_step(best, n5ms_le64(p), n5ms_le32(p + 8));
+            best = n5ms_argmax_step(best, n5ms_load_u64_le(p), n5ms_load_u32_le(p + 8));
         return n5ms_argmax_label(best);
     }
     /* Argmax label of entries [start, stop) of CSR arrays of `size` entries. */
@@ -111,7 +104,7 @@ cdef extern from *:
         n5ms_argmax_t best = n5ms_argmax_start();
         (void)readable;
         for (; n > 0; n--, p += 12)
-            best = n5ms_argmax_step(best, n5ms_le64(p), n5ms_le32(p + 8));
+            best = n5ms_argmax_step(best, n5ms_load_u64_le(p), n5ms_load_u32_le(p + 8));
         return n5ms_argmax_label(best);
     }
     static inline uint64_t n5ms_argmax_of_arrays(const uint64_t* ids, const uint32_t* counts, int64_t start,

@@ -9,7 +9,9 @@ codes; ``payload/layout.py`` validates arguments, chooses layouts and raises.
 from cython.parallel cimport prange, threadid
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
-from n5mscodecs._bytes cimport load_u32_be, load_u32_le, load_u64_le, store_u32_be, store_u32_le, store_u64_le
+from libc.string cimport memcpy
+
+from n5mscodecs._bytes cimport load_u32_be, load_u32_le, load_u64_le, load_u64_raw, store_u32_be, store_u32_le, store_u64_le
 from n5mscodecs._status cimport ERR_ENTRIES_PAST_END, ERR_NO_MEMORY, ERR_TRUNCATED_COUNT, OK
 from n5mscodecs.multiset._argmax cimport n5ms_argmax_of_list_data
 from n5mscodecs.multiset._numbering cimport LabelNumbering, number_of, numbering_free, numbering_init, copy_unique
@@ -175,8 +177,13 @@ def scan_list_data(const uint8_t[::1] list_data, uint64_t[::1] start_bits=None, 
 
 def split_list_data(const uint8_t[::1] list_data, int64_t[::1] list_offsets,
                     uint64_t[::1] ids, uint32_t[::1] counts):
-    """Fill the CSR arrays from list data already validated by ``scan_list_data``."""
-    cdef Py_ssize_t size = list_data.shape[0]
+    """Fill the CSR arrays from list data already validated by ``scan_list_data``.
+
+    ``ids`` and ``counts`` may be longer than the entries: a list of up to 8 entries is
+    then copied as 8 (the ones past it overwritten by the next list or left in the
+    slack), so that a list costs no loop exit, mispredicted on most lists of real data.
+    """
+    cdef Py_ssize_t size = list_data.shape[0], capacity = min(ids.shape[0], counts.shape[0])
     cdef Py_ssize_t pos = 0, lst = 0, e = 0, j
     cdef uint32_t n
     with nogil:
@@ -184,11 +191,18 @@ def split_list_data(const uint8_t[::1] list_data, int64_t[::1] list_offsets,
         while pos < size:
             n = load_u32_le(&list_data[pos])
             pos += 4
-            for j in range(n):
-                ids[e] = load_u64_le(&list_data[pos])
-                counts[e] = load_u32_le(&list_data[pos + 8])
-                pos += 12
-                e += 1
+            if n <= 8 and size - pos >= 96 and capacity - e >= 8:
+                for j in range(8):
+                    ids[e + j] = load_u64_le(&list_data[pos + 12 * j])
+                    counts[e + j] = load_u32_le(&list_data[pos + 12 * j + 8])
+                pos += 12 * <Py_ssize_t>n
+                e += n
+            else:
+                for j in range(n):
+                    ids[e] = load_u64_le(&list_data[pos])
+                    counts[e] = load_u32_le(&list_data[pos + 8])
+                    pos += 12
+                    e += 1
             lst += 1
             list_offsets[lst] = e
 
@@ -201,22 +215,46 @@ cdef inline uint64_t voxel_offset(const uint8_t* table, Py_ssize_t v, bint big_e
     return load_u32_le(&table[4 * v])
 
 
+cdef inline uint64_t doubled_word(const uint8_t* table, Py_ssize_t v) noexcept nogil:
+    """Table entry ``v``'s raw 32-bit word twice, as ``four_repeat`` compares it."""
+    cdef uint8_t word_twice[8]
+    memcpy(word_twice, &table[4 * v], 4)
+    memcpy(&word_twice[4], &table[4 * v], 4)
+    return load_u64_raw(word_twice)
+
+
+cdef inline bint four_repeat(const uint8_t* table, Py_ssize_t v, Py_ssize_t stop, uint64_t pair) noexcept nogil:
+    """Whether table entries ``v:v + 4`` all exist and are the word doubled in ``pair``."""
+    return v + 4 <= stop and load_u64_raw(&table[4 * v]) == pair and load_u64_raw(&table[4 * v + 8]) == pair
+
+
+# Segmentations hold long runs of voxels on one list. Once a voxel repeats the offset
+# before it, the run is taken four voxels (two 8-byte compares) at a time; voxels that
+# each have their own list never pay for that test.
+
 cdef inline Py_ssize_t lists_in_order(const uint8_t* table, bint big_endian, Py_ssize_t start, Py_ssize_t stop,
                                       ListIndex lists, int32_t* index) noexcept nogil:
     """List numbers of voxels ``start:stop`` (-1 for a bad offset); returns the number of bad
     offsets. Neighbours mostly share a list, so a repeated offset is not looked up again."""
-    cdef Py_ssize_t v, bad = 0
-    cdef uint64_t offset, last_offset = NO_OFFSET
+    cdef Py_ssize_t v = start, bad = 0
+    cdef uint64_t offset, last_offset = NO_OFFSET, pair
     cdef int64_t number = -1
-    for v in range(start, stop):
+    while v < stop:
         offset = voxel_offset(table, v, big_endian)
-        if offset != last_offset:
-            last_offset = offset
-            if not list_of_offset(&lists, offset, &number):
-                number, last_offset = -1, NO_OFFSET
-        if number < 0:
+        if offset == last_offset:  # never after a bad offset: last_offset is NO_OFFSET then
+            pair = doubled_word(table, v)
+            index[v] = <int32_t>number
+            v += 1
+            while four_repeat(table, v, stop, pair):
+                index[v] = index[v + 1] = index[v + 2] = index[v + 3] = <int32_t>number
+                v += 4
+            continue
+        last_offset = offset
+        if not list_of_offset(&lists, offset, &number):
+            number, last_offset = -1, NO_OFFSET
             bad += 1
         index[v] = <int32_t>number
+        v += 1
     return bad
 
 
@@ -251,53 +289,42 @@ def map_voxel_offsets(const uint8_t[::1] table, bint big_endian, const uint8_t[:
 cdef uint64_t INVALID = 0xFFFFFFFFFFFFFFFEULL
 
 
-cdef struct LabelLookup:
-    const uint8_t* table
-    const uint64_t* label_of_list
-    ListIndex* lists  # a pointer: this struct of scalars then stays in registers
-    uint64_t last_offset
-    uint64_t label
-    Py_ssize_t bad
-
-
-cdef inline LabelLookup label_lookup(const uint8_t* table, const uint64_t* label_of_list,
-                                     ListIndex* lists) noexcept nogil:
-    cdef LabelLookup lookup
-    lookup.table, lookup.label_of_list, lookup.lists = table, label_of_list, lists
-    lookup.last_offset, lookup.label, lookup.bad = NO_OFFSET, 0, 0
-    return lookup
-
-
-cdef inline uint64_t label_of_voxel(LabelLookup* lookup, Py_ssize_t v, bint big_endian) noexcept nogil:
-    """The label of table entry ``v``; a bad offset gives 0 and counts in ``lookup.bad``.
-    Neighbours mostly share a list, so the last offset's label is reused without a lookup.
-    Callers pass ``big_endian`` as a constant, in one loop per byte order."""
-    cdef uint64_t offset = voxel_offset(lookup.table, v, big_endian)
-    cdef int64_t number
-    if offset != lookup.last_offset:
-        if list_of_offset(lookup.lists, offset, &number):
-            lookup.label = lookup.label_of_list[number]
-            lookup.last_offset = offset
-        else:
-            lookup.bad += 1
-            lookup.label = 0
-            lookup.last_offset = NO_OFFSET
-    return lookup.label
-
-
 cdef Py_ssize_t labels_of_run(const uint8_t* table, bint big_endian, Py_ssize_t start, Py_ssize_t stop,
                               const uint64_t* label_of_list, ListIndex lists, uint64_t* out) noexcept nogil:
     """Labels of voxels ``start:stop`` in table order into ``out[0:stop - start]``; returns the
     number of bad offsets."""
-    cdef LabelLookup lookup = label_lookup(table, label_of_list, &lists)
-    cdef Py_ssize_t v
     if big_endian:
-        for v in range(start, stop):
-            out[v - start] = label_of_voxel(&lookup, v, True)
-    else:
-        for v in range(start, stop):
-            out[v - start] = label_of_voxel(&lookup, v, False)
-    return lookup.bad
+        return labels_in_order(table, True, start, stop, label_of_list, lists, out)
+    return labels_in_order(table, False, start, stop, label_of_list, lists, out)
+
+
+cdef inline Py_ssize_t labels_in_order(const uint8_t* table, bint big_endian, Py_ssize_t start, Py_ssize_t stop,
+                                       const uint64_t* label_of_list, ListIndex lists, uint64_t* out) noexcept nogil:
+    """``labels_of_run`` with the byte order a constant; a bad offset gives label 0."""
+    cdef Py_ssize_t v = start, bad = 0
+    cdef uint64_t offset, last_offset = NO_OFFSET, pair, label = 0
+    cdef int64_t number
+    cdef uint64_t* at
+    while v < stop:
+        offset = voxel_offset(table, v, big_endian)
+        if offset == last_offset:  # a run (see lists_in_order)
+            pair = doubled_word(table, v)
+            out[v - start] = label
+            v += 1
+            while four_repeat(table, v, stop, pair):
+                at = &out[v - start]
+                at[0] = at[1] = at[2] = at[3] = label
+                v += 4
+            continue
+        last_offset = offset
+        if list_of_offset(&lists, offset, &number):
+            label = label_of_list[number]
+        else:
+            label, last_offset = 0, NO_OFFSET
+            bad += 1
+        out[v - start] = label
+        v += 1
+    return bad
 
 
 def labels_of_voxels(const uint8_t[::1] table, bint big_endian, const uint64_t[::1] label_of_list,
@@ -453,18 +480,33 @@ def c_order_copy_3d(const voxel_t[:, :, :] src, voxel_t[::1] dst, int num_thread
 
 
 
+# A slab's planes are this many values apart beyond their size: real blocks have
+# power-of-two planes, and columns read 2^k bytes apart all fall in one cache set.
+DEF SLAB_PAD = 8
+
+
 def c_order_slab_values(Py_ssize_t n0, Py_ssize_t n1, int num_threads):
     """The length of the ``slabs`` scratch of ``labels_of_voxels_c_order``."""
-    return max(num_threads, 1) * TILE * n0 * n1
+    return max(num_threads, 1) * TILE * (n0 * n1 + SLAB_PAD)
 
 
 cdef void slab_to_c_order(const uint64_t* slab, Py_ssize_t c0, Py_ssize_t c_end, Py_ssize_t n0, Py_ssize_t n1,
                           Py_ssize_t n2, uint64_t* out) noexcept nogil:
-    """Write the labels of table planes ``c0 <= c < c_end`` (``slab``, table order) to their
-    places in the C-order ``out``: up to 8 consecutive values (one cache line) per (a, b)."""
-    cdef Py_ssize_t a, b, c, plane = n0 * n1, width = c_end - c0
+    """Write the labels of table planes ``c0 <= c < c_end`` (``slab``, one plane per
+    ``n0 * n1 + SLAB_PAD`` values) to their places in the C-order ``out``: up to 8
+    consecutive values (one cache line) per (a, b)."""
+    cdef Py_ssize_t a, b, c, plane = n0 * n1 + SLAB_PAD, width = c_end - c0
     cdef uint64_t* line
     cdef const uint64_t* column
+    if width == TILE:  # all but the last slab of a block: a constant trip count, unrolled
+        for a in range(n0):
+            for b in range(n1):
+                line = &out[(a * n1 + b) * n2 + c0]
+                column = &slab[a + n0 * b]
+                line[0], line[1], line[2], line[3] = column[0], column[plane], column[2 * plane], column[3 * plane]
+                line[4], line[5], line[6], line[7] = (column[4 * plane], column[5 * plane], column[6 * plane],
+                                                      column[7 * plane])
+        return
     for a in range(n0):
         for b in range(n1):
             line = &out[(a * n1 + b) * n2 + c0]
@@ -485,7 +527,7 @@ def labels_of_voxels_c_order(const uint8_t[::1] table, bint big_endian, const ui
     time into a slab that stays in the caches (``slabs``: ``c_order_slab_values`` values,
     one slab per thread), and each slab is then written out a cache line at a time.
     """
-    cdef Py_ssize_t c0, bad = 0, slab_values = TILE * n0 * n1
+    cdef Py_ssize_t c0, c, bad = 0, plane = n0 * n1, slab_values = TILE * (n0 * n1 + SLAB_PAD)
     cdef ListIndex lists = list_index(&list_data[0] if list_data.shape[0] else NULL, list_data.shape[0],
                                       &start_bits[0], &rank[0])
     cdef uint64_t* slab
@@ -496,7 +538,8 @@ def labels_of_voxels_c_order(const uint8_t[::1] table, bint big_endian, const ui
     for c0 in prange(0, n2, TILE, nogil=True, schedule="static", num_threads=num_threads,
                      use_threads_if=n0 * n1 * n2 > PARALLEL_VOXELS):
         slab = &slabs[threadid() * slab_values]
-        bad += labels_of_run(&table[0], big_endian, n0 * n1 * c0, n0 * n1 * min(c0 + TILE, n2), &label_of_list[0],
-                             lists, slab)
+        for c in range(c0, min(c0 + TILE, n2)):
+            bad += labels_of_run(&table[0], big_endian, plane * c, plane * (c + 1), &label_of_list[0], lists,
+                                 &slab[(c - c0) * (plane + SLAB_PAD)])
         slab_to_c_order(slab, c0, min(c0 + TILE, n2), n0, n1, n2, &out[0])
     return bad

@@ -292,9 +292,11 @@ def _multisets(data, shape, layout, threads):
         index = flat_index.reshape(shape, order=layout.order)
         return LabelMultisetArray(index, list_offsets, ids, counts, validate=False)
     list_offsets = np.empty(n_lists + 1, np.int64)
-    ids = np.empty(n_entries, np.uint64)
-    counts = np.empty(n_entries, np.uint32)
+    # 8 entries of slack: the kernel copies short lists 8 entries at a time
+    ids = np.empty(n_entries + 8, np.uint64)
+    counts = np.empty(n_entries + 8, np.uint32)
     _kernels.split_list_data(list_data, list_offsets, ids, counts)
+    ids, counts = ids[:n_entries], counts[:n_entries]
 
     flat_index = np.empty(table.size // 4, np.int32)
     bad = _kernels.map_voxel_offsets(
