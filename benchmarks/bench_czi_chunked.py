@@ -25,7 +25,7 @@ import numpy as np
 from timing import interleaved_medians
 
 import n5mscodecs
-from n5mscodecs.czi import backends
+from n5mscodecs.czi import backends, libraries
 
 try:
     import imagecodecs
@@ -95,7 +95,8 @@ def main():
           f"{'hi/lo' if args.hilo else 'no hi/lo'}, "
           f"{len(os.sched_getaffinity(0))} CPUs, {args.repeat} interleaved rounds, "
           f"imagecodecs {getattr(imagecodecs, '__version__', 'absent')}, "
-          f"zstd/LZ4 called {'from the kernels' if native else 'through the Python APIs'}, "
+          f"zstd/LZ4 called {'from the kernels' if native else 'through the Python APIs'}"
+          f"{f' (zstd of {libraries.zstd_module})' if native else ''}, "
           f"load average {os.getloadavg()[0]:.2f}")
     out = np.empty(nbytes, dtype=np.uint8)
     scaling = sorted(args.threads)[0] == 1 and len(args.threads) > 1

@@ -27,11 +27,40 @@ def test_functions_are_found_in_the_installed_packages():
     assert _chunk_libraries.bind() == backends.NATIVE_AVAILABLE == _chunked.libraries_bound()
     if backends.NATIVE_AVAILABLE:
         found = {
-            **_chunk_libraries._lookup(_chunk_libraries._ZSTD_MODULES, "ZSTD_", 10400),
+            **_chunk_libraries._lookup(_chunk_libraries._ZSTD_MODULES, "ZSTD_", 10400,
+                                       {_chunk_libraries._BACKPORT_ZSTD: _chunk_libraries.zstandard_zstd_version}),
             **_chunk_libraries._lookup(_chunk_libraries._LZ4_MODULES, "LZ4_", 10900),
         }
         assert sorted(found) == sorted(_chunked.LIBRARY_FUNCTIONS)
         assert all(isinstance(address, int) and address > 0 for address in found.values())
+
+
+@native
+def test_zstd_comes_from_backports_zstd_only_when_it_bundles_zstandards_release(monkeypatch):
+    """backports.zstd (its zstd has the x86-64 assembly decoder) is preferred, but only with
+    the very zstd release zstandard bundles: the bytes we write must match the Python path."""
+    import importlib.util
+
+    try:
+        import backports.zstd
+    except ImportError:
+        pytest.skip("backports.zstd is not installed")
+    modules, exact = _chunk_libraries._ZSTD_MODULES, {_chunk_libraries._BACKPORT_ZSTD:
+                                                      _chunk_libraries.zstandard_zstd_version}
+    same = backports.zstd.zstd_version_info == __import__("zstandard").ZSTD_VERSION
+    module, addresses = _chunk_libraries._find(modules, "ZSTD_", 10400, exact)
+    assert (module == _chunk_libraries._BACKPORT_ZSTD) == same
+    assert _chunk_libraries.zstd_module == module  # what bind() chose at import
+    if same:
+        import ctypes
+
+        library = ctypes.CDLL(importlib.util.find_spec(_chunk_libraries._BACKPORT_ZSTD).origin)
+        assert addresses["ZSTD_decompressDCtx"] == ctypes.cast(library.ZSTD_decompressDCtx, ctypes.c_void_p).value
+    # another zstd release than zstandard's: backports.zstd is passed over
+    monkeypatch.setattr(_chunk_libraries, "zstandard_zstd_version", lambda: 1)
+    found = _chunk_libraries._find(modules, "ZSTD_", 10400, {_chunk_libraries._BACKPORT_ZSTD:
+                                                             _chunk_libraries.zstandard_zstd_version})
+    assert found is not None and found[0] != _chunk_libraries._BACKPORT_ZSTD
 
 
 def test_lookup_gives_up_cleanly():
