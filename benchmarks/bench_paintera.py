@@ -8,14 +8,18 @@ compares the label multiset work (create from labels, downsample three times
 by 2, serialize every block of every level) against python-elf's
 ``create_multiset_from_labels`` + ``downsample_multiset`` + ``serialize_multiset``
 on the same blocks, when python-elf is installed. Medians of ``--repeat`` runs.
-Targets (issue 5): >= 30 Mvoxel/s end to end, >= 5x elf.
+Targets (issue 5): >= 30 Mvoxel/s end to end, >= 5x elf. Issue 30's anchor: the Java
+conversion path on a 256^3 demo-like volume (``--java-only`` runs just that), when ``java``
+and ``../shared/tools/lms-oracle/lms-oracle.jar`` are there.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
 import tempfile
+from pathlib import Path
 
 import numpy as np
 from timing import median_time
@@ -52,6 +56,57 @@ def elf_multiset_work(blocks):
             serialize_multiset(level)
 
 
+JAR = Path(__file__).resolve().parents[2] / "shared" / "tools" / "lms-oracle" / "lms-oracle.jar"
+
+
+def java_anchor(repeat, threads):
+    """Issue 30's second anchor: the Java conversion path (``lms-oracle.jar``: the conversion
+    helper's write of scale 0, then label-utilities-spark's downsampling one level per call)
+    against ``convert`` on the same 256^3 demo-like volume (300 Voronoi labels, 64^3 blocks,
+    gzip -1, three levels of factor 2). Every Java call starts a JVM: its start-up (the jar's
+    usage message) is timed too and shown beside the totals."""
+    java = shutil.which("java")
+    if java is None or not JAR.exists():
+        print("  Java anchor: no java or no ../shared/tools/lms-oracle/lms-oracle.jar, skipped")
+        return
+    volume = voronoi_labels((256, 256, 256), 300, seed=0)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-java-"))
+    source = workdir / "labels.bin"
+    np.asarray(volume, np.uint64).ravel(order="F").astype("<u8").tofile(source)
+
+    def run_java(*args):
+        subprocess.run([java, "-jar", str(JAR), *map(str, args)], check=True, capture_output=True, timeout=900)
+
+    def java_pyramid():
+        root = workdir / "java.n5"
+        shutil.rmtree(root, ignore_errors=True)
+        run_java("write", source, "256,256,256", "64,64,64", "gzip", root, "s0")
+        for level in (1, 2, 3):
+            run_java("downsample", root, f"s{level - 1}", f"s{level}", "2,2,2")
+
+    def java_startup():
+        subprocess.run([java, "-jar", str(JAR)], capture_output=True, timeout=300)
+
+    def ours(n_threads):
+        def run():
+            target = workdir / "ours.n5"
+            shutil.rmtree(target, ignore_errors=True)
+            convert(volume, str(target), block_size=64, factors=[2, 2, 2], compression="gzip", threads=n_threads)
+        return run
+
+    java_seconds = median_time(java_pyramid, max(1, repeat))
+    startup = median_time(java_startup, max(3, repeat))
+    print(f"  Java anchor, 256^3 demo-like volume, gzip -1, 4 levels (median of {max(1, repeat)}):")
+    print(f"    lms-oracle write + 3 downsample calls        {java_seconds:6.2f} s "
+          f"(4 JVM start-ups of {startup:.2f} s each included)")
+    for n_threads in sorted({1, threads}):
+        seconds = median_time(ours(n_threads), max(3, repeat))
+        print(f"    convert, {n_threads} thread(s)                          {seconds:6.2f} s  "
+              f"{volume.size / seconds / 1e6:6.1f} Mvoxel/s  ({java_seconds / seconds:.1f}x faster than Java, "
+              f"{(java_seconds - 4 * startup) / seconds:.1f}x without its start-ups)")
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=512)
@@ -60,7 +115,11 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--workdir", default=None,
                         help="where the pyramids go (default: a temporary directory; /dev/shm takes the disk out)")
+    parser.add_argument("--java-only", action="store_true", help="only the Java anchor (issue 30)")
     args = parser.parse_args()
+    if args.java_only:
+        java_anchor(args.repeat, args.threads)
+        return
     shape = (args.size,) * 3
     labels = voronoi_labels(shape, args.labels, seed=0)
     voxels = labels.size
@@ -78,6 +137,7 @@ def main():
         seconds = median_time(run, args.repeat)
         print(f"  convert, {name:30s} {seconds:6.2f} s  {voxels / seconds / 1e6:6.1f} Mvoxel/s")
     shutil.rmtree(workdir, ignore_errors=True)
+    java_anchor(args.repeat, args.threads)
 
     # label multiset work alone, one thread, on the 64^3 blocks of a 256^3 part (elf is slow)
     part = np.ascontiguousarray(labels[:256, :256, :256])
