@@ -13,8 +13,10 @@ import numpy.typing as npt
 
 from .._buffers import BytesLike
 
+HAVE_AVX2: bool
+
 def argmax_of_lists(
-    list_offsets: BytesLike, ids: BytesLike, counts: BytesLike, java_rule: bool, num_threads: int
+    list_offsets: BytesLike, ids: BytesLike, counts: BytesLike, java_rule: bool, num_threads: int, simd: bool = True
 ) -> npt.NDArray[np.uint64]: ...
 def first_encounter_labels(labels: BytesLike, index: BytesLike) -> tuple[int, Any]: ...
 def representative_lists(list_offsets: BytesLike, ids: BytesLike, counts: BytesLike) -> tuple[int, Any]: ...

@@ -15,7 +15,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort
 
 from n5mscodecs._status cimport ERR_NO_MEMORY, OK
-from n5mscodecs.multiset._argmax cimport n5ms_argmax_of_arrays
+from n5mscodecs.multiset._argmax cimport n5ms_argmax_of_lists, n5ms_argmax_of_lists_avx2, n5ms_have_avx2
 from n5mscodecs.multiset._hash_table cimport HashTable, mix64, table_free, table_init, table_slot
 from n5mscodecs.multiset._numbering cimport LabelNumbering, number_of, numbering_free, numbering_init, copy_unique
 
@@ -34,8 +34,14 @@ cdef uint64_t INVALID = 0xFFFFFFFFFFFFFFFEULL
 DEF PARALLEL_LISTS = 65536
 
 
+#: Whether this CPU runs the AVX2 argmax groups (chosen once; ``simd=False`` forces the
+#: portable code, which tests compare against).
+HAVE_AVX2 = bool(n5ms_have_avx2())
+DEF LIST_RUN = 4096  # lists per task of argmax_of_lists
+
+
 def argmax_of_lists(const int64_t[::1] list_offsets, const uint64_t[::1] ids,
-                    const uint32_t[::1] counts, bint java_rule, int num_threads):
+                    const uint32_t[::1] counts, bint java_rule, int num_threads, bint simd=True):
     """Argmax per list.
 
     Default rule (data type spec): highest count, ties to the smaller unsigned
@@ -47,18 +53,28 @@ def argmax_of_lists(const int64_t[::1] list_offsets, const uint64_t[::1] ids,
     cdef Py_ssize_t n_lists = list_offsets.shape[0] - 1
     result = np.empty(n_lists, dtype=np.uint64)
     cdef uint64_t[::1] out = result
-    cdef Py_ssize_t i, e
+    cdef Py_ssize_t i, e, r, n_runs = (n_lists + LIST_RUN - 1) // LIST_RUN
     cdef uint64_t best, label
     cdef uint32_t best_count, c
     cdef uint64_t keep
     cdef int64_t n_entries = ids.shape[0]
     cdef const uint64_t* ids_ptr = &ids[0] if n_entries else NULL
     cdef const uint32_t* counts_ptr = &counts[0] if n_entries else NULL
+    cdef bint avx2 = simd and HAVE_AVX2
+    if n_lists <= 0:
+        return result
+    if not java_rule:
+        for r in prange(n_runs, nogil=True, schedule="static", num_threads=num_threads,
+                        use_threads_if=n_lists > PARALLEL_LISTS):
+            if avx2:
+                n5ms_argmax_of_lists_avx2(&list_offsets[0], ids_ptr, counts_ptr, n_entries, r * LIST_RUN,
+                                          min((r + 1) * LIST_RUN, n_lists), &out[0])
+            else:
+                n5ms_argmax_of_lists(&list_offsets[0], ids_ptr, counts_ptr, n_entries, r * LIST_RUN,
+                                     min((r + 1) * LIST_RUN, n_lists), &out[0])
+        return result
     for i in prange(n_lists, nogil=True, schedule="static", num_threads=num_threads,
                     use_threads_if=n_lists > PARALLEL_LISTS):
-        if not java_rule:
-            out[i] = n5ms_argmax_of_arrays(ids_ptr, counts_ptr, list_offsets[i], list_offsets[i + 1], n_entries)
-            continue
         best = INVALID
         best_count = 0
         for e in range(list_offsets[i], list_offsets[i + 1]):

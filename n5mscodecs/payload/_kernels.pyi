@@ -10,12 +10,15 @@ from typing import Any
 
 from .._buffers import BytesLike
 
+HAVE_AVX2: bool
+
 def list_start_words(list_data_size: int) -> int: ...
 def scan_list_data(
     list_data: BytesLike,
     start_bits: BytesLike | None = None,
     rank: BytesLike | None = None,
     label_of_list: BytesLike | None = None,
+    simd: bool = True,
 ) -> tuple[int, int, int, int]: ...
 def split_list_data(list_data: BytesLike, list_offsets: BytesLike, ids: BytesLike, counts: BytesLike) -> None: ...
 def map_voxel_offsets(

@@ -13,7 +13,7 @@ from libc.string cimport memcpy
 
 from n5mscodecs._bytes cimport load_u32_be, load_u32_le, load_u64_le, load_u64_raw, store_u32_be, store_u32_le, store_u64_le
 from n5mscodecs._status cimport ERR_ENTRIES_PAST_END, ERR_NO_MEMORY, ERR_TRUNCATED_COUNT, OK
-from n5mscodecs.multiset._argmax cimport n5ms_argmax_of_list_data
+from n5mscodecs.multiset._argmax cimport n5ms_have_avx2
 from n5mscodecs.multiset._numbering cimport LabelNumbering, number_of, numbering_free, numbering_init, copy_unique
 
 import numpy as np
@@ -35,6 +35,48 @@ cdef extern from *:
     """
     int n5ms_popcount64(unsigned long long x) nogil
 
+cdef extern from *:
+    """
+    /* The walk of scan_list_data (lists must tile the list data), in C so that it exists
+       twice: as is, and compiled for AVX2 with the AVX2 argmax groups inlined. Returns 0,
+       1 (fewer than 4 bytes for numEntries at *position) or 2 (numEntries runs past the
+       data); *position, *lists and *entries tell how far it got. */
+    #define N5MS_SCAN_WALK(name, target, argmax_of_list_data) \
+        target static int name(const uint8_t* data, int64_t size, uint64_t* start_bits, uint64_t* label_of_list, \
+                               int64_t capacity, int64_t* position, int64_t* lists, int64_t* entries) { \
+            int64_t pos = 0, n_lists = 0, n_entries = 0; \
+            int status = 0; \
+            while (pos < size) { \
+                uint64_t n; \
+                if (size - pos < 4) { status = 1; break; } \
+                n = n5ms_load_u32_le(data + pos); \
+                if (n > (uint64_t)((size - pos - 4) / 12)) { status = 2; break; } \
+                if (start_bits) start_bits[pos >> 8] |= 1ULL << ((pos >> 2) & 63); \
+                if (n_lists < capacity) \
+                    label_of_list[n_lists] = argmax_of_list_data(data + pos + 4, n, (uint64_t)(size - pos - 4)); \
+                n_lists++; \
+                n_entries += (int64_t)n; \
+                pos += 4 + 12 * (int64_t)n; \
+            } \
+            *position = pos; *lists = n_lists; *entries = n_entries; \
+            return status; \
+        }
+    N5MS_SCAN_WALK(n5ms_scan_walk, , n5ms_argmax_of_list_data)
+    #if N5MS_AVX2
+    N5MS_SCAN_WALK(n5ms_scan_walk_avx2, N5MS_AVX2_TARGET, n5ms_argmax_of_list_data_avx2)
+    #else
+    #define n5ms_scan_walk_avx2 n5ms_scan_walk
+    #endif
+    """
+    int n5ms_scan_walk(const uint8_t* data, int64_t size, uint64_t* start_bits, uint64_t* label_of_list,
+                       int64_t capacity, int64_t* position, int64_t* lists, int64_t* entries) nogil
+    int n5ms_scan_walk_avx2(const uint8_t* data, int64_t size, uint64_t* start_bits, uint64_t* label_of_list,
+                            int64_t capacity, int64_t* position, int64_t* lists, int64_t* entries) nogil
+
+#: Whether this CPU runs the AVX2 argmax groups (``simd=False`` forces the portable code).
+HAVE_AVX2 = bool(n5ms_have_avx2())
+
+
 ctypedef fused index_t:
     int32_t
     int64_t
@@ -47,17 +89,6 @@ DEF PARALLEL_VOXELS = 1048576
 # ---------------------------------------------------------------------------
 # decoding
 # ---------------------------------------------------------------------------
-
-cdef inline int list_length(const uint8_t* list_data, Py_ssize_t size, Py_ssize_t pos,
-                            uint64_t* n) noexcept nogil:
-    """``numEntries`` of the list at ``pos`` into ``n``; a status unless the list fits."""
-    if size - pos < 4:
-        return ERR_TRUNCATED_COUNT
-    n[0] = load_u32_le(&list_data[pos])
-    if n[0] > <uint64_t>((size - pos - 4) // 12):
-        return ERR_ENTRIES_PAST_END
-    return OK
-
 
 DEF LABEL_RUN = 4096  # voxels per task of labels_of_voxels and map_voxel_offsets (a run cache per task)
 # no offset: tables hold 32-bit values (BE ones sign-extended, so >= 2**64 - 2**31)
@@ -134,7 +165,7 @@ cdef inline bint list_of_offset(ListIndex* index, uint64_t offset, int64_t* numb
 
 
 def scan_list_data(const uint8_t[::1] list_data, uint64_t[::1] start_bits=None, int64_t[::1] rank=None,
-                   uint64_t[::1] label_of_list=None):
+                   uint64_t[::1] label_of_list=None, bint simd=True):
     """Walk the list data once; lists must tile it exactly.
 
     With ``start_bits`` (zero-filled) and ``rank``, both of
@@ -142,36 +173,34 @@ def scan_list_data(const uint8_t[::1] list_data, uint64_t[::1] start_bits=None, 
     for ``map_voxel_offsets`` and ``labels_of_voxels``. With ``label_of_list``,
     also store the argmax of the first ``len(label_of_list)`` lists, in stored
     order (highest count, ties to the smaller unsigned id, empty list INVALID:
-    the rule of ``argmax_of_lists``), in the same pass.
+    the rule of ``argmax_of_lists``), in the same pass (with AVX2 where the CPU
+    has it, unless ``simd`` is False).
     Returns ``(status, position, n_lists, n_entries)``; ``position`` is the
     byte offset of the first list that does not fit when ``status != 0``.
     """
-    cdef Py_ssize_t size = list_data.shape[0]
-    cdef Py_ssize_t pos = 0, n_lists = 0, n_entries = 0, g, groups = size // 256 + 1, end
+    cdef Py_ssize_t size = list_data.shape[0], g, groups = size // 256 + 1
     cdef Py_ssize_t capacity = label_of_list.shape[0] if label_of_list is not None else 0
+    cdef int64_t pos = 0, n_lists = 0, n_entries = 0
     cdef uint64_t n
-    cdef int status = OK
+    cdef int walk
     cdef bint index = start_bits is not None
+    cdef uint64_t* bits = &start_bits[0] if index else NULL
+    cdef uint64_t* labels = &label_of_list[0] if capacity else NULL
+    cdef const uint8_t* data = &list_data[0] if size else NULL
+    cdef bint avx2 = simd and HAVE_AVX2
     if index and (rank is None or start_bits.shape[0] < groups or rank.shape[0] < groups):
         raise ValueError("scan_list_data: start_bits and rank need list_start_words(size) values")
     with nogil:
-        while pos < size:
-            status = list_length(&list_data[0], size, pos, &n)
-            if status != OK:
-                break
-            if index:
-                start_bits[pos >> 8] |= 1ULL << ((pos >> 2) & 63)
-            end = pos + 4 + 12 * <Py_ssize_t>n
-            if n_lists < capacity:
-                label_of_list[n_lists] = n5ms_argmax_of_list_data(&list_data[pos + 4], n, <uint64_t>(size - pos - 4))
-            n_lists += 1
-            n_entries += <Py_ssize_t>n
-            pos = end
+        if avx2:
+            walk = n5ms_scan_walk_avx2(data, size, bits, labels, capacity, &pos, &n_lists, &n_entries)
+        else:
+            walk = n5ms_scan_walk(data, size, bits, labels, capacity, &pos, &n_lists, &n_entries)
         if index:
             n = 0
             for g in range(groups):
                 rank[g] = <int64_t>n
                 n += n5ms_popcount64(start_bits[g])
+    status = (OK, ERR_TRUNCATED_COUNT, ERR_ENTRIES_PAST_END)[walk]
     return status, pos, n_lists, n_entries
 
 

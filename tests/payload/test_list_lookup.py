@@ -135,3 +135,37 @@ def test_large_n5_block_to_c_order_labels_on_threads(threads):
     in_c = decode_payload_labels(payload, shape, N5_LAYOUT, threads=threads, order="C")
     assert in_c.flags.c_contiguous and np.array_equal(in_c, labels)
     assert np.array_equal(in_c, decode_payload(payload, shape, N5_LAYOUT).argmax())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_avx2_and_portable_argmax_agree(seed):
+    """Where the CPU has AVX2 the argmax groups run in AVX2 (list data while scanning, and the
+    CSR arrays of ``argmax_of_lists``); ``simd=False`` runs the portable code. Both against the
+    plain model: every list length 0..20, counts with many ties and zeros, ids near 0, near
+    INVALID and above 2**63 (where signed and unsigned order differ), lists at the data's end."""
+    from n5mscodecs.multiset import _kernels as multiset_kernels
+    from n5mscodecs.payload import _kernels as payload_kernels
+
+    rng = np.random.default_rng(300 + seed)
+    special = [0, 1, 2**63 - 1, 2**63, 2**63 + 1, INVALID - 1, INVALID, INVALID + 1]
+    lists = []
+    for _ in range(3000):
+        n = int(rng.integers(0, 21)) if rng.random() < 0.3 else int(rng.integers(0, 9))
+        ids = [special[int(rng.integers(0, 8))] if rng.random() < 0.4 else int(rng.integers(0, 2**64, dtype=np.uint64))
+               for _ in range(n)]
+        counts = [int(c) for c in rng.choice([0, 1, 2, 2**31, 2**32 - 1], n)]
+        lists.append(list(zip(ids, counts)))
+    data = b"".join(struct.pack("<I", len(e)) + b"".join(struct.pack("<QI", k, c) for k, c in e) for e in lists)
+    expected = np.array([spec_argmax(e) for e in lists], np.uint64)
+    list_data = np.frombuffer(data, np.uint8)
+    for simd in (True, False):
+        labels = np.empty(len(lists), np.uint64)
+        status, position, n_lists, _ = payload_kernels.scan_list_data(list_data, None, None, labels, simd)
+        assert (status, position, n_lists) == (0, len(data), len(lists))
+        assert np.array_equal(labels, expected), f"scan, simd={simd}"
+    offsets = np.zeros(len(lists) + 1, np.int64)
+    np.cumsum([len(e) for e in lists], out=offsets[1:])
+    ids = np.array([k for e in lists for k, _ in e], np.uint64)
+    counts = np.array([c for e in lists for _, c in e], np.uint32)
+    for simd in (True, False):
+        assert np.array_equal(multiset_kernels.argmax_of_lists(offsets, ids, counts, False, 1, simd), expected)
