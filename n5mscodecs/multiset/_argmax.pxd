@@ -171,7 +171,7 @@ cdef extern from *:
                                          _mm256_loadu_si256((const __m256i*)(ids + start + 4)), (uint64_t)(stop - start));
         return n5ms_argmax_of_arrays(ids, counts, start, stop, 0);  /* size 0: entry by entry */
     }
-    static inline int n5ms_have_avx2(void) { return __builtin_cpu_supports("avx2"); }
+    static inline int n5ms_have_avx2(void) { __builtin_cpu_init(); return __builtin_cpu_supports("avx2"); }
     #else
     #define N5MS_AVX2 0
     static inline int n5ms_have_avx2(void) { return 0; }
