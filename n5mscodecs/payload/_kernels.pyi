@@ -11,6 +11,7 @@ from typing import Any
 from .._buffers import BytesLike
 
 HAVE_AVX2: bool
+HAVE_POPCNT: bool
 
 def list_start_words(list_data_size: int) -> int: ...
 def scan_list_data(
@@ -29,6 +30,7 @@ def map_voxel_offsets(
     rank: BytesLike,
     index: BytesLike,
     num_threads: int,
+    simd: bool = True,
 ) -> int: ...
 def labels_of_voxels(
     table: BytesLike,
@@ -39,6 +41,7 @@ def labels_of_voxels(
     rank: BytesLike,
     out: BytesLike,
     num_threads: int,
+    simd: bool = True,
 ) -> int: ...
 def encode_singleton_offsets(labels: BytesLike, table: BytesLike, big_endian: bool) -> tuple[int, Any]: ...
 def assign_list_positions(
@@ -68,5 +71,6 @@ def labels_of_voxels_c_order(
     n2: int,
     slabs: BytesLike,
     num_threads: int,
+    simd: bool = True,
 ) -> int: ...
 def c_order_slab_values(n0: int, n1: int, num_threads: int) -> int: ...

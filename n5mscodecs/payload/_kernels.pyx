@@ -9,9 +9,7 @@ codes; ``payload/layout.py`` validates arguments, chooses layouts and raises.
 from cython.parallel cimport prange, threadid
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
-from libc.string cimport memcpy
-
-from n5mscodecs._bytes cimport load_u32_be, load_u32_le, load_u64_le, load_u64_raw, store_u32_be, store_u32_le, store_u64_le
+from n5mscodecs._bytes cimport load_u32_le, load_u64_le, store_u32_be, store_u32_le, store_u64_le
 from n5mscodecs._status cimport ERR_ENTRIES_PAST_END, ERR_NO_MEMORY, ERR_TRUNCATED_COUNT, OK
 from n5mscodecs.multiset._argmax cimport n5ms_have_avx2
 from n5mscodecs.multiset._numbering cimport LabelNumbering, number_of, numbering_free, numbering_init, copy_unique
@@ -21,7 +19,8 @@ import numpy as np
 cdef extern from *:
     """
     /* Builds for any x86-64 have no popcnt instruction; the builtin is then a libgcc call,
-       slower than these few instructions. */
+       slower than these few instructions. The kernels that count bits exist twice, the
+       second compiled for the instruction (x86-64 with gcc or clang) and chosen at run time. */
     #if defined(__POPCNT__) || defined(__ARM_NEON) || defined(__aarch64__)
     static inline int n5ms_popcount64(unsigned long long x) { return __builtin_popcountll(x); }
     #else
@@ -32,19 +31,25 @@ cdef extern from *:
         return (int)((x * 0x0101010101010101ULL) >> 56);
     }
     #endif
-    """
-    int n5ms_popcount64(unsigned long long x) nogil
+    #if !defined(__POPCNT__) && (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+    #define N5MS_POPCNT_TWINS 1
+    #define N5MS_POPCNT_TARGET __attribute__((target("popcnt")))
+    static inline int n5ms_have_popcnt(void) { __builtin_cpu_init(); return __builtin_cpu_supports("popcnt"); }
+    #else
+    #define N5MS_POPCNT_TWINS 0
+    static inline int n5ms_have_popcnt(void) { return 0; }
+    #endif
 
-cdef extern from *:
-    """
     /* The walk of scan_list_data (lists must tile the list data), in C so that it exists
-       twice: as is, and compiled for AVX2 with the AVX2 argmax groups inlined. Returns 0,
-       1 (fewer than 4 bytes for numEntries at *position) or 2 (numEntries runs past the
-       data); *position, *lists and *entries tell how far it got. */
-    #define N5MS_SCAN_WALK(name, target, argmax_of_list_data) \
-        target static int name(const uint8_t* data, int64_t size, uint64_t* start_bits, uint64_t* label_of_list, \
-                               int64_t capacity, int64_t* position, int64_t* lists, int64_t* entries) { \
-            int64_t pos = 0, n_lists = 0, n_entries = 0; \
+       twice: as is, and compiled for AVX2 (and popcnt) with the AVX2 argmax groups inlined.
+       With start_bits, also sets a bit per list start and fills rank (the starts before each
+       64 words). Returns 0, 1 (fewer than 4 bytes for numEntries at *position) or 2
+       (numEntries runs past the data); *position, *lists and *entries tell how far it got. */
+    #define N5MS_SCAN_WALK(name, target, argmax_of_list_data, popcount) \
+        target static int name(const uint8_t* data, int64_t size, uint64_t* start_bits, int64_t* rank, \
+                               uint64_t* label_of_list, int64_t capacity, int64_t* position, int64_t* lists, \
+                               int64_t* entries) { \
+            int64_t pos = 0, n_lists = 0, n_entries = 0, starts = 0; \
             int status = 0; \
             while (pos < size) { \
                 uint64_t n; \
@@ -58,23 +63,127 @@ cdef extern from *:
                 n_entries += (int64_t)n; \
                 pos += 4 + 12 * (int64_t)n; \
             } \
+            if (start_bits) \
+                for (int64_t g = 0; g <= size / 256; g++) { \
+                    rank[g] = starts; \
+                    starts += popcount(start_bits[g]); \
+                } \
             *position = pos; *lists = n_lists; *entries = n_entries; \
             return status; \
         }
-    N5MS_SCAN_WALK(n5ms_scan_walk, , n5ms_argmax_of_list_data)
+    N5MS_SCAN_WALK(n5ms_scan_walk, , n5ms_argmax_of_list_data, n5ms_popcount64)
     #if N5MS_AVX2
-    N5MS_SCAN_WALK(n5ms_scan_walk_avx2, N5MS_AVX2_TARGET, n5ms_argmax_of_list_data_avx2)
+    N5MS_SCAN_WALK(n5ms_scan_walk_avx2, __attribute__((target("avx2,popcnt"))), n5ms_argmax_of_list_data_avx2,
+                   __builtin_popcountll)
     #else
     #define n5ms_scan_walk_avx2 n5ms_scan_walk
     #endif
+
+    /* Voxel lookups. A voxel's offset names its list by the list's first byte; the list's
+       number is the rank of that start among all starts (start_bits and rank), taken for
+       every voxel that does not repeat the one before: with a popcount instruction that is
+       a few instructions, where guessing the next list (the one after the last, or a recent
+       one) and checking the guess mispredicts on real blocks, whose voxels go back to
+       earlier lists in no learnable order (one voxel in nine of the Java blocks; 1.4x
+       faster on them). -1: no list starts at `offset`. */
+    #define N5MS_NO_OFFSET (1ULL << 63)
+    #define N5MS_LIST_OF_OFFSET(name, target, popcount) \
+        target static inline int64_t name(const uint64_t* start_bits, const int64_t* rank, uint64_t size, \
+                                          uint64_t offset) { \
+            uint64_t word = offset >> 2, bits; \
+            if (offset >= size || (offset & 3)) return -1; \
+            bits = start_bits[word >> 6]; \
+            if (!((bits >> (word & 63)) & 1)) return -1; \
+            return rank[word >> 6] + popcount(bits & ((1ULL << (word & 63)) - 1)); \
+        }
+    /* Table entry v. Java writes signed int32 offsets: a negative one is sign-extended to a
+       huge unsigned value and fails the range check, like one past the end. */
+    static inline uint64_t n5ms_voxel_offset(const uint8_t* table, int64_t v, int big_endian) {
+        return big_endian ? (uint64_t)(int64_t)(int32_t)n5ms_load_u32_be(table + 4 * v) : n5ms_load_u32_le(table + 4 * v);
+    }
+    /* Voxels [start, stop) into out[0:stop - start]: value_of(list number), or bad_value
+       (counted) where no list starts. Segmentations hold long runs of voxels on one list:
+       a voxel that repeats the offset before it is not looked up, and the run goes on four
+       voxels (two 8-byte compares of the raw table) at a time. */
+    #define N5MS_LOOKUP_RUN(name, target, list_of_offset, big_endian, out_t, value_of, bad_value) \
+        target static int64_t name(const uint8_t* table, int64_t start, int64_t stop, const uint64_t* start_bits, \
+                                   const int64_t* rank, uint64_t size, const uint64_t* label_of_list, out_t* out) { \
+            int64_t v = start, bad = 0, number; \
+            uint64_t offset, last_offset = N5MS_NO_OFFSET, pair; \
+            out_t value = bad_value; \
+            (void)label_of_list; \
+            while (v < stop) { \
+                offset = n5ms_voxel_offset(table, v, big_endian); \
+                if (offset == last_offset) { \
+                    memcpy(&pair, table + 4 * v, 4); \
+                    memcpy((uint8_t*)&pair + 4, table + 4 * v, 4); \
+                    out[v++ - start] = value; \
+                    while (v + 4 <= stop && n5ms_load_u64_raw(table + 4 * v) == pair \
+                           && n5ms_load_u64_raw(table + 4 * v + 8) == pair) { \
+                        out[v - start] = out[v + 1 - start] = out[v + 2 - start] = out[v + 3 - start] = value; \
+                        v += 4; \
+                    } \
+                    continue; \
+                } \
+                number = list_of_offset(start_bits, rank, size, offset); \
+                if (number >= 0) { value = value_of(number); last_offset = offset; } \
+                else { value = bad_value; last_offset = N5MS_NO_OFFSET; bad++; } \
+                out[v++ - start] = value; \
+            } \
+            return bad; \
+        }
+    #define N5MS_LABEL_OF_LIST(number) label_of_list[number]
+    #define N5MS_NUMBER_OF_LIST(number) ((int32_t)(number))
+    #define N5MS_LOOKUPS(suffix, target, popcount) \
+        N5MS_LIST_OF_OFFSET(n5ms_list_of_offset##suffix, target, popcount) \
+        N5MS_LOOKUP_RUN(n5ms_labels_be##suffix, target, n5ms_list_of_offset##suffix, 1, uint64_t, N5MS_LABEL_OF_LIST, 0) \
+        N5MS_LOOKUP_RUN(n5ms_labels_le##suffix, target, n5ms_list_of_offset##suffix, 0, uint64_t, N5MS_LABEL_OF_LIST, 0) \
+        N5MS_LOOKUP_RUN(n5ms_lists_be##suffix, target, n5ms_list_of_offset##suffix, 1, int32_t, N5MS_NUMBER_OF_LIST, -1) \
+        N5MS_LOOKUP_RUN(n5ms_lists_le##suffix, target, n5ms_list_of_offset##suffix, 0, int32_t, N5MS_NUMBER_OF_LIST, -1)
+    N5MS_LOOKUPS(, , n5ms_popcount64)
+    #if N5MS_POPCNT_TWINS
+    N5MS_LOOKUPS(_popcnt, N5MS_POPCNT_TARGET, __builtin_popcountll)
+    #else
+    #define n5ms_labels_be_popcnt n5ms_labels_be
+    #define n5ms_labels_le_popcnt n5ms_labels_le
+    #define n5ms_lists_be_popcnt n5ms_lists_be
+    #define n5ms_lists_le_popcnt n5ms_lists_le
+    #endif
+    /* Each voxel's label (label_of_list[number], 0 when bad) or list number (-1 when bad). */
+    static int64_t n5ms_labels_of_run(int popcnt, int big_endian, const uint8_t* table, int64_t start, int64_t stop,
+                                      const uint64_t* start_bits, const int64_t* rank, uint64_t size,
+                                      const uint64_t* label_of_list, uint64_t* out) {
+        if (popcnt)
+            return (big_endian ? n5ms_labels_be_popcnt : n5ms_labels_le_popcnt)(table, start, stop, start_bits, rank,
+                                                                                 size, label_of_list, out);
+        return (big_endian ? n5ms_labels_be : n5ms_labels_le)(table, start, stop, start_bits, rank, size,
+                                                               label_of_list, out);
+    }
+    static int64_t n5ms_lists_of_run(int popcnt, int big_endian, const uint8_t* table, int64_t start, int64_t stop,
+                                     const uint64_t* start_bits, const int64_t* rank, uint64_t size, int32_t* out) {
+        if (popcnt)
+            return (big_endian ? n5ms_lists_be_popcnt : n5ms_lists_le_popcnt)(table, start, stop, start_bits, rank,
+                                                                               size, NULL, out);
+        return (big_endian ? n5ms_lists_be : n5ms_lists_le)(table, start, stop, start_bits, rank, size, NULL, out);
+    }
     """
-    int n5ms_scan_walk(const uint8_t* data, int64_t size, uint64_t* start_bits, uint64_t* label_of_list,
+    int n5ms_popcount64(unsigned long long x) nogil
+    int n5ms_have_popcnt() nogil
+    int n5ms_scan_walk(const uint8_t* data, int64_t size, uint64_t* start_bits, int64_t* rank, uint64_t* label_of_list,
                        int64_t capacity, int64_t* position, int64_t* lists, int64_t* entries) nogil
-    int n5ms_scan_walk_avx2(const uint8_t* data, int64_t size, uint64_t* start_bits, uint64_t* label_of_list,
-                            int64_t capacity, int64_t* position, int64_t* lists, int64_t* entries) nogil
+    int n5ms_scan_walk_avx2(const uint8_t* data, int64_t size, uint64_t* start_bits, int64_t* rank,
+                            uint64_t* label_of_list, int64_t capacity, int64_t* position, int64_t* lists,
+                            int64_t* entries) nogil
+    int64_t n5ms_labels_of_run(int popcnt, int big_endian, const uint8_t* table, int64_t start, int64_t stop,
+                               const uint64_t* start_bits, const int64_t* rank, uint64_t size,
+                               const uint64_t* label_of_list, uint64_t* out) nogil
+    int64_t n5ms_lists_of_run(int popcnt, int big_endian, const uint8_t* table, int64_t start, int64_t stop,
+                              const uint64_t* start_bits, const int64_t* rank, uint64_t size, int32_t* out) nogil
 
 #: Whether this CPU runs the AVX2 argmax groups (``simd=False`` forces the portable code).
 HAVE_AVX2 = bool(n5ms_have_avx2())
+#: Whether the voxel lookups run with the popcount instruction (``simd=False``: portable).
+HAVE_POPCNT = bool(n5ms_have_popcnt())
 
 
 ctypedef fused index_t:
@@ -90,10 +199,7 @@ DEF PARALLEL_VOXELS = 1048576
 # decoding
 # ---------------------------------------------------------------------------
 
-DEF LABEL_RUN = 4096  # voxels per task of labels_of_voxels and map_voxel_offsets (a run cache per task)
-# no offset: tables hold 32-bit values (BE ones sign-extended, so >= 2**64 - 2**31)
-DEF NO_OFFSET = 1ULL << 63
-DEF RECENT_LISTS = 16
+DEF LABEL_RUN = 4096  # voxels per task of labels_of_voxels and map_voxel_offsets
 
 # List starts are indexed by a bitmap over the 4-byte words of the list data
 # (lists are 4 + 12 n bytes, so every start is a word) and, per 64-word group, the
@@ -104,64 +210,6 @@ DEF RECENT_LISTS = 16
 def list_start_words(Py_ssize_t list_data_size):
     """The length of the ``start_bits`` and ``rank`` arrays for ``list_data_size`` bytes."""
     return list_data_size // 256 + 1
-
-
-cdef inline bint is_list_start(const uint64_t* start_bits, uint64_t word) noexcept nogil:
-    return (start_bits[word >> 6] >> (word & 63)) & 1
-
-
-cdef inline int64_t list_number(const uint64_t* start_bits, const int64_t* rank, uint64_t word) noexcept nogil:
-    """The number of the list starting at ``word`` (which must be a start)."""
-    return rank[word >> 6] + n5ms_popcount64(start_bits[word >> 6] & ((1ULL << (word & 63)) - 1))
-
-
-cdef struct ListIndex:
-    const uint8_t* list_data
-    const uint64_t* start_bits
-    const int64_t* rank
-    uint64_t size  # of the list data
-    # The list after the furthest one found so far. Writers lay lists out in
-    # first-encounter order along the voxels, so a voxel's new list is almost
-    # always this one: found with a compare, no rank query.
-    uint64_t next_offset
-    int64_t next_number
-    # Lists found by a rank query, by offset / 16 (a singleton list's size): voxels
-    # go back to a few lists again and again (the next row of the same cells).
-    uint64_t recent_offset[RECENT_LISTS]
-    int64_t recent_number[RECENT_LISTS]
-
-
-cdef inline ListIndex list_index(const uint8_t* list_data, uint64_t size, const uint64_t* start_bits,
-                                 const int64_t* rank) noexcept nogil:
-    cdef ListIndex index
-    cdef int k
-    index.list_data, index.size, index.start_bits, index.rank = list_data, size, start_bits, rank
-    index.next_offset, index.next_number = 0, 0
-    for k in range(RECENT_LISTS):
-        index.recent_offset[k] = NO_OFFSET
-    return index
-
-
-cdef inline bint list_of_offset(ListIndex* index, uint64_t offset, int64_t* number) noexcept nogil:
-    """The list number of byte ``offset`` into ``number``; False unless a list starts there."""
-    cdef int slot = (offset >> 4) & (RECENT_LISTS - 1)
-    if offset == index.recent_offset[slot]:  # never true for NO_OFFSET: offsets are below 2**63
-        number[0] = index.recent_number[slot]
-        return True
-    if offset >= index.size:
-        return False
-    if offset == index.next_offset:
-        number[0] = index.next_number
-    elif (offset & 3) != 0 or not is_list_start(index.start_bits, offset >> 2):
-        return False
-    else:
-        number[0] = list_number(index.start_bits, index.rank, offset >> 2)
-        index.recent_offset[slot], index.recent_number[slot] = offset, number[0]
-        if number[0] < index.next_number:
-            return True
-    index.next_number = number[0] + 1
-    index.next_offset = offset + 4 + 12 * <uint64_t>load_u32_le(&index.list_data[offset])
-    return True
 
 
 def scan_list_data(const uint8_t[::1] list_data, uint64_t[::1] start_bits=None, int64_t[::1] rank=None,
@@ -178,28 +226,25 @@ def scan_list_data(const uint8_t[::1] list_data, uint64_t[::1] start_bits=None, 
     Returns ``(status, position, n_lists, n_entries)``; ``position`` is the
     byte offset of the first list that does not fit when ``status != 0``.
     """
-    cdef Py_ssize_t size = list_data.shape[0], g, groups = size // 256 + 1
+    cdef Py_ssize_t size = list_data.shape[0], groups = size // 256 + 1
     cdef Py_ssize_t capacity = label_of_list.shape[0] if label_of_list is not None else 0
     cdef int64_t pos = 0, n_lists = 0, n_entries = 0
-    cdef uint64_t n
     cdef int walk
     cdef bint index = start_bits is not None
     cdef uint64_t* bits = &start_bits[0] if index else NULL
+    cdef int64_t* ranks = NULL
     cdef uint64_t* labels = &label_of_list[0] if capacity else NULL
     cdef const uint8_t* data = &list_data[0] if size else NULL
     cdef bint avx2 = simd and HAVE_AVX2
     if index and (rank is None or start_bits.shape[0] < groups or rank.shape[0] < groups):
         raise ValueError("scan_list_data: start_bits and rank need list_start_words(size) values")
+    if index:
+        ranks = &rank[0]
     with nogil:
         if avx2:
-            walk = n5ms_scan_walk_avx2(data, size, bits, labels, capacity, &pos, &n_lists, &n_entries)
+            walk = n5ms_scan_walk_avx2(data, size, bits, ranks, labels, capacity, &pos, &n_lists, &n_entries)
         else:
-            walk = n5ms_scan_walk(data, size, bits, labels, capacity, &pos, &n_lists, &n_entries)
-        if index:
-            n = 0
-            for g in range(groups):
-                rank[g] = <int64_t>n
-                n += n5ms_popcount64(start_bits[g])
+            walk = n5ms_scan_walk(data, size, bits, ranks, labels, capacity, &pos, &n_lists, &n_entries)
     status = (OK, ERR_TRUNCATED_COUNT, ERR_ENTRIES_PAST_END)[walk]
     return status, pos, n_lists, n_entries
 
@@ -236,69 +281,21 @@ def split_list_data(const uint8_t[::1] list_data, int64_t[::1] list_offsets,
             list_offsets[lst] = e
 
 
-cdef inline uint64_t voxel_offset(const uint8_t* table, Py_ssize_t v, bint big_endian) noexcept nogil:
-    """Table entry ``v``. Java writes signed int32 offsets: a negative one is sign-extended to a
-    huge unsigned value and fails the range check, like one past the end."""
-    if big_endian:
-        return <uint64_t><int64_t><int32_t>load_u32_be(&table[4 * v])
-    return load_u32_le(&table[4 * v])
-
-
-cdef inline uint64_t doubled_word(const uint8_t* table, Py_ssize_t v) noexcept nogil:
-    """Table entry ``v``'s raw 32-bit word twice, as ``four_repeat`` compares it."""
-    cdef uint8_t word_twice[8]
-    memcpy(word_twice, &table[4 * v], 4)
-    memcpy(&word_twice[4], &table[4 * v], 4)
-    return load_u64_raw(word_twice)
-
-
-cdef inline bint four_repeat(const uint8_t* table, Py_ssize_t v, Py_ssize_t stop, uint64_t pair) noexcept nogil:
-    """Whether table entries ``v:v + 4`` all exist and are the word doubled in ``pair``."""
-    return v + 4 <= stop and load_u64_raw(&table[4 * v]) == pair and load_u64_raw(&table[4 * v + 8]) == pair
-
-
-# Segmentations hold long runs of voxels on one list. Once a voxel repeats the offset
-# before it, the run is taken four voxels (two 8-byte compares) at a time; voxels that
-# each have their own list never pay for that test.
-
-cdef inline Py_ssize_t lists_in_order(const uint8_t* table, bint big_endian, Py_ssize_t start, Py_ssize_t stop,
-                                      ListIndex lists, int32_t* index) noexcept nogil:
-    """List numbers of voxels ``start:stop`` (-1 for a bad offset); returns the number of bad
-    offsets. Neighbours mostly share a list, so a repeated offset is not looked up again."""
-    cdef Py_ssize_t v = start, bad = 0
-    cdef uint64_t offset, last_offset = NO_OFFSET, pair
-    cdef int64_t number = -1
-    while v < stop:
-        offset = voxel_offset(table, v, big_endian)
-        if offset == last_offset:  # never after a bad offset: last_offset is NO_OFFSET then
-            pair = doubled_word(table, v)
-            index[v] = <int32_t>number
-            v += 1
-            while four_repeat(table, v, stop, pair):
-                index[v] = index[v + 1] = index[v + 2] = index[v + 3] = <int32_t>number
-                v += 4
-            continue
-        last_offset = offset
-        if not list_of_offset(&lists, offset, &number):
-            number, last_offset = -1, NO_OFFSET
-            bad += 1
-        index[v] = <int32_t>number
-        v += 1
-    return bad
-
-
-cdef Py_ssize_t lists_of_run(const uint8_t* table, bint big_endian, Py_ssize_t start, Py_ssize_t stop,
-                             ListIndex lists, int32_t* index) noexcept nogil:
-    # one loop per byte order (a constant there): no per-voxel test of it
-    if big_endian:
-        return lists_in_order(table, True, start, stop, lists, index)
-    return lists_in_order(table, False, start, stop, lists, index)
+cdef int64_t indexed_lists(const uint8_t[::1] list_data, const uint64_t[::1] start_bits,
+                           const int64_t[::1] rank) except -1:
+    """The number of lists in the index of ``scan_list_data`` (checked to cover the list data)."""
+    cdef Py_ssize_t last = list_data.shape[0] // 256
+    if start_bits.shape[0] <= last or rank.shape[0] <= last:
+        raise ValueError("start_bits and rank need list_start_words(len(list_data)) values")
+    return rank[last] + n5ms_popcount64(start_bits[last])
 
 
 def map_voxel_offsets(const uint8_t[::1] table, bint big_endian, const uint8_t[::1] list_data,
-                      const uint64_t[::1] start_bits, const int64_t[::1] rank, int32_t[::1] index, int num_threads):
+                      const uint64_t[::1] start_bits, const int64_t[::1] rank, int32_t[::1] index, int num_threads,
+                      bint simd=True):
     """Translate each voxel's byte offset into its list number (through the list-start
-    index of ``scan_list_data`` over ``list_data``).
+    index of ``scan_list_data`` over ``list_data``; with the popcount instruction where
+    the CPU has it, unless ``simd`` is False).
 
     Bad offsets (negative, past the list data, not a list start) give index -1.
     Returns the number of bad voxels.
@@ -306,61 +303,32 @@ def map_voxel_offsets(const uint8_t[::1] table, bint big_endian, const uint8_t[:
     cdef Py_ssize_t n_voxels = index.shape[0]
     cdef Py_ssize_t n_runs = (n_voxels + LABEL_RUN - 1) // LABEL_RUN
     cdef Py_ssize_t r, bad = 0
-    cdef ListIndex lists = list_index(&list_data[0] if list_data.shape[0] else NULL, list_data.shape[0],
-                                      &start_bits[0], &rank[0])
+    cdef int popcnt = simd and HAVE_POPCNT
+    indexed_lists(list_data, start_bits, rank)
+    if table.shape[0] < 4 * n_voxels:
+        raise ValueError("map_voxel_offsets: the table holds fewer offsets than index has voxels")
     for r in prange(n_runs, nogil=True, schedule="static", num_threads=num_threads,
                     use_threads_if=n_voxels > PARALLEL_VOXELS):
-        bad += lists_of_run(&table[0], big_endian, r * LABEL_RUN, min((r + 1) * LABEL_RUN, n_voxels),
-                            lists, &index[0])
+        bad += n5ms_lists_of_run(popcnt, big_endian, &table[0], r * LABEL_RUN, min((r + 1) * LABEL_RUN, n_voxels),
+                                 &start_bits[0], &rank[0], list_data.shape[0], &index[r * LABEL_RUN])
     return bad
 
 
-cdef uint64_t INVALID = 0xFFFFFFFFFFFFFFFEULL
-
-
-cdef Py_ssize_t labels_of_run(const uint8_t* table, bint big_endian, Py_ssize_t start, Py_ssize_t stop,
-                              const uint64_t* label_of_list, ListIndex lists, uint64_t* out) noexcept nogil:
-    """Labels of voxels ``start:stop`` in table order into ``out[0:stop - start]``; returns the
-    number of bad offsets."""
-    if big_endian:
-        return labels_in_order(table, True, start, stop, label_of_list, lists, out)
-    return labels_in_order(table, False, start, stop, label_of_list, lists, out)
-
-
-cdef inline Py_ssize_t labels_in_order(const uint8_t* table, bint big_endian, Py_ssize_t start, Py_ssize_t stop,
-                                       const uint64_t* label_of_list, ListIndex lists, uint64_t* out) noexcept nogil:
-    """``labels_of_run`` with the byte order a constant; a bad offset gives label 0."""
-    cdef Py_ssize_t v = start, bad = 0
-    cdef uint64_t offset, last_offset = NO_OFFSET, pair, label = 0
-    cdef int64_t number
-    cdef uint64_t* at
-    while v < stop:
-        offset = voxel_offset(table, v, big_endian)
-        if offset == last_offset:  # a run (see lists_in_order)
-            pair = doubled_word(table, v)
-            out[v - start] = label
-            v += 1
-            while four_repeat(table, v, stop, pair):
-                at = &out[v - start]
-                at[0] = at[1] = at[2] = at[3] = label
-                v += 4
-            continue
-        last_offset = offset
-        if list_of_offset(&lists, offset, &number):
-            label = label_of_list[number]
-        else:
-            label, last_offset = 0, NO_OFFSET
-            bad += 1
-        out[v - start] = label
-        v += 1
-    return bad
+cdef int64_t check_labels_args(const uint8_t[::1] table, const uint64_t[::1] label_of_list,
+                               const uint8_t[::1] list_data, const uint64_t[::1] start_bits, const int64_t[::1] rank,
+                               Py_ssize_t n_voxels) except -1:
+    if label_of_list.shape[0] < indexed_lists(list_data, start_bits, rank):
+        raise ValueError("labels_of_voxels: label_of_list holds fewer labels than there are lists")
+    if table.shape[0] < 4 * n_voxels:
+        raise ValueError("labels_of_voxels: the table holds fewer offsets than out has voxels")
+    return 0
 
 
 def labels_of_voxels(const uint8_t[::1] table, bint big_endian, const uint64_t[::1] label_of_list,
                      const uint8_t[::1] list_data, const uint64_t[::1] start_bits, const int64_t[::1] rank,
-                     uint64_t[::1] out, int num_threads):
+                     uint64_t[::1] out, int num_threads, bint simd=True):
     """Each voxel's list argmax (``label_of_list`` and the list index from ``scan_list_data``)
-    in table order.
+    in table order (``simd`` as in ``map_voxel_offsets``).
 
     Bad offsets (negative, past the list data, not a list start) give 0;
     returns their number (the caller raises naming the first one).
@@ -368,12 +336,13 @@ def labels_of_voxels(const uint8_t[::1] table, bint big_endian, const uint64_t[:
     cdef Py_ssize_t n_voxels = out.shape[0]
     cdef Py_ssize_t n_runs = (n_voxels + LABEL_RUN - 1) // LABEL_RUN
     cdef Py_ssize_t r, bad = 0
-    cdef ListIndex lists = list_index(&list_data[0] if list_data.shape[0] else NULL, list_data.shape[0],
-                                      &start_bits[0], &rank[0])
+    cdef int popcnt = simd and HAVE_POPCNT
+    check_labels_args(table, label_of_list, list_data, start_bits, rank, n_voxels)
     for r in prange(n_runs, nogil=True, schedule="static", num_threads=num_threads,
                     use_threads_if=n_voxels > PARALLEL_VOXELS):
-        bad += labels_of_run(&table[0], big_endian, r * LABEL_RUN, min((r + 1) * LABEL_RUN, n_voxels),
-                             &label_of_list[0], lists, &out[r * LABEL_RUN])
+        bad += n5ms_labels_of_run(popcnt, big_endian, &table[0], r * LABEL_RUN, min((r + 1) * LABEL_RUN, n_voxels),
+                                  &start_bits[0], &rank[0], list_data.shape[0], &label_of_list[0],
+                                  &out[r * LABEL_RUN])
     return bad
 
 
@@ -547,28 +516,31 @@ cdef void slab_to_c_order(const uint64_t* slab, Py_ssize_t c0, Py_ssize_t c_end,
 def labels_of_voxels_c_order(const uint8_t[::1] table, bint big_endian, const uint64_t[::1] label_of_list,
                              const uint8_t[::1] list_data, const uint64_t[::1] start_bits, const int64_t[::1] rank,
                              uint64_t[::1] out, Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t n2, uint64_t[::1] slabs,
-                             int num_threads):
+                             int num_threads, bint simd=True):
     """``labels_of_voxels`` of a 3-D first-axis-fastest table (N5), written in C order of shape
     ``(n0, n1, n2)``. Returns the number of bad offsets.
 
-    The table is looked up in its own order (neighbours share lists, and new lists come in
-    stored order: the cheap cases of ``list_of_offset``), 8 planes of the last axis at a
-    time into a slab that stays in the caches (``slabs``: ``c_order_slab_values`` values,
-    one slab per thread), and each slab is then written out a cache line at a time.
+    The table is looked up in its own order (neighbours share lists: runs are cheap),
+    8 planes of the last axis at a time into a slab that stays in the caches (``slabs``:
+    ``c_order_slab_values`` values, one slab per thread), and each slab is then written
+    out a cache line at a time.
     """
     cdef Py_ssize_t c0, c, bad = 0, plane = n0 * n1, slab_values = TILE * (n0 * n1 + SLAB_PAD)
-    cdef ListIndex lists = list_index(&list_data[0] if list_data.shape[0] else NULL, list_data.shape[0],
-                                      &start_bits[0], &rank[0])
+    cdef int popcnt = simd and HAVE_POPCNT
     cdef uint64_t* slab
     if n0 * n1 * n2 == 0:
         return 0
+    check_labels_args(table, label_of_list, list_data, start_bits, rank, n0 * n1 * n2)
+    if out.shape[0] < n0 * n1 * n2:
+        raise ValueError("labels_of_voxels_c_order: out needs n0 * n1 * n2 values")
     if slabs.shape[0] < max(num_threads, 1) * slab_values:
         raise ValueError("labels_of_voxels_c_order: slabs needs c_order_slab_values(n0, n1, num_threads) values")
     for c0 in prange(0, n2, TILE, nogil=True, schedule="static", num_threads=num_threads,
                      use_threads_if=n0 * n1 * n2 > PARALLEL_VOXELS):
         slab = &slabs[threadid() * slab_values]
         for c in range(c0, min(c0 + TILE, n2)):
-            bad += labels_of_run(&table[0], big_endian, plane * c, plane * (c + 1), &label_of_list[0], lists,
-                                 &slab[(c - c0) * (plane + SLAB_PAD)])
+            bad += n5ms_labels_of_run(popcnt, big_endian, &table[0], plane * c, plane * (c + 1), &start_bits[0],
+                                      &rank[0], list_data.shape[0], &label_of_list[0],
+                                      &slab[(c - c0) * (plane + SLAB_PAD)])
         slab_to_c_order(slab, c0, min(c0 + TILE, n2), n0, n1, n2, &out[0])
     return bad

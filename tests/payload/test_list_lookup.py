@@ -169,3 +169,50 @@ def test_avx2_and_portable_argmax_agree(seed):
     counts = np.array([c for e in lists for _, c in e], np.uint32)
     for simd in (True, False):
         assert np.array_equal(multiset_kernels.argmax_of_lists(offsets, ids, counts, False, 1, simd), expected)
+
+
+@pytest.mark.parametrize("big_endian", [True, False])
+def test_popcount_and_portable_lookups_agree(big_endian):
+    """The voxel lookups (a rank query per new offset) run with the popcount instruction where
+    the CPU has it; ``simd=False`` runs the portable bit count. Both against a model: voxels in
+    runs and jumping between lists across many 64-word groups of the index, and bad offsets
+    (inside a list, unaligned, at and past the end, negative), which give -1 / label 0."""
+    from n5mscodecs.payload import _kernels as payload_kernels
+
+    rng = np.random.default_rng(11)
+    lists = [[(int(rng.integers(0, 2**64, dtype=np.uint64)), int(rng.integers(0, 5)))
+              for _ in range(int(rng.integers(0, 4)))] for _ in range(900)]
+    starts, data = [], b""
+    for entries in lists:
+        starts.append(len(data))
+        data += struct.pack("<I", len(entries)) + b"".join(struct.pack("<QI", k, c) for k, c in entries)
+    list_of_voxel = np.repeat(rng.integers(0, len(lists), 2500), rng.integers(1, 9, 2500))
+    offsets = np.array(starts, np.int64)[list_of_voxel]
+    bad_offsets = [starts[5] + 4, starts[7] + 1, len(data), len(data) + 400, 2**31 - 4]
+    if big_endian:
+        bad_offsets.append(-16)
+    bad_at = rng.choice(offsets.size, 40, replace=False)
+    offsets[bad_at] = rng.choice(bad_offsets, 40)
+    if not lists[5]:  # an empty list's start + 4 is the next list's start
+        offsets[offsets == starts[5] + 4] = len(data)
+    table = offsets.astype(">i4" if big_endian else "<u4").tobytes()
+    expected_numbers = list_of_voxel.astype(np.int32)
+    expected_numbers[bad_at] = -1
+    argmax = np.array([spec_argmax(e) for e in lists], np.uint64)
+    expected_labels = np.where(expected_numbers >= 0, argmax[np.maximum(expected_numbers, 0)], 0).astype(np.uint64)
+
+    list_data = np.frombuffer(data, np.uint8)
+    words = payload_kernels.list_start_words(list_data.size)
+    start_bits, rank = np.zeros(words, np.uint64), np.zeros(words, np.int64)
+    label_of_list = np.empty(len(lists), np.uint64)
+    assert payload_kernels.scan_list_data(list_data, start_bits, rank, label_of_list)[:3] == (0, len(data), len(lists))
+    for simd in (True, False):
+        numbers = np.empty(offsets.size, np.int32)
+        bad = payload_kernels.map_voxel_offsets(table, big_endian, list_data, start_bits, rank, numbers, 1, simd)
+        assert bad == 40 and np.array_equal(numbers, expected_numbers), f"map_voxel_offsets, simd={simd}"
+        labels = np.empty(offsets.size, np.uint64)
+        bad = payload_kernels.labels_of_voxels(table, big_endian, label_of_list, list_data, start_bits, rank, labels,
+                                               1, simd)
+        assert bad == 40 and np.array_equal(labels, expected_labels), f"labels_of_voxels, simd={simd}"
+    with pytest.raises(ValueError, match="label_of_list"):
+        payload_kernels.labels_of_voxels(table, big_endian, label_of_list[:-1], list_data, start_bits, rank, labels, 1)
