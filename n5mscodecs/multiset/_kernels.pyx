@@ -25,6 +25,10 @@ ctypedef fused index_t:
     int32_t
     int64_t
 
+ctypedef fused value_t:
+    uint64_t
+    int64_t
+
 cdef uint64_t INVALID = 0xFFFFFFFFFFFFFFFEULL
 
 # OpenMP only pays off on large inputs: a fork/join costs microseconds when all
@@ -284,6 +288,27 @@ cdef extern from *:
     }
     """
     void n5ms_add_references(PyObject* obj, Py_ssize_t count)
+
+
+def gather_values(const value_t[::1] values, const index_t[::1] index, value_t[::1] out):
+    """``out[v] = values[index[v]]``; returns the number of indices outside ``values``
+    (their ``out`` is undefined). numpy's ``take`` converts an int32 index to intp first,
+    which costs more than the gather (26 us of 32^3 voxels)."""
+    cdef Py_ssize_t v, n = index.shape[0], bad = 0
+    cdef uint64_t size = values.shape[0], at
+    cdef const value_t* source = &values[0] if size else NULL
+    cdef const index_t* where = &index[0] if n else NULL
+    cdef value_t* target = &out[0] if n else NULL
+    if out.shape[0] < n:
+        raise ValueError("gather_values: out is shorter than index")
+    if size == 0:
+        return n
+    with nogil:
+        for v in range(n):
+            at = <uint64_t>where[v]  # a negative index wraps past size
+            bad += at >= size
+            target[v] = source[at if at < size else 0]  # a select, not a branch
+    return bad
 
 
 def gather_objects(cnp.ndarray elements, const index_t[::1] index):

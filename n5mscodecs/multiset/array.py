@@ -571,11 +571,17 @@ def assemble(
 
 
 def per_voxel(values: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """``values[index]``, keeping an F-ordered index F-ordered (numpy's fancy indexing
-    would walk it strided, which is 2x slower)."""
-    if index.flags.f_contiguous and not index.flags.c_contiguous:
-        return values.take(index.ravel(order="F")).reshape(index.shape, order="F")
-    return values.take(index)
+    """``values[index]`` in the index's memory order (an F-ordered index gives an F-ordered
+    result: numpy's fancy indexing would walk it strided, which is 2x slower)."""
+    order = memory_order(index)
+    if (values.dtype not in (np.uint64, np.int64) or index.dtype not in (np.int32, np.int64)
+            or not (index.flags.c_contiguous or index.flags.f_contiguous) or not values.flags.c_contiguous):
+        return values.take(index)
+    out = np.empty(index.shape, values.dtype, order=order)
+    flat = index.reshape(-1, order=order)
+    if _kernels.gather_values(values, flat, out.reshape(-1, order=order)):
+        raise IndexError(f"per_voxel: index holds values outside 0..{values.size - 1}")
+    return out
 
 
 def _entry_positions(list_offsets, lists, new_offsets):

@@ -3,6 +3,7 @@ import pytest
 
 from n5mscodecs import INVALID, LabelMultiset, LabelMultisetArray, LabelMultisetFormatError
 from n5mscodecs.errors import ConfigurationError, InputTypeError
+from n5mscodecs.multiset.array import per_voxel
 
 
 def lists_array(lists, index):
@@ -202,3 +203,29 @@ def test_assemble_joins_list_tables_and_fills_missing_pieces():
         [{1: 2}, {3: 1}, {7: 1}], [{5: 1}, {5: 1}, {5: 1}]]
     assert whole.n_lists == left.n_lists + right.n_lists + 1  # joined as stored, one fill list
     assert whole.index.dtype == np.int32
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("value_dtype", [np.uint64, np.int64])
+def test_per_voxel_gathers_in_the_index_order(order, index_dtype, value_dtype):
+    rng = np.random.default_rng(7)
+    values = rng.integers(0, 2**62, 50).astype(value_dtype)
+    index = np.asarray(rng.integers(0, 50, (4, 5, 6)), dtype=index_dtype, order=order)
+    result = per_voxel(values, index)
+    expected = np.array([[[values[index[a, b, c]] for c in range(6)] for b in range(5)] for a in range(4)])
+    assert result.dtype == value_dtype and np.array_equal(result, expected)
+    assert result.flags.f_contiguous == (order == "F")
+    # a strided index and other dtypes take numpy's path, with the same values
+    assert np.array_equal(per_voxel(values, index[:, ::2]), expected[:, ::2])
+    assert np.array_equal(per_voxel(values.astype(np.uint32), index), expected.astype(np.uint32))
+
+
+@pytest.mark.parametrize("bad", [-1, 50, 2**31 - 1])
+def test_per_voxel_rejects_indices_outside_the_values(bad):
+    index = np.zeros((3, 3), np.int32)
+    index[1, 2] = bad
+    with pytest.raises(IndexError, match="outside 0..49"):
+        per_voxel(np.arange(50, dtype=np.uint64), index)
+    with pytest.raises(IndexError, match="outside"):
+        per_voxel(np.zeros(0, np.uint64), index)
