@@ -21,7 +21,9 @@ def scan_list_data(
     label_of_list: BytesLike | None = None,
     simd: bool = True,
 ) -> tuple[int, int, int, int]: ...
-def split_list_data(list_data: BytesLike, list_offsets: BytesLike, ids: BytesLike, counts: BytesLike) -> None: ...
+def split_list_data(
+    list_data: BytesLike, list_offsets: BytesLike, ids: BytesLike, counts: BytesLike, simd: bool = True
+) -> int: ...
 def map_voxel_offsets(
     table: BytesLike,
     big_endian: bool,

@@ -79,6 +79,57 @@ cdef extern from *:
     #define n5ms_scan_walk_avx2 n5ms_scan_walk
     #endif
 
+    /* The list split (split_list_data), twice like the walk: a list of up to 8 entries
+       (16: two groups) is copied as 8 (16) into arrays with that much slack, so that a
+       list costs no loop exit, mispredicted on most lists of real data; in AVX2 a group
+       is three loads, the shuffles of the argmax groups and three stores. */
+    static inline void n5ms_copy_group(const uint8_t* p, uint64_t* ids, uint32_t* counts) {
+        for (int j = 0; j < 8; j++) {
+            ids[j] = n5ms_load_u64_le(p + 12 * j);
+            counts[j] = n5ms_load_u32_le(p + 12 * j + 8);
+        }
+    }
+    #define N5MS_SPLIT_WALK(name, target, copy_group) \
+        target static int64_t name(const uint8_t* data, int64_t size, int64_t* list_offsets, int64_t max_lists, \
+                                   uint64_t* ids, uint32_t* counts, int64_t capacity) { \
+            int64_t pos = 0, lists = 0, e = 0, n; \
+            list_offsets[0] = 0; \
+            while (pos < size) { \
+                if (size - pos < 4 || lists == max_lists) return -1; \
+                n = (int64_t)n5ms_load_u32_le(data + pos); \
+                pos += 4; \
+                if (n > (size - pos) / 12 || n > capacity - e) return -1; \
+                if (n <= 8 && size - pos >= 96 && capacity - e >= 8) { \
+                    copy_group(data + pos, ids + e, counts + e); \
+                } else if (n <= 16 && size - pos >= 192 && capacity - e >= 16) { \
+                    copy_group(data + pos, ids + e, counts + e); \
+                    copy_group(data + pos + 96, ids + e + 8, counts + e + 8); \
+                } else { \
+                    for (int64_t j = 0; j < n; j++) { \
+                        ids[e + j] = n5ms_load_u64_le(data + pos + 12 * j); \
+                        counts[e + j] = n5ms_load_u32_le(data + pos + 12 * j + 8); \
+                    } \
+                } \
+                pos += 12 * n; \
+                e += n; \
+                list_offsets[++lists] = e; \
+            } \
+            return lists; \
+        }
+    N5MS_SPLIT_WALK(n5ms_split_walk, , n5ms_copy_group)
+    #if N5MS_AVX2
+    N5MS_AVX2_INLINE void n5ms_copy_group_avx2(const uint8_t* p, uint64_t* ids, uint32_t* counts) {
+        __m256i low, high;
+        n5ms_list_ids_avx2(p, &low, &high);
+        _mm256_storeu_si256((__m256i*)ids, low);
+        _mm256_storeu_si256((__m256i*)(ids + 4), high);
+        _mm256_storeu_si256((__m256i*)counts, n5ms_list_counts_avx2(p));
+    }
+    N5MS_SPLIT_WALK(n5ms_split_walk_avx2, N5MS_AVX2_TARGET, n5ms_copy_group_avx2)
+    #else
+    #define n5ms_split_walk_avx2 n5ms_split_walk
+    #endif
+
     /* Voxel lookups. A voxel's offset names its list by the list's first byte; the list's
        number is the rank of that start among all starts (start_bits and rank), taken for
        every voxel that does not repeat the one before: with a popcount instruction that is
@@ -174,6 +225,10 @@ cdef extern from *:
     int n5ms_scan_walk_avx2(const uint8_t* data, int64_t size, uint64_t* start_bits, int64_t* rank,
                             uint64_t* label_of_list, int64_t capacity, int64_t* position, int64_t* lists,
                             int64_t* entries) nogil
+    int64_t n5ms_split_walk(const uint8_t* data, int64_t size, int64_t* list_offsets, int64_t max_lists,
+                            uint64_t* ids, uint32_t* counts, int64_t capacity) nogil
+    int64_t n5ms_split_walk_avx2(const uint8_t* data, int64_t size, int64_t* list_offsets, int64_t max_lists,
+                                 uint64_t* ids, uint32_t* counts, int64_t capacity) nogil
     int64_t n5ms_labels_of_run(int popcnt, int big_endian, const uint8_t* table, int64_t start, int64_t stop,
                                const uint64_t* start_bits, const int64_t* rank, uint64_t size,
                                const uint64_t* label_of_list, uint64_t* out) nogil
@@ -250,35 +305,34 @@ def scan_list_data(const uint8_t[::1] list_data, uint64_t[::1] start_bits=None, 
 
 
 def split_list_data(const uint8_t[::1] list_data, int64_t[::1] list_offsets,
-                    uint64_t[::1] ids, uint32_t[::1] counts):
-    """Fill the CSR arrays from list data already validated by ``scan_list_data``.
+                    uint64_t[::1] ids, uint32_t[::1] counts, bint simd=True):
+    """Fill the CSR arrays from list data (validated by ``scan_list_data``; checked again
+    against the arrays' sizes): ``list_offsets`` holds one value per list and one more.
 
-    ``ids`` and ``counts`` may be longer than the entries: a list of up to 8 entries is
-    then copied as 8 (the ones past it overwritten by the next list or left in the
-    slack), so that a list costs no loop exit, mispredicted on most lists of real data.
+    ``ids`` and ``counts`` may be longer than the entries: a list of up to 8 (16)
+    entries is then copied as 8 (16), the ones past it overwritten by the next list or
+    left in the slack (with AVX2 where the CPU has it, unless ``simd`` is False).
+    Returns the number of lists.
     """
     cdef Py_ssize_t size = list_data.shape[0], capacity = min(ids.shape[0], counts.shape[0])
-    cdef Py_ssize_t pos = 0, lst = 0, e = 0, j
-    cdef uint32_t n
+    cdef const uint8_t* data = &list_data[0] if size else NULL
+    cdef uint64_t* ids_start = &ids[0] if ids.shape[0] else NULL
+    cdef uint32_t* counts_start = &counts[0] if counts.shape[0] else NULL
+    cdef bint avx2 = simd and HAVE_AVX2
+    cdef int64_t lists
+    if list_offsets.shape[0] < 1:
+        raise ValueError("split_list_data: list_offsets needs one value per list and one more")
     with nogil:
-        list_offsets[0] = 0
-        while pos < size:
-            n = load_u32_le(&list_data[pos])
-            pos += 4
-            if n <= 8 and size - pos >= 96 and capacity - e >= 8:
-                for j in range(8):
-                    ids[e + j] = load_u64_le(&list_data[pos + 12 * j])
-                    counts[e + j] = load_u32_le(&list_data[pos + 12 * j + 8])
-                pos += 12 * <Py_ssize_t>n
-                e += n
-            else:
-                for j in range(n):
-                    ids[e] = load_u64_le(&list_data[pos])
-                    counts[e] = load_u32_le(&list_data[pos + 8])
-                    pos += 12
-                    e += 1
-            lst += 1
-            list_offsets[lst] = e
+        if avx2:
+            lists = n5ms_split_walk_avx2(data, size, &list_offsets[0], list_offsets.shape[0] - 1, ids_start,
+                                         counts_start, capacity)
+        else:
+            lists = n5ms_split_walk(data, size, &list_offsets[0], list_offsets.shape[0] - 1, ids_start,
+                                    counts_start, capacity)
+    if lists < 0:
+        raise ValueError("split_list_data: the list data does not fit list_offsets, ids and counts "
+                         "(not validated by scan_list_data?)")
+    return lists
 
 
 cdef int64_t indexed_lists(const uint8_t[::1] list_data, const uint64_t[::1] start_bits,
