@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Distribution check: build the sdist and wheel, check their metadata and contents,
 # check the conda-forge recipe against pyproject.toml (.ci/recipe_check.py), then
-# install the sdist in a fresh venv (build isolation pulls Cython and numpy)
-# and run the test suite and the doctests against the installed package.
+# install the wheel built from the sdist (build isolation pulls Cython and numpy)
+# in a fresh venv and run the test suite and the doctests against the installed package.
 # Usage: .ci/dist.sh [PYTHON]   (default: python3)
 set -euo pipefail
 py=${1:-python3}
@@ -91,12 +91,15 @@ if errors:
     sys.exit("dist contents:\n  " + "\n  ".join(errors))
 EOF
 
-# Fresh venv: install the sdist (not editable), run the tests from the unpacked
-# sdist with its uncompiled package directory removed, so that only the installed
-# package can be imported (also by the tests' `python -c` subprocesses).
+# Fresh venv: install the wheel (not editable; `build` compiled it from the unpacked
+# sdist, so it is what installing the sdist would build, without compiling twice),
+# run the tests from the unpacked sdist with its uncompiled package directory
+# removed, so that only the installed package can be imported (also by the tests'
+# `python -c` subprocesses).
 "$py" -m venv "$work/test"
 sdist=$(ls "$work/dist"/*.tar.gz)
-"$work/test/bin/pip" install -q "$sdist[test]" >"$work/install.log" 2>&1 \
+wheel=$(ls "$work/dist"/*.whl)
+"$work/test/bin/pip" install -q "$wheel[test]" >"$work/install.log" 2>&1 \
     || { tail -50 "$work/install.log"; exit 1; }
 "$work/test/bin/pip" check
 mkdir "$work/unpacked"
