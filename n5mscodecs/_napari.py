@@ -19,6 +19,8 @@ What a path opens (``docs/napari.md``):
 - anything else (another directory or file, no label pyramid inside, a URL,
   several paths at once): no reader, so napari tries its other plugins.
 
+Layers show segments: a source's fragment-segment-assignment (Paintera's merges) is
+applied to every level, as Paintera shows them (:func:`~n5mscodecs.paintera.open_pyramid`).
 Missing blocks read as 0, napari's background (drawn transparent), as
 Paintera shows missing blocks and as its scalar export writes them. This
 module does not import napari.
@@ -138,6 +140,7 @@ def layer_data(pyramid: LabelPyramid, name: str | None = None) -> LayerData:
         "downsampling_factors": [list(f[::-1]) for f in pyramid.downsampling_factors],
         "fill_label": pyramid.fill_label,
         "max_id": pyramid.max_id,
+        "fragment_segment_assignment": None if pyramid.assignment is None else pyramid.assignment.describe(),
     }
     kwargs = {
         "name": name or os.path.basename(pyramid.path.rstrip("/")),

@@ -251,17 +251,58 @@ def cmd_argmax(args):
     if target.exists() and not args.overwrite:
         return _error(f"{target.display()} exists (pass --overwrite to replace it)")
     try:
+        assignment, additional = _assignment_options(args)
         summary = paintera.export_argmax(args.source, args.target, rule=args.rule, overwrite=args.overwrite,
                                          threads=args.threads, container=args.container,
-                                         progress=_progress(not args.quiet), storage_options=args.storage_options)
+                                         progress=_progress(not args.quiet), storage_options=args.storage_options,
+                                         assignment=assignment, additional_assignment=additional)
     except (Exception, KeyboardInterrupt) as exc:
         if not _refused(exc):
             print(f"n5ms: argmax stopped; removed the partial {target.display()}", file=sys.stderr)
         raise
+    _say_assignment("argmax", summary.assignment, args)
     order = "(z, y, x) " if summary.zarr else ""
     print(f"n5ms argmax: wrote {storage.display(summary.target)} {order}({list(summary.shape)} x,y,z, "
           f"{summary.blocks_present} of {summary.blocks_total} blocks present, {summary.seconds:.1f} s)")
     return EXIT_OK
+
+
+def _assignment_options(args):
+    """``(assignment, additional_assignment)`` of ``--fragments``, ``--assignment-file`` and
+    ``--additional-assignment`` (the file's pairs first, the command line's over them)."""
+    additional = {}
+    if args.assignment_file:
+        additional.update(paintera.parse_assignment_file(args.assignment_file))
+    additional.update(dict(args.additional_assignment))
+    return (None if args.fragments else "auto"), (additional or None)
+
+
+def _say_assignment(command, applied, args):
+    """On stderr: how many fragments the lookup mapped into how many segments, or that none was."""
+    if applied is not None:
+        print(f"n5ms {command}: fragment-segment-assignment: {applied.describe()}", file=sys.stderr)
+    elif args.fragments:
+        print(f"n5ms {command}: --fragments: wrote the stored fragment ids", file=sys.stderr)
+
+
+def _assignment_pair(text):
+    try:
+        return paintera.parse_pair(text)
+    except N5msCodecsError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_assignment_options(command):
+    command.add_argument("--fragments", action="store_true",
+                         help="write the stored fragment ids: do not apply the source's fragment-segment-assignment "
+                              "(applied by default: the segments Paintera shows)")
+    command.add_argument("--additional-assignment", type=_assignment_pair, action="append", default=[],
+                         metavar="FRAGMENT=SEGMENT",
+                         help="map FRAGMENT to SEGMENT on top of the stored assignment (repeat; as "
+                              "paintera-conversion-helper to-scalar --additional-assignment)")
+    command.add_argument("--assignment-file", metavar="FILE",
+                         help="more FRAGMENT SEGMENT pairs: one per line ('k v' or 'k=v') or a JSON object; "
+                              "--additional-assignment wins over the file")
 
 
 def cmd_preview(args):
@@ -320,13 +361,16 @@ def cmd_ome_zarr(args):
     print(f"n5ms ome-zarr {storage.display(args.source)} -> {target.display()} (NGFF {args.ngff})")
     shards = False if args.no_shards else (args.shards[::-1] if args.shards else True)
     try:
+        assignment, additional = _assignment_options(args)
         summary = paintera.to_ome_zarr(
             args.source, args.target, version=args.ngff, multisets=args.multisets, shards=shards, name=args.name,
             threads=args.threads, overwrite=args.overwrite, resume=args.resume,
-            progress=_progress(not args.quiet, unit="chunk"), storage_options=args.storage_options)
+            progress=_progress(not args.quiet, unit="chunk"), storage_options=args.storage_options,
+            assignment=assignment, additional_assignment=additional)
     except (Exception, KeyboardInterrupt) as exc:
         _say_stopped("export", exc, target)
         raise
+    _say_assignment("ome-zarr", summary.assignment, args)
     print(f"  wrote {storage.display(summary.target)}: {len(summary.level_shapes)} levels "
           + " ".join(f"s{k}={list(shape)}" for k, shape in enumerate(summary.level_shapes)) + " (z, y, x)")
     pieces = "shards" if shards and args.ngff == "0.5" and not args.multisets else "chunks"
@@ -448,6 +492,7 @@ def build_parser():
     argmax.add_argument("--rule", choices=("spec", "java"), default="spec",
                         help="java: the labels Paintera shows (Java's argmax, cached argmax values); default spec")
     argmax.add_argument("--container", help=_CONTAINER_HELP + " (N5 targets)")
+    _add_assignment_options(argmax)
     _add_storage_options(argmax)
     argmax.set_defaults(run=cmd_argmax)
     preview = commands.add_parser(
@@ -490,6 +535,7 @@ def build_parser():
     existing.add_argument("--overwrite", action="store_true", help="replace an existing target")
     existing.add_argument("--resume", action="store_true", help="finish an interrupted export")
     ome.add_argument("--quiet", action="store_true", help="no progress bars")
+    _add_assignment_options(ome)
     _add_storage_options(ome)
     ome.set_defaults(run=cmd_ome_zarr)
     zarr_json = commands.add_parser("zarr-json", help="write zarr.json beside each attributes.json (N5 + zarr)")

@@ -254,11 +254,17 @@ class _Dataset:
     def _dask_source(self):
         raise NotImplementedError
 
-    def to_dask(self):
+    def to_dask(self, assignment: Any = "auto", additional_assignment: Any = None):
         """The dataset as a lazy ``dask.array.Array`` (N5 axis order, one task per block):
         uint64 argmax labels for a label multiset dataset, the data type of a plain one.
         Tasks hold only the dataset's location and attributes, so they pickle to
-        ``dask.distributed`` workers (processes). Needs the ``dask`` extra."""
+        ``dask.distributed`` workers (processes). Needs the ``dask`` extra.
+
+        ``assignment``: for label multisets and integer datasets, the Paintera
+        fragment-segment-assignment applied to the labels (uint64 segments): ``"auto"``
+        (default) the one stored for this dataset (see :mod:`n5mscodecs.paintera.assignment`;
+        none found: the stored ids), None the stored ids, or the lookup to apply;
+        ``additional_assignment``: ``{fragment: segment}`` pairs set over it."""
         da = require("dask.array", "dask", "lazy arrays (to_dask)")
         from dask.base import tokenize
 
@@ -269,8 +275,14 @@ class _Dataset:
         source = self._dask_source()
         name = f"n5-{type(self).__name__}-" + tokenize(self.path, self.attributes, source.dtype.str,
                                                        getattr(self, "fill_label", None))
-        return da.from_array(source, chunks=self.chunks, name=name, lock=False, asarray=False, fancy=False,
-                             meta=np.empty((0,) * self.ndim, source.dtype))
+        array = da.from_array(source, chunks=self.chunks, name=name, lock=False, asarray=False, fancy=False,
+                              meta=np.empty((0,) * self.ndim, source.dtype))
+        if source.dtype.kind not in "iu" or (assignment is None and not additional_assignment):
+            return array
+        from ..paintera.assignment import resolve_assignment  # (paintera builds on n5: imported when used)
+
+        lookup = resolve_assignment(self.store, assignment, additional_assignment)
+        return array if lookup is None else array.map_blocks(lookup.apply, dtype=np.uint64)
 
 
 class _BlockReader:

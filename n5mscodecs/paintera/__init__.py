@@ -20,7 +20,8 @@ Modules: ``sources`` (label sources), ``pyramid`` (layout and block tasks),
 ``lookup`` (label-to-block-mapping), ``convert`` (the converter),
 ``multiscale`` (pyramids as dask arrays), ``conventions`` (level placement,
 default factors, compression spellings: one definition each), ``argmax``
-(label multisets to uint64 labels), ``ome_zarr`` (the OME-Zarr export),
+(label multisets to uint64 labels), ``assignment`` (Paintera's
+fragment-segment-assignment: merges), ``ome_zarr`` (the OME-Zarr export),
 ``containers`` (what a container holds, in words: :func:`survey`).
 
 >>> import tempfile, numpy as np
@@ -33,6 +34,19 @@ default factors, compression spellings: one definition each), ``argmax``
 """
 
 from .argmax import ArgmaxSummary, export_argmax
+from .assignment import (
+    FragmentSegmentAssignment,
+    IdAllocator,
+    assign_fragments,
+    assignment_location,
+    detach_fragments,
+    merge_fragments,
+    parse_assignment_file,
+    parse_pair,
+    read_assignment,
+    resolve_assignment,
+    write_assignment,
+)
 from .containers import DatasetEntry, Survey, survey
 from .conventions import default_factors, level_placement, parse_compression
 from .convert import CONVERSION_KEY, ConversionSummary, convert
@@ -51,6 +65,17 @@ from .sources import LabelSource, open_label_source
 __all__ = [
     "ArgmaxSummary",
     "export_argmax",
+    "FragmentSegmentAssignment",
+    "IdAllocator",
+    "assign_fragments",
+    "assignment_location",
+    "detach_fragments",
+    "merge_fragments",
+    "parse_assignment_file",
+    "parse_pair",
+    "read_assignment",
+    "resolve_assignment",
+    "write_assignment",
     "default_factors",
     "level_placement",
     "parse_compression",

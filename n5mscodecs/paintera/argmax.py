@@ -28,13 +28,16 @@ from ..multiset import INVALID
 from ..n5 import storage
 from ..n5.store import open_store
 from ..n5.writing import LOCK_NAME, WriterLock, mark_complete
+from .assignment import resolve_assignment
 from .conventions import level_placement
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from ..multiset.array import Rule
     from ..n5.storage import PathLike, StorageOptions
+    from .assignment import FragmentSegmentAssignment, Pairs
     from .convert import ProgressBar
 
 
@@ -48,6 +51,7 @@ class ArgmaxSummary:
     blocks_present: int      # source blocks read and written (missing ones read as 0)
     blocks_total: int        # blocks in the source's grid
     seconds: float
+    assignment: FragmentSegmentAssignment | None = None  # the lookup applied (None: fragments written)
 
 
 def is_zarr_target(target: PathLike) -> bool:
@@ -65,6 +69,8 @@ def export_argmax(
     container: PathLike | None = None,
     progress: Callable[[str, int], ProgressBar] | None = None,
     storage_options: StorageOptions = None,
+    assignment: Any = "auto",
+    additional_assignment: Pairs | None = None,
 ) -> ArgmaxSummary:
     """Write the argmax labels (highest count wins) of a label multiset dataset as uint64.
 
@@ -87,6 +93,14 @@ def export_argmax(
         ``progress("argmax", total)`` returns a bar with ``update(n)`` and ``close()``.
     storage_options : dict, optional
         fsspec options for URL locations (both ends).
+    assignment : "auto", None, FragmentSegmentAssignment or mapping
+        ``"auto"`` (default): write segments, the source's fragment-segment-assignment
+        applied (what Paintera shows; for a level ``SOURCE/data/sK`` the source's, for a
+        dataset ``X`` the sibling ``X.fragment-segment-assignment``); None: the stored
+        fragments; or the lookup to apply (see :mod:`n5mscodecs.paintera.assignment`).
+    additional_assignment : mapping or pairs, optional
+        ``{fragment: segment}`` set over the lookup (as paintera-conversion-helper's
+        ``--additional-assignment``).
 
     Returns
     -------
@@ -105,6 +119,7 @@ def export_argmax(
     dataset = n5.open_dataset(source, storage_options=storage_options)
     if not isinstance(dataset, n5.LabelMultisetDataset):
         raise ConfigurationError(f"{dataset.name}: not a label multiset dataset")
+    lookup = resolve_assignment(dataset.store, assignment, additional_assignment)
     # the target's store, opened once: the lock, the N5 writer and the clean-up go through it
     store = open_store(target, storage_options, boundary=storage.confinement_root(target))
     if store.exists() and not overwrite:
@@ -118,14 +133,14 @@ def export_argmax(
         with WriterLock(store):
             write = (_zarr_writer(zarr, dataset, store, placement, overwrite) if zarr is not None else
                      _n5_writer(dataset, store, placement, overwrite, container))
-            _write_blocks(dataset, positions, write, rule, threads, progress, store)
+            _write_blocks(dataset, positions, write, rule, threads, progress, store, lookup)
             if zarr is None:
                 mark_complete(store)
     finally:
         if created and store.is_directory() and not store.list_dir():
             store.delete_tree("")  # the lock's directory was all that a refusal left
     return ArgmaxSummary(target, dataset.shape, zarr is not None, len(positions),
-                         int(np.prod(dataset.grid_shape, dtype=object)), time.perf_counter() - started)
+                         int(np.prod(dataset.grid_shape, dtype=object)), time.perf_counter() - started, lookup)
 
 
 def world_placement(
@@ -174,14 +189,14 @@ def _n5_writer(dataset, store, placement, overwrite, container):
     return array.write_block
 
 
-def _write_blocks(dataset, positions, write, rule, threads, progress, store):
-    """Each block of ``positions`` read as argmax labels and written; a failure clears the
-    target (its lock kept until the caller releases it)."""
+def _write_blocks(dataset, positions, write, rule, threads, progress, store, lookup=None):
+    """Each block of ``positions`` read as argmax labels (``lookup`` applied when given) and
+    written; a failure clears the target (its lock kept until the caller releases it)."""
     def export_block(grid):
         labels = dataset.read_block_labels(grid, rule=rule)
         if labels is not None:
             labels[labels == INVALID] = 0   # as missing blocks read: 0 is no label
-            write(grid, labels)
+            write(grid, labels if lookup is None else lookup.apply(labels, in_place=True))
 
     bar = progress("argmax", len(positions)) if progress else None
     try:

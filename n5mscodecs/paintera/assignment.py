@@ -162,6 +162,9 @@ class FragmentSegmentAssignment:
     def __hash__(self) -> int:
         return hash((self.fragments.tobytes(), self.segments.tobytes()))
 
+    def __dask_tokenize__(self) -> tuple[str, bytes, bytes]:
+        return ("FragmentSegmentAssignment", self.fragments.tobytes(), self.segments.tobytes())
+
     def __repr__(self) -> str:
         return f"FragmentSegmentAssignment({self.mapped_fragments} fragments -> {self.segment_count} segments)"
 
@@ -211,13 +214,32 @@ class FragmentSegmentAssignment:
             raise ConfigurationError(f"labels: integer ids required, got dtype {array.dtype}")
         reuse = in_place and array.dtype == _U64 and array.flags.c_contiguous and array.flags.writeable
         result = array if reuse else np.array(array, dtype=_U64, order="C")
-        if self.fragments.size and result.size:
-            flat = result.reshape(-1)
-            index = np.searchsorted(self.fragments, flat)
-            np.minimum(index, self.fragments.size - 1, out=index)
-            hit = self.fragments[index] == flat
-            flat[hit] = self.segments[index[hit]]
+        if not self.fragments.size or not result.size:
+            return result
+        flat = result.reshape(-1)
+        # labels come in runs (a segmentation is piecewise constant): look up one id per run,
+        # and nothing at all is written when no run holds a fragment of the lookup
+        starts = np.flatnonzero(flat[1:] != flat[:-1])
+        if 4 * starts.size < flat.size:
+            starts += 1
+            starts = np.concatenate((np.zeros(1, starts.dtype), starts))
+            values = flat[starts]
+            mapped, hit = self._lookup(values)
+            if hit.any():
+                lengths = np.diff(np.append(starts, flat.size))
+                flat[...] = np.repeat(mapped, lengths)
+            return result
+        mapped, hit = self._lookup(flat)  # noise-like labels: one lookup per voxel
+        if hit.any():
+            np.copyto(flat, mapped, where=hit)
         return result
+
+    def _lookup(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(segments or the values themselves, which were fragments)`` of a 1-d uint64 array."""
+        index = np.searchsorted(self.fragments, values)
+        np.minimum(index, self.fragments.size - 1, out=index)
+        hit = self.fragments[index] == values
+        return np.where(hit, self.segments[index], values), hit
 
     __call__ = apply
 

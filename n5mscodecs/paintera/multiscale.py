@@ -33,16 +33,20 @@ infers it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from .. import n5
 from ..errors import ConfigurationError, IncompleteError, StorageError
 from ..multiset import BACKGROUND
 from ..n5 import storage
 from ..n5.store import open_store
+from .assignment import resolve_assignment
 from .conventions import level_placement
 from .convert import CONVERSION_KEY, FINISH_HINT
 
@@ -51,6 +55,7 @@ if TYPE_CHECKING:
 
     from ..n5.storage import PathLike, StorageOptions
     from ..n5.store import Store
+    from .assignment import FragmentSegmentAssignment, Pairs
 
 _LEVEL = re.compile(r"^s(\d+)$")
 
@@ -86,6 +91,9 @@ class LabelPyramid:
         What missing label multiset blocks read as.
     max_id : int or None
         The ``maxId`` attribute of the source (None when it has none).
+    assignment : FragmentSegmentAssignment or None
+        The fragment-segment-assignment applied to every level (``levels`` hold segments),
+        or None when the levels hold the stored ids (fragments).
     """
 
     path: str
@@ -97,6 +105,7 @@ class LabelPyramid:
     fill_label: int = BACKGROUND
     max_id: int | None = None
     storage_options: StorageOptions = field(default=None, repr=False)  # for URLs; never printed
+    assignment: FragmentSegmentAssignment | None = field(default=None, repr=False)
 
     @property
     def shapes(self) -> list[tuple[int, ...]]:
@@ -113,7 +122,8 @@ class LabelPyramid:
 
     def open_level(self, level: int) -> n5.LabelMultisetDataset | n5.ArrayDataset:
         """The N5 dataset of ``level`` (reading multisets where ``levels`` holds their labels),
-        its missing blocks read as ``fill_label``, through the pyramid's storage options."""
+        its missing blocks read as ``fill_label``, through the pyramid's storage options. It
+        reads fragments: apply :attr:`assignment` (when not None) to its labels."""
         return n5.open_dataset(self.datasets[level], fill_label=self.fill_label, storage_options=self.storage_options)
 
 
@@ -181,7 +191,7 @@ def _pyramid(path, group: Store, names, fill_label, source_attributes=None):
     return LabelPyramid(
         path=path,
         datasets=tuple(d.path for d in datasets),
-        levels=tuple(d.to_dask() for d in datasets),
+        levels=tuple(d.to_dask(assignment=None) for d in datasets),
         voxel_sizes=tuple(placement[0] for placement in placements),
         offsets=tuple(placement[1] for placement in placements),
         downsampling_factors=tuple(factors),
@@ -272,7 +282,8 @@ def _find_label_pyramids(store: Store) -> list[tuple[str, str]]:
 
 
 def open_pyramid(path: PathLike, *, storage_options: StorageOptions = None,
-                 fill_label: int = BACKGROUND) -> LabelPyramid:
+                 fill_label: int = BACKGROUND, assignment: Any = "auto",
+                 additional_assignment: Pairs | None = None) -> LabelPyramid:
     """Open a Paintera label pyramid as lazy dask label arrays with voxel sizes and offsets.
 
     Parameters
@@ -294,6 +305,14 @@ def open_pyramid(path: PathLike, *, storage_options: StorageOptions = None,
     fill_label : int
         What missing blocks of label multiset levels read as (default 0: the
         singleton ``{0: 1}``, as Paintera reads them).
+    assignment : "auto", None, FragmentSegmentAssignment or mapping
+        ``"auto"`` (default): the levels hold segments, the source's
+        fragment-segment-assignment applied (what Paintera shows; found for the source, its
+        ``data`` group and its levels ``data/sK``, or beside a dataset ``X`` as
+        ``X.fragment-segment-assignment``); None: the stored fragments; or the lookup to
+        apply. See :mod:`n5mscodecs.paintera.assignment`.
+    additional_assignment : mapping or pairs, optional
+        ``{fragment: segment}`` set over the lookup.
 
     Returns
     -------
@@ -321,7 +340,12 @@ def open_pyramid(path: PathLike, *, storage_options: StorageOptions = None,
     >>> bool((pyramid.levels[0].compute() == labels).all())
     True
     """
-    return _open_pyramid(open_store(path, storage_options), fill_label)
+    pyramid = _open_pyramid(open_store(path, storage_options), fill_label)
+    lookup = resolve_assignment(open_store(pyramid.path, storage_options), assignment, additional_assignment)
+    if lookup is None:
+        return pyramid
+    levels = tuple(level.map_blocks(lookup.apply, dtype=np.uint64) for level in pyramid.levels)
+    return dataclasses.replace(pyramid, assignment=lookup, levels=levels)
 
 
 def _open_pyramid(store: Store, fill_label: int) -> LabelPyramid:
@@ -382,7 +406,7 @@ def _single(store: Store, attributes, fill_label):
     return LabelPyramid(
         path=store.location,
         datasets=(dataset.path,),
-        levels=(dataset.to_dask(),),
+        levels=(dataset.to_dask(assignment=None),),
         voxel_sizes=(voxel_size,),
         offsets=(centre,),
         downsampling_factors=(factors,),

@@ -17,6 +17,8 @@ Paintera (N5 attributes)                       OME-Zarr (NGFF)
 ``blockSize``                                  the chunk shape (reversed)
 ``resolution`` x ``downsamplingFactors``       ``scale`` of level K
 ``offset + resolution * (factors - 1) / 2``    ``translation`` of level K (voxel centres)
+``fragment-segment-assignment``                applied to every level (segments); ``--fragments``
+                                               for the stored ids
 ``unit`` (when it names an NGFF length unit)   each axis' ``unit``
 the source's location                          ``image-label.source.image`` when written as
                                                ``IMAGE/labels/NAME`` (``"../../"``)
@@ -56,6 +58,7 @@ if TYPE_CHECKING:
 
     from ..n5.storage import PathLike, StorageOptions
     from ..n5.store import Store
+    from .assignment import FragmentSegmentAssignment, Pairs
 
 NGFF_VERSIONS = ("0.4", "0.5")
 DEFAULT_VERSION = "0.5"
@@ -79,6 +82,7 @@ class OmeZarrSummary:
     chunks_written: int
     chunks_total: int
     seconds: float
+    assignment: FragmentSegmentAssignment | None = None  # the lookup applied (None: fragments written)
 
 
 def default_shards(chunks: Sequence[int], shape: Sequence[int], itemsize: int = 8) -> tuple[int, ...]:
@@ -147,8 +151,9 @@ def _blocks_in(region_zyx, dataset, present):
     return [position for position in positions if position in present]
 
 
-def _labels_piece(dataset, region_zyx, positions):
-    """uint64 labels (z, y, x) of ``region_zyx``: present blocks' argmax, INVALID and gaps 0."""
+def _labels_piece(dataset, region_zyx, positions, lookup=None):
+    """uint64 labels (z, y, x) of ``region_zyx``: present blocks' argmax, INVALID and gaps 0,
+    then ``lookup`` (a fragment-segment-assignment) when given."""
     out = np.zeros(tuple(s.stop - s.start for s in region_zyx), np.uint64)
     origin = [s.start for s in region_zyx[::-1]]
     for position in positions:
@@ -159,7 +164,7 @@ def _labels_piece(dataset, region_zyx, positions):
         labels[labels == INVALID] = 0
         box = dataset.block_region(position)
         out[tuple(slice(b.start - o, b.stop - o) for b, o in zip(box, origin))[::-1]] = labels.T
-    return out
+    return out if lookup is None else lookup.apply(out, in_place=True)
 
 
 def _multisets_piece(dataset, region_zyx, positions):
@@ -197,6 +202,8 @@ def to_ome_zarr(
     resume: bool = False,
     progress: Callable[[str, int], Any] | None = None,
     storage_options: StorageOptions = None,
+    assignment: Any = "auto",
+    additional_assignment: Pairs | None = None,
 ) -> OmeZarrSummary:
     """Export a Paintera label pyramid as an OME-Zarr multiscale labels image.
 
@@ -233,6 +240,11 @@ def to_ome_zarr(
         ``progress(description, total)`` as for :func:`~n5mscodecs.paintera.convert`.
     storage_options : dict, optional
         fsspec options for URLs (source and target).
+    assignment, additional_assignment
+        The fragment-segment-assignment applied to every level, as for
+        :func:`~n5mscodecs.paintera.open_pyramid`: by default the source's (segments, what
+        Paintera shows); None writes the stored fragments. ``multisets=True`` writes
+        fragments only: it refuses an assignment in effect (pass ``assignment=None``).
 
     Returns
     -------
@@ -272,7 +284,13 @@ def to_ome_zarr(
     if overwrite and resume:
         raise ConfigurationError("overwrite and resume: pass one of them")
     storage.refuse_overlap(target, source)
-    pyramid = open_pyramid(source, storage_options=storage_options, fill_label=0)
+    pyramid = open_pyramid(source, storage_options=storage_options, fill_label=0, assignment=assignment,
+                           additional_assignment=additional_assignment)
+    if multisets and pyramid.assignment is not None:
+        raise ConfigurationError(
+            f"multisets: {storage.display(source)} has a fragment-segment-assignment "
+            f"({pyramid.assignment.describe()}); label multisets hold fragments: pass assignment=None "
+            "(--fragments) to write them")
     if pyramid.ndim > 3:
         raise ConfigurationError(f"{storage.display(source)}: {pyramid.ndim} axes; NGFF labels here have 1 to 3")
     datasets = [pyramid.open_level(level) for level in range(len(pyramid))]
@@ -294,7 +312,7 @@ def to_ome_zarr(
     if resume and exists and INCOMPLETE_KEY not in group.attrs.asdict():
         if "ome" in group.attrs or "multiscales" in group.attrs:
             return OmeZarrSummary(target, version, [d.shape[::-1] for d in datasets], 0, 0,
-                                  time.perf_counter() - started)
+                                  time.perf_counter() - started, pyramid.assignment)
         raise ConfigurationError(f"{storage.display(target)}: resume: not an interrupted n5ms ome-zarr export")
     group.attrs.put(marker)
     written, total = 0, 0
@@ -306,7 +324,7 @@ def to_ome_zarr(
         array = _level_array(zarr, group, f"s{level}", shape, chunks, level_shards, multisets, zarr_format,
                              resume and exists, compressors)
         w, t = _write_level(array, dataset, chunks, level_shards, multisets, resume and exists, threads,
-                            progress, f"level {level}", target_store)
+                            progress, f"level {level}", target_store, pyramid.assignment)
         written, total = written + w, total + t
     multiscales = multiscales_metadata(pyramid, name, version, _unit(datasets[0].attributes))
     image_label = {}
@@ -319,7 +337,7 @@ def to_ome_zarr(
         _list_label(zarr, parent.location, name, version, zarr_format, options)
     group.attrs.put(_ome_attributes(version, multiscales, image_label))
     return OmeZarrSummary(target, version, [d.shape[::-1] for d in datasets], written, total,
-                          time.perf_counter() - started)
+                          time.perf_counter() - started, pyramid.assignment)
 
 
 def _level_array(zarr, group, path, shape, chunks, shards, multisets, zarr_format, resuming, compressors):
@@ -337,18 +355,18 @@ def _level_array(zarr, group, path, shape, chunks, shards, multisets, zarr_forma
                               compressors=compressors, overwrite=True, **extra)
 
 
-def _write_level(array, dataset, chunks, shards, multisets, resuming, threads, progress, description, target: Store):
+def _write_level(array, dataset, chunks, shards, multisets, resuming, threads, progress, description, target: Store,
+                 lookup=None):
     """Write every chunk or shard of one level that holds a present block; returns (written, total)."""
     present = set(dataset.present_blocks())
     units = _write_units(array.shape, chunks, shards)
     work = [(region, blocks) for region in units if (blocks := _blocks_in(region, dataset, present))]
-    piece = _multisets_piece if multisets else _labels_piece
-
     def write(item):
         region, blocks = item
         if resuming and _chunk_written(array, region, shards or chunks):
             return 0
-        array[region] = piece(dataset, region, blocks)
+        array[region] = _multisets_piece(dataset, region, blocks) if multisets else _labels_piece(
+            dataset, region, blocks, lookup)
         return 1
 
     bar = progress(description, len(work)) if progress else None
