@@ -448,9 +448,9 @@ def _write_dataset(dataset: Store, assignment: FragmentSegmentAssignment) -> Non
         raise ConfigurationError(f"{dataset.display()}: refusing to overwrite something that is not an N5 dataset")
     created = n5.create_array_dataset(dataset, (n, 2), (max(n, 1), 1), "uint64", compression=PAINTERA_COMPRESSION,
                                       overwrite=True, incomplete=_WRITER)
-    # Java writes both blocks, also the zero-length ones of an empty lookup
-    created.write_block((0, 0), assignment.fragments.reshape(n, 1))
-    created.write_block((0, 1), assignment.segments.reshape(n, 1))
+    # Java writes both blocks, also the zero-length ones of an empty lookup (outside the grid [0, 2])
+    for column, ids in enumerate((assignment.fragments, assignment.segments)):
+        dataset.set(f"0/{column}", n5.n5_default_encode(ids.reshape(n, 1), created.compressor, dtype=_U64))
     mark_complete(dataset)
 
 
