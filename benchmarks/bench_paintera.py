@@ -10,7 +10,10 @@ by 2, serialize every block of every level) against python-elf's
 on the same blocks, when python-elf is installed. Medians of ``--repeat`` runs.
 Targets (issue 5): >= 30 Mvoxel/s end to end, >= 5x elf. Issue 30's anchor: the Java
 conversion path on a 256^3 demo-like volume (``--java-only`` runs just that), when ``java``
-and ``../shared/tools/lms-oracle/lms-oracle.jar`` are there.
+and ``../shared/tools/lms-oracle/lms-oracle.jar`` are there. The fragment-segment-assignment
+case (``--assignment-only`` runs just that): ``export_argmax`` of s0 with a source's
+assignment (a third of the labels merged) against the same export of the fragments;
+target <= 1.5x.
 """
 
 from __future__ import annotations
@@ -22,11 +25,11 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from timing import median_time
+from timing import interleaved_medians, median_time
 
 from n5mscodecs import LabelMultisetArray
 from n5mscodecs.demo import voronoi_labels
-from n5mscodecs.paintera import convert
+from n5mscodecs.paintera import convert, export_argmax, write_assignment
 from n5mscodecs.payload import n5_label_multiset_encode
 
 
@@ -107,6 +110,30 @@ def java_anchor(repeat, threads):
     shutil.rmtree(workdir, ignore_errors=True)
 
 
+def assignment_case(size, n_labels, repeat, threads, workdir=None):
+    """export_argmax of s0 with the source's fragment-segment-assignment vs. of the fragments."""
+    labels = voronoi_labels((size,) * 3, n_labels, seed=0)
+    workdir = tempfile.mkdtemp(prefix="bench-assignment-", dir=workdir)
+    source = f"{workdir}/p.n5/labels"
+    convert(labels, source, block_size=64, factors=[2], threads=threads)
+    ids = np.unique(labels)
+    merged = ids[ids % 3 == 1]   # a third of the fragments, merged in pairs into new segments
+    write_assignment(source, {int(f): int(ids[-1]) + 1 + i // 2 for i, f in enumerate(merged)})
+
+    def export(assignment):
+        def run():
+            target = f"{workdir}/a.n5/s0"
+            shutil.rmtree(f"{workdir}/a.n5", ignore_errors=True)
+            export_argmax(f"{source}/data/s0", target, threads=threads, assignment=assignment)
+        return run
+    medians = interleaved_medians({"fragments": export(None), "segments": export("auto")}, repeat)
+    plain, applied = medians["fragments"][0], medians["segments"][0]
+    print(f"  argmax export of s0 ({size}^3, {len(merged)} of {ids.size} fragments merged), {threads} threads: "
+          f"fragments {plain:.2f} s, with the assignment {applied:.2f} s: ratio {applied / plain:.2f} "
+          "(target <= 1.5)")
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=512)
@@ -116,9 +143,14 @@ def main():
     parser.add_argument("--workdir", default=None,
                         help="where the pyramids go (default: a temporary directory; /dev/shm takes the disk out)")
     parser.add_argument("--java-only", action="store_true", help="only the Java anchor (issue 30)")
+    parser.add_argument("--assignment-only", action="store_true",
+                        help="only the fragment-segment-assignment export case")
     args = parser.parse_args()
     if args.java_only:
         java_anchor(args.repeat, args.threads)
+        return
+    if args.assignment_only:
+        assignment_case(min(args.size, 256), args.labels, max(args.repeat, 5), args.threads, args.workdir)
         return
     shape = (args.size,) * 3
     labels = voronoi_labels(shape, args.labels, seed=0)
@@ -138,6 +170,7 @@ def main():
         print(f"  convert, {name:30s} {seconds:6.2f} s  {voxels / seconds / 1e6:6.1f} Mvoxel/s")
     shutil.rmtree(workdir, ignore_errors=True)
     java_anchor(args.repeat, args.threads)
+    assignment_case(min(args.size, 256), args.labels, max(args.repeat, 5), args.threads, args.workdir)
 
     # label multiset work alone, one thread, on the 64^3 blocks of a 256^3 part (elf is slow)
     part = np.ascontiguousarray(labels[:256, :256, :256])
