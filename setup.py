@@ -65,6 +65,11 @@ def openmp_flags():
     return [], []
 
 
+def build_jobs():
+    """Parallel jobs for cythonize and the C compiler: ``N5MSCODECS_BUILD_JOBS``, else every core."""
+    return max(1, int(os.environ.get("N5MSCODECS_BUILD_JOBS") or os.cpu_count() or 1))
+
+
 def extensions():
     cflags, ldflags = openmp_flags()
     if sys.platform != "win32":
@@ -86,6 +91,7 @@ def extensions():
         )
     return cythonize(
         exts,
+        nthreads=build_jobs() if sys.platform == "linux" else 0,
         language_level=3,
         compiler_directives={
             "boundscheck": False,
@@ -96,4 +102,6 @@ def extensions():
     )
 
 
-setup(ext_modules=extensions())
+# the kernels compile in parallel (setuptools' build_ext -j), cythonized in parallel on Linux
+# (a fork pool; spawn-based platforms would re-run this script in each worker)
+setup(ext_modules=extensions(), options={"build_ext": {"parallel": build_jobs()}})

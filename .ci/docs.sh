@@ -3,9 +3,9 @@
 #
 #   bash .ci/docs.sh [PYTHON]        PYTHON defaults to python3
 #
-# Makes a temporary venv, installs the package from this checkout in editable mode
-# (compiling the Cython kernels in place, as the README's commands do: autodoc
-# imports them) with the zarr, dask and cli extras and docs/requirements.txt, runs
+# Makes a temporary venv, installs the package (the wheel built from the sdist, see
+# .ci/lib.sh: autodoc imports its compiled kernels) with the zarr, dask and cli extras
+# and docs/requirements.txt, runs
 # sphinx-build -W --keep-going -n, then runs the pages' Python examples
 # (docs/check_examples.py; DOCS_SKIP_EXAMPLES=1 skips that). Exits non-zero on
 # any warning or failing example.
@@ -15,6 +15,7 @@ set -euo pipefail
 caller=$(pwd)
 cd "$(dirname "$0")/.."
 repo=$(pwd)
+source .ci/lib.sh
 
 python=${1:-python3}
 started=$(date +%s)
@@ -24,8 +25,9 @@ html=${DOCS_HTML_DIR:-$tmp/html}
 case "$html" in /*) ;; *) html="$caller/$html" ;; esac
 
 echo "=== docs: $("$python" --version) ==="
-"$python" -m venv "$tmp/venv"
-"$tmp/venv/bin/python" -m pip install --quiet -e ".[zarr,dask,cli]" -r docs/requirements.txt
+wheel=$(ci_wheel "$python")
+ci_venv "$tmp/venv" "$python"
+ci_install "$tmp/venv" "$wheel[zarr,dask,cli]" -r docs/requirements.txt
 
 cd "$tmp"   # nothing of the build lands in the checkout
 venv/bin/python -c 'import n5mscodecs, n5mscodecs.zarr; print("docs: n5mscodecs", n5mscodecs.__version__, "from", n5mscodecs.__file__)'

@@ -6,8 +6,9 @@
 # skips, so a broken napari install cannot pass unnoticed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source .ci/lib.sh
 started=$SECONDS
-.venv/bin/pip install -q "napari[pyqt6]" napari-ome-zarr
+ci_install .venv "napari[pyqt6]" napari-ome-zarr
 echo "napari: installed in $((SECONDS - started)) s"
 export QT_QPA_PLATFORM=offscreen
 .venv/bin/python -m pytest -q -p no:cacheprovider -ra tests/test_napari.py | tee /tmp/n5ms-napari.log

@@ -1,23 +1,22 @@
 #!/usr/bin/env bash
-# The oldest dependencies pyproject.toml admits: a fresh venv with the core dependencies
-# (and zarr) pinned to their floors by .ci/oldest-constraints.txt, the package built from a
-# copy of the checkout (build isolation still builds against numpy >= 2.0, as for users),
-# then the test suite from the checkout's tests against the installed package.
+# The oldest dependencies pyproject.toml admits, against the installed package: a fresh venv with
+# the wheel built from the sdist (built with numpy >= 2.0 under build isolation, as users' builds
+# are; .ci/dist.sh's, see .ci/lib.sh) and the test extra, the core dependencies (and zarr) pinned
+# to their floors by .ci/oldest-constraints.txt; then the test suite and the doctests from the
+# checkout's files with the uncompiled package directory removed, so only the installed package
+# can be imported. This is also the Python 3.11 run of the installed sdist.
 # The other test dependencies resolve to whatever fits the pinned floors.
 # Usage: .ci/oldest.sh [PYTHON]   (default python3)
 set -euo pipefail
-py=${1:-python3}
 repo=$(cd "$(dirname "$0")/.." && pwd)
+source "$repo/.ci/lib.sh"
+py=${1:-python3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+started=$SECONDS
 
-# Build from a copy of the tracked and untracked-but-not-ignored files, as .ci/dist.sh does,
-# so the checkout's in-place extensions are left alone.
-mkdir "$work/src"
-git -C "$repo" ls-files -z --cached --others --exclude-standard \
-    | (cd "$repo" && tar --null -T - --ignore-failed-read -cf -) \
-    | tar -xf - -C "$work/src"
-
+wheel=$(ci_wheel "$py")
+ci_sources "$work/src"
 # The test extra without zarr-n5, whose releases need zarr >= 3.1.5 (above the zarr floor
 # tested here); the tests that compare with it skip, the other CI steps run them.
 "$py" - "$work/src/pyproject.toml" >"$work/test-requirements.txt" <<'PY'
@@ -28,11 +27,9 @@ test = tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"]
 print("\n".join(requirement for requirement in test if not requirement.startswith("zarr-n5")))
 PY
 
-"$py" -m venv "$work/venv"
-# -c applies to the installed requirements, not to the isolated build environment
-"$work/venv/bin/pip" install -q -c "$repo/.ci/oldest-constraints.txt" -r "$work/test-requirements.txt" "$work/src" \
-    >"$work/install.log" 2>&1 || { grep -v "is ignored" "$work/install.log" | tail -50; exit 1; }
-"$work/venv/bin/pip" check
+ci_venv "$work/venv" "$py"
+ci_install "$work/venv" -c "$repo/.ci/oldest-constraints.txt" -r "$work/test-requirements.txt" "$wheel"
+"$N5MS_UV" pip check --python "$work/venv/bin/python"
 "$work/venv/bin/python" - "$repo/.ci/oldest-constraints.txt" <<'PY'
 """Every pin of the constraints file is what got installed."""
 import sys
@@ -44,13 +41,13 @@ wrong = [f"{name}: {version(name)} installed, {pinned} pinned"
 print("oldest:", ", ".join(f"{pin}" for pin in pins if pin))
 sys.exit("\n".join(wrong) if wrong else 0)
 PY
+echo "oldest: installed in $((SECONDS - started)) s"
 
-# Tests from the copy with its uncompiled package directory removed, so only the
-# installed package can be imported (also by the tests' `python -c` subprocesses).
 cd "$work/src"
 rm -r n5mscodecs
-if [ -z "${N5MSCODECS_SHARED:-}" ] && [ -d "$repo/../shared" ]; then
-    export N5MSCODECS_SHARED="$repo/../shared"  # the real N5 data, when present beside the checkout
-fi
+ci_shared
+"$work/venv/bin/python" -c 'import n5mscodecs, n5mscodecs.zarr; print("installed:", n5mscodecs.__file__, n5mscodecs.__version__)'
+"$work/venv/bin/n5ms" --help >/dev/null
 "$work/venv/bin/python" -m pytest -p no:cacheprovider -q tests
-echo "oldest: all tests passed in ${SECONDS}s"
+"$work/venv/bin/python" -m pytest -p no:cacheprovider -q --pyargs n5mscodecs  # doctests (addopts)
+echo "oldest: all tests passed in $((SECONDS - started)) s"

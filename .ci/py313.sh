@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The test suite on Python 3.13, as the README's test command runs it on 3.11 and 3.12: a fresh
-# venv, the package installed editable from this checkout with the test extra (the kernels are
-# compiled in place, next to other Pythons' builds: each has its own cpython-3XX suffix), then
-# pytest. An extra requirement with no 3.13 wheel (and no build) is skipped and said so; the
+# The test suite on Python 3.13, as the README's test command runs it on 3.11: a fresh venv,
+# the package installed editable from this checkout with the test extra (the kernels are
+# compiled in place, next to other Pythons' builds: each has its own cpython-3XX suffix; uv
+# installs, see .ci/lib.sh), then pytest. An extra requirement with no 3.13 wheel (and no build) is skipped and said so; the
 # tests that need it skip (pytest -ra lists every skip with its reason at the end).
 # Usage: .ci/py313.sh [PYTHON3.13]   (default: python3.13 on PATH, else pyenv's 3.13.x)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source .ci/lib.sh
 
 is_313() { "$1" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' >/dev/null 2>&1; }
 python=${1:-}
@@ -23,8 +24,8 @@ echo "=== py313: $("$python" --version) ($python) ==="
 started=$SECONDS
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$python" -m venv "$work/venv"
-pip=("$work/venv/bin/pip" install -q)
+ci_venv "$work/venv" "$python"
+pip=(ci_install "$work/venv")
 
 if ! "${pip[@]}" -e ".[test]" >"$work/install.log" 2>&1; then
     tail -20 "$work/install.log"

@@ -5,9 +5,10 @@
 # Usage: .ci/typecheck.sh [PYTHON]   (default: python3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source .ci/lib.sh
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"${1:-python3}" -m venv "$work/venv"
+ci_venv "$work/venv" "${1:-python3}"
 "$work/venv/bin/python" - >"$work/requirements.txt" <<'PY'
 import tomllib
 
@@ -15,6 +16,6 @@ with open("pyproject.toml", "rb") as f:
     project = tomllib.load(f)["project"]
 print("\n".join(project["dependencies"] + project["optional-dependencies"]["typecheck"]))
 PY
-"$work/venv/bin/pip" install -q -r "$work/requirements.txt"
+ci_install "$work/venv" -r "$work/requirements.txt"
 "$work/venv/bin/mypy" --version
 "$work/venv/bin/mypy"

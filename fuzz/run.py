@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -91,10 +92,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("targets", nargs="*", help="default: all")
     parser.add_argument("--seconds", type=int, default=30, help="budget per target")
+    parser.add_argument("--budget", type=int, default=None,
+                        help="wall-time budget for all targets: each gets budget * jobs / targets seconds "
+                             "(at least 5; overrides --seconds)")
     parser.add_argument("--artifacts", type=Path, default=Path("fuzz-artifacts"))
     parser.add_argument("--seed", type=int, default=0,
                         help="libFuzzer seed; 0 (default) draws one, CI fixes it so a run can be repeated")
     parser.add_argument("--asan", action="store_true", help="the kernels are built with ASan")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="targets fuzzed at once (each libFuzzer process is single-threaded)")
     args = parser.parse_args(argv)
     if args.asan and "asan_with_fuzzer" not in os.environ.get("LD_PRELOAD", ""):
         # the kernels cannot even be imported without the runtime: restart under it
@@ -105,13 +111,19 @@ def main(argv=None):
     if unknown:
         parser.error(f"unknown targets {sorted(unknown)}; known: {sorted(targets.TARGETS)}")
 
-    rows = []
-    with tempfile.TemporaryDirectory() as workdir:
-        for target in args.targets or targets.TARGETS:
-            rows.append(run_target(target, args.seconds, workdir, args.artifacts.resolve(), args.seed))
-            row = rows[-1]
-            print(f"{target}: {row['executions']} executions, cov {row['covered']}, "
-                  f"returncode {row['returncode']}", flush=True)
+    chosen = args.targets or list(targets.TARGETS)
+    if args.budget is not None:
+        args.seconds = max(5, args.budget * max(1, args.jobs) // len(chosen))
+    print(f"fuzz: {len(chosen)} targets, {args.seconds} s each, {max(1, args.jobs)} at a time", flush=True)
+
+    def fuzz(target):
+        row = run_target(target, args.seconds, workdir, args.artifacts.resolve(), args.seed)
+        print(f"{target}: {row['executions']} executions, cov {row['covered']}, "
+              f"returncode {row['returncode']}", flush=True)
+        return row
+
+    with tempfile.TemporaryDirectory() as workdir, ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        rows = list(pool.map(fuzz, chosen))
     print("\n| target | seconds | seeds | executions | exec/s | edges covered | features | corpus "
           "| decode-path line coverage |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
