@@ -151,9 +151,8 @@ def _blocks_in(region_zyx, dataset, present):
     return [position for position in positions if position in present]
 
 
-def _labels_piece(dataset, region_zyx, positions, lookup=None):
-    """uint64 labels (z, y, x) of ``region_zyx``: present blocks' argmax, INVALID and gaps 0,
-    then ``lookup`` (a fragment-segment-assignment) when given."""
+def _labels_piece(dataset, region_zyx, positions):
+    """uint64 labels (z, y, x) of ``region_zyx``: present blocks' argmax, INVALID and gaps 0."""
     out = np.zeros(tuple(s.stop - s.start for s in region_zyx), np.uint64)
     origin = [s.start for s in region_zyx[::-1]]
     for position in positions:
@@ -164,7 +163,7 @@ def _labels_piece(dataset, region_zyx, positions, lookup=None):
         labels[labels == INVALID] = 0
         box = dataset.block_region(position)
         out[tuple(slice(b.start - o, b.stop - o) for b, o in zip(box, origin))[::-1]] = labels.T
-    return out if lookup is None else lookup.apply(out, in_place=True)
+    return out
 
 
 def _multisets_piece(dataset, region_zyx, positions):
@@ -365,8 +364,11 @@ def _write_level(array, dataset, chunks, shards, multisets, resuming, threads, p
         region, blocks = item
         if resuming and _chunk_written(array, region, shards or chunks):
             return 0
-        array[region] = _multisets_piece(dataset, region, blocks) if multisets else _labels_piece(
-            dataset, region, blocks, lookup)
+        if multisets:
+            array[region] = _multisets_piece(dataset, region, blocks)
+        else:  # the fragment-segment-assignment, when given, on the argmax labels
+            labels = _labels_piece(dataset, region, blocks)
+            array[region] = labels if lookup is None else lookup.apply(labels, in_place=True)
         return 1
 
     bar = progress(description, len(work)) if progress else None
