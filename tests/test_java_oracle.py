@@ -197,3 +197,63 @@ def test_convert_with_java_rule_equals_java_downsampling(java, tmp_path):
         theirs = n5.open(tmp_path / "c.n5" / "java" / f"s{level}").read()
         ours = n5.open(target / "data" / f"s{level}").read()
         assert_same_voxel_lists(ours, _csr(theirs))
+
+
+def _as_mode_0(block_bytes, dims):
+    """A varlength block rewritten as Java's writer stores it when its payload size equals the
+    product of its dims: mode 0, no numElements, the same compressed body."""
+    header = N5BlockHeader.from_bytes(block_bytes)
+    body = block_bytes[header.nbytes:]
+    return N5BlockHeader(0, tuple(dims)).to_bytes() + body
+
+
+def _mode_0_dims(payload_size, cropped, block_size):
+    """Header dims between the cropped shape and the block size whose product is ``payload_size``
+    (what a source-clipped boundary header can say), or None."""
+    for dims in np.ndindex(*[b - c + 1 for c, b in zip(cropped, block_size)]):
+        dims = tuple(c + d for c, d in zip(cropped, dims))
+        if int(np.prod(dims)) == payload_size:
+            return dims
+    return None
+
+
+def test_mode_0_boundary_blocks_read_as_java_reads_them(java, tmp_path):
+    """Java's N5 writer marks a varlength block as mode 0 when its byte count equals the product
+    of its header dims (downsampled boundary blocks carry the source-clipped dims); Java reads it
+    as that many bytes, and so does every read path here."""
+    from n5mscodecs.n5.varlen import varlen_payload
+    from n5mscodecs.paintera import open_pyramid
+
+    rng = np.random.default_rng(41)
+    labels = rng.integers(1, 4, (9, 9, 5)).astype(np.uint64)
+    root = tmp_path / "m.n5"
+    dataset = n5.write(root / "labels" / "s0", labels, (4, 4, 4), compression="gzip")
+    rewritten = []
+    for grid in dataset.present_blocks():
+        cropped = dataset.block_shape(grid)
+        if cropped == dataset.chunks:
+            continue
+        path = root / "labels" / "s0" / "/".join(map(str, grid))
+        data = path.read_bytes()
+        header, payload = varlen_payload(data, dataset.codec_chain, cropped)
+        assert header.mode == 1
+        dims = _mode_0_dims(len(payload), cropped, dataset.chunks)
+        if dims is not None:
+            path.write_bytes(_as_mode_0(data, dims))
+            rewritten.append(grid)
+    assert len(rewritten) >= 2   # the labels above make several such boundary blocks
+    argmax, lists, _ = java.read(root, "labels/s0")
+    assert np.array_equal(argmax, labels)   # Java reads the mode-0 blocks
+    reopened = n5.open(root / "labels" / "s0")
+    assert_same_voxel_lists(reopened.read(), lists)
+    assert np.array_equal(reopened.read_labels(rule="java"), argmax)
+    assert np.array_equal(open_pyramid(root / "labels" / "s0").levels[0].compute(), labels)
+    grid = rewritten[0]
+    data = (root / "labels" / "s0" / "/".join(map(str, grid))).read_bytes()
+    codec = n5.N5Varlen(dataset.codec_chain.v3_configs())
+    region = dataset.block_region(grid)
+    assert np.array_equal(codec.decode(data, shape=dataset.block_shape(grid)).argmax(), labels[region])
+    pytest.importorskip("zarr")
+    from n5mscodecs.zarr import open_labels
+
+    assert np.array_equal(np.asarray(open_labels(str(root), "labels/s0")[...]), labels)   # N5 order

@@ -7,6 +7,11 @@ then zero or more N5 compressors. ``numElements`` is the payload size in
 bytes *before* compression; it is checked against what a block of that many
 voxels can need (:func:`~n5mscodecs.payload.max_payload_size`) before
 anything is decompressed, and every stage of the chain is bounded.
+
+Blocks in default mode (0x0000) are read too: N5's Java writer stores a varlength
+block that way whenever its payload size happens to equal the product of its dims
+(downsampled boundary blocks, whose dims are clipped by the source), and Java reads
+such a block as that many bytes; so do we.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from ..payload.layout import (
 )
 from .compression import compressor_from_config, max_compressed_size
 from .grid import voxels
-from .header import MODE_VARLENGTH, N5BlockHeader
+from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -145,9 +150,15 @@ def varlen_payload(
     """
     buf = read_bytes(data, "block")
     header = N5BlockHeader.from_bytes(buf)
-    num_elements = header.num_elements  # a varlength header's only
-    if header.mode != MODE_VARLENGTH or num_elements is None:
-        raise N5HeaderError(f"n5_varlen: mode is 0x{header.mode:04x}, expected 0x0001 (varlength)")
+    if header.mode == MODE_DEFAULT:
+        # N5's Java writer marks a varlength block as default mode whenever its byte count
+        # equals the product of the header dims; Java then reads that many bytes
+        num_elements = voxels(header.shape)
+    elif header.mode == MODE_VARLENGTH and header.num_elements is not None:
+        num_elements = header.num_elements
+    else:
+        raise N5HeaderError(f"n5_varlen: mode is 0x{header.mode:04x}, expected 0x0001 (varlength) "
+                            "or 0x0000 (a varlength block whose byte count equals its element count)")
     if shape is None and len(header.shape) > MAX_NDIM:
         raise N5HeaderError(f"n5_varlen: ndim is {len(header.shape)}, more than {MAX_NDIM}")
     if shape is not None and len(shape) != len(header.shape):

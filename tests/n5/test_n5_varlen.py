@@ -106,7 +106,7 @@ def test_bad_blocks_name_the_field():
     with pytest.raises(N5HeaderError, match="needs 12 header bytes"):
         n5_varlen_decode(good[:10])
     with pytest.raises(N5HeaderError, match="expected 0x0001"):
-        n5_varlen_decode(b"\0\0" + good[2:])
+        n5_varlen_decode(b"\0\2" + good[2:])
     with pytest.raises(N5HeaderError, match="mode 0x0007"):
         n5_varlen_decode(b"\0\7" + good[2:])
     with pytest.raises(N5HeaderError, match="ndim is 0"):
