@@ -344,8 +344,14 @@ def open_pyramid(path: PathLike, *, storage_options: StorageOptions = None,
     lookup = resolve_assignment(open_store(pyramid.path, storage_options), assignment, additional_assignment)
     if lookup is None:
         return pyramid
-    levels = tuple(level.map_blocks(lookup.apply, dtype=np.uint64) for level in pyramid.levels)
+    levels = tuple(_segments(level, lookup) for level in pyramid.levels)
     return dataclasses.replace(pyramid, assignment=lookup, levels=levels)
+
+
+def _segments(level: Any, lookup: FragmentSegmentAssignment) -> Any:
+    """A lazy level's labels through the lookup, block by block (typed loosely: dask's
+    ``map_blocks`` decorator hides its signature from type checkers)."""
+    return level.map_blocks(lookup.apply, dtype=np.uint64)
 
 
 def _open_pyramid(store: Store, fill_label: int) -> LabelPyramid:
