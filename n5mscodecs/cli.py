@@ -356,6 +356,42 @@ def cmd_info(args):
     return EXIT_OK
 
 
+def _offset(text):
+    values = _numbers(text, int)
+    if len(values) != 3 or any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected 3 non-negative integers x,y,z, got {text!r}")
+    return values
+
+
+def _label_id(text):
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an id (an integer), got {text!r}") from None
+    if not 0 <= value < 2**64:
+        raise argparse.ArgumentTypeError(f"expected an id in [0, 2**64), got {text!r}")
+    return value
+
+
+def cmd_commit(args):
+    source = open_store(args.source, args.storage_options)
+    print(f"n5ms commit {storage.display(args.edit)} -> {source.display()} at {','.join(map(str, args.offset))}")
+    try:
+        summary = paintera.commit(args.source, args.edit, args.offset, dataset=args.dataset, level=args.level,
+                                  ignore=args.ignore, rule=args.rule, reserved=args.reserved, threads=args.threads,
+                                  storage_options=args.storage_options)
+    except (Exception, KeyboardInterrupt) as exc:
+        if not _refused(exc):
+            print(f"n5ms: commit stopped; {source.display()} is flagged INCOMPLETE: run the same commit again "
+                  "to finish it", file=sys.stderr)
+        raise
+    per_level = ", ".join(f"s{k} {w}" for k, w in enumerate(summary.blocks_written))
+    print(f"  {summary.voxels_painted} voxels painted; blocks rewritten: {per_level}; lookup files: "
+          f"{sum(summary.lookup_files)}; maxId {summary.max_id}; {summary.seconds:.2f} s"
+          + (" (finished an interrupted commit)" if summary.finished_interrupted else ""))
+    return EXIT_OK
+
+
 def cmd_ome_zarr(args):
     target = open_store(args.target, args.storage_options)
     print(f"n5ms ome-zarr {storage.display(args.source)} -> {target.display()} (NGFF {args.ngff})")
@@ -538,6 +574,31 @@ def build_parser():
     _add_assignment_options(ome)
     _add_storage_options(ome)
     ome.set_defaults(run=cmd_ome_zarr)
+    commit = commands.add_parser(
+        "commit", help="write labels into a region of a Paintera label source (every level, lookups, maxId)",
+        description="Commit an edit into an existing Paintera label source as Paintera commits its canvas: the "
+                    "edit's voxels replace those of s0 (INVALID, 2**64-2, and --ignore keep the old voxel), the "
+                    "lower levels are downsampled again where they cover a changed block (each level's factors "
+                    "and maxNumEntries, the source's rule), unique-labels and the label-to-block lookup are "
+                    "patched, maxId is raised. Axes are N5's: x, y, z. An interrupted commit leaves the source "
+                    "flagged INCOMPLETE; running the same commit again finishes it.")
+    commit.add_argument("source", help="the Paintera label source, e.g. out.n5/labels")
+    commit.add_argument("edit", help="the edited labels: N5 dataset (or group with --dataset), zarr array, "
+                                     "OME-Zarr image, .npy or TIFF, as convert reads them")
+    commit.add_argument("--offset", type=_offset, required=True,
+                        help="voxel position x,y,z of the edit's corner in s0")
+    commit.add_argument("--dataset", help="dataset inside an N5 group EDIT")
+    commit.add_argument("--level", type=_int_at_least(0), default=0, help="level of an OME-Zarr multiscale EDIT")
+    commit.add_argument("--ignore", type=_label_id, default=None,
+                        help="one more id that keeps the old voxel (besides INVALID), e.g. 0")
+    commit.add_argument("--rule", choices=("spec", "java"), default=None,
+                        help="downsampling rule of the lower levels (default: the source's conversion rule, "
+                             "else java, what Paintera writes)")
+    commit.add_argument("--reserved", choices=("reject", "accept"), default="reject",
+                        help="painted negative or reserved labels: reject (default) or accept")
+    commit.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
+    _add_storage_options(commit)
+    commit.set_defaults(run=cmd_commit)
     zarr_json = commands.add_parser("zarr-json", help="write zarr.json beside each attributes.json (N5 + zarr)")
     zarr_json.add_argument("container")
     zarr_json.add_argument("--overwrite", action="store_true", help="replace existing zarr.json files")

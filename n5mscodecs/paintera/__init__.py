@@ -47,6 +47,7 @@ from .assignment import (
     resolve_assignment,
     write_assignment,
 )
+from .commit import COMMIT_KEY, CommitSummary, commit
 from .containers import DatasetEntry, Survey, survey
 from .conventions import default_factors, level_placement, parse_compression
 from .convert import CONVERSION_KEY, ConversionSummary, convert
@@ -63,6 +64,9 @@ from .pyramid import PyramidJob, write_pyramid_block
 from .sources import LabelSource, open_label_source
 
 __all__ = [
+    "COMMIT_KEY",
+    "CommitSummary",
+    "commit",
     "ArgmaxSummary",
     "export_argmax",
     "FragmentSegmentAssignment",

@@ -100,6 +100,46 @@ def write_label_to_block_mapping(
     return len(files)
 
 
+def patch_label_to_block_mapping(
+    store: Store, level: int, changes: dict[int, tuple[set, set]], unique_labels: ArrayDataset,
+    lookup_block_size: int, compression: dict[str, Any],
+) -> int:
+    """Patch ``label-to-block-mapping/s{level}`` for the ids whose blocks changed:
+    ``changes`` maps an id to ``(grid positions it left, grid positions it entered)``.
+    Only the files holding those ids are read and rewritten (a file left without ids is
+    removed), each as :func:`label_to_block_mapping_blocks` would write it from scratch:
+    ids ascending, each id's blocks in grid order. Returns the number of files touched."""
+    mapping = _mapping_dataset(store, level, lookup_block_size, compression)
+    ndim = unique_labels.ndim
+    block = np.array(unique_labels.chunks, np.int64)
+    shape = np.array(unique_labels.shape, np.int64)
+    by_file: dict[int, list[int]] = {}
+    for label in changes:
+        if 0 <= label <= LOOKUP_DIMENSION:   # ids >= 2**63 have no file (see label_to_block_mapping_blocks)
+            by_file.setdefault(label // lookup_block_size, []).append(label)
+    for number, labels in by_file.items():
+        body = mapping.read_block((number,))
+        entries = {} if body is None else parse_mapping_file(body.tobytes(), ndim, mapping.block_name((number,)))
+        for label in labels:
+            left, entered = changes[label]
+            grids = {tuple(int(m) // int(b) for m, b in zip(minimum, block)) for minimum, _ in entries.get(label, [])}
+            grids = (grids - set(left)) | set(entered)
+            entries.pop(label, None)
+            if grids:
+                minima = np.array(sorted(grids), np.int64).reshape(-1, ndim) * block
+                maxima = np.minimum(minima + block, shape) - 1
+                entries[label] = [(tuple(lo), tuple(hi)) for lo, hi in zip(minima.tolist(), maxima.tolist())]
+        if not entries:
+            mapping.store.delete(mapping.block_key((number,)))
+            continue
+        parts = []
+        for label in sorted(entries):
+            intervals = np.array([[*lo, *hi] for lo, hi in entries[label]], ">i8")
+            parts.append(struct.pack(">qi", label, len(intervals)) + intervals.tobytes())
+        mapping.write_varlength_block((number,), np.frombuffer(b"".join(parts), np.int8), dims=(lookup_block_size,))
+    return len(by_file)
+
+
 def read_label_to_block_mapping(
     target: PathLike, level: int, *, storage_options: dict[str, Any] | None = None
 ) -> dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]]:

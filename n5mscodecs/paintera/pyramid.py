@@ -148,6 +148,7 @@ def _write_block(job, level, grid, block):
     """
     data, unique_labels = job.data(level), job.unique_labels(level)
     if not job.write_background and block.is_background():
+        data.store.delete(data.block_key(grid))   # a commit's edit may have made a stored block background
         unique_labels.store.delete(unique_labels.block_key(grid))
         return 0
     unique_labels.write_varlength_block(grid, np.unique(block.ids))
@@ -184,7 +185,7 @@ def _source_block(job, grid):
     return block, _write_block(job, 0, grid, block)
 
 
-def _children(job, level, grid):
+def children(job: PyramidJob, level: int, grid: Sequence[int]) -> list[tuple[int, ...]]:
     """The blocks of ``level - 1`` that block ``grid`` of ``level`` is made from."""
     factors, child_grid = job.factors[level], job.grid_shape(level - 1)
     ranges = [range(g * f, min((g + 1) * f, n)) for g, f, n in zip(grid, factors, child_grid)]
@@ -198,28 +199,57 @@ def write_pyramid_block(job: PyramidJob, level: int, grid: Sequence[int]) -> int
     higher levels read the level below from disk. Returns the number of
     blocks written (0 when resuming found it done).
     """
-    data = job.data(level)
     if level == 0:
         return _source_block(job, grid)[1]
     if _done_before(job, level, grid, read=False)[0]:
         if level == 1:  # the level-0 blocks it was made from are checked too (made again when missing)
-            missing = [child for child in _children(job, level, grid) if not _done_before(job, 0, child, read=False)[0]]
+            missing = [child for child in children(job, level, grid) if not _done_before(job, 0, child, read=False)[0]]
             return sum(_source_block(job, child)[1] for child in missing)
         return 0
-    factors = job.factors[level]
-    below = job.data(level - 1)
     written = 0
-    parts = []
-    for child in _children(job, level, grid):
-        if level == 1:
+    if level == 1:   # the level-0 blocks are made from the source as they are consumed
+        parts = []
+        for child in children(job, level, grid):
             block, made = _source_block(job, child)
             written += made
-        else:
-            # a missing block below was skipped as all background: it reads as {0: 1} voxels
-            block = below.read_block(child)
-            if block is None:
-                block = LabelMultisetArray.full(below.block_shape(child), BACKGROUND)
+            parts.append((child, block))
+    else:
+        parts = [(child, _stored_block(job, level - 1, child)) for child in children(job, level, grid)]
+    return written + _write_block(job, level, grid, _downsampled(job, level, grid, parts, job.max_num_entries))
+
+
+def _stored_block(job, level, grid):
+    """Block ``grid`` of ``level`` as stored; a missing block was skipped as all background:
+    it reads as {0: 1} voxels."""
+    below = job.data(level)
+    block = below.read_block(grid)
+    return LabelMultisetArray.full(below.block_shape(grid), BACKGROUND) if block is None else block
+
+
+def _downsampled(job, level, grid, blocks, max_num_entries):
+    """Block ``grid`` of ``level`` from the ``(grid, block)`` blocks of the level below it is made from."""
+    factors = job.factors[level]
+    parts = []
+    for child, block in blocks:
         origin = tuple((c - g * f) * b // f for c, g, f, b in zip(child, grid, factors, job.block_size))
-        part = block.downsample(factors, job.max_num_entries, keep=job.keep, rule=job.rule, threads=1)
+        part = block.downsample(factors, max_num_entries, keep=job.keep, rule=job.rule, threads=1)
         parts.append((tuple(slice(o, o + n) for o, n in zip(origin, part.shape)), part))
-    return written + _write_block(job, level, grid, assemble(data.block_shape(grid), parts))
+    return assemble(job.data(level).block_shape(grid), parts)
+
+
+def rebuild_block(job: PyramidJob, level: int, grid: Sequence[int], max_num_entries: int) -> tuple[np.ndarray, bool]:
+    """Make block ``grid`` of ``level`` (>= 1) again from the blocks of the level below as they
+    are stored, cut to ``max_num_entries``, and write it with its unique-labels block (a block
+    of all background is removed, unless the job writes such blocks). Returns ``(the block's
+    distinct ids, whether a block is stored)``."""
+    grid = tuple(int(g) for g in grid)
+    below = [(child, _stored_block(job, level - 1, child)) for child in children(job, level, grid)]
+    block = _downsampled(job, level, grid, below, max_num_entries)
+    stored = bool(_write_block(job, level, grid, block))
+    return (np.unique(block.ids) if stored else np.zeros(0, np.uint64)), stored
+
+
+def write_block(job: PyramidJob, level: int, grid: Sequence[int], block: LabelMultisetArray) -> bool:
+    """Write ``block`` at ``grid`` of ``level`` with its unique-labels block, as the converter
+    does (see ``_write_block``); returns whether a block is stored."""
+    return bool(_write_block(job, level, tuple(int(g) for g in grid), block))

@@ -1,0 +1,484 @@
+"""Commit painted labels into a Paintera label source, as Paintera's ``CommitCanvasN5`` does.
+
+Given labels for a box of s0 (the *edit*, placed at ``offset``), :func:`commit`
+
+1. rewrites the s0 blocks the box touches: each painted voxel becomes the singleton
+   ``{label: 1}`` (INVALID, Paintera's "not painted", and an optional ``ignore``
+   value keep the voxel as it was, lists and all);
+2. for each lower level, downsamples again only the blocks whose windows cover a
+   changed block of the level above, with that level's factors and
+   ``maxNumEntries`` and the source's rule (the converter's code: see
+   :func:`~n5mscodecs.paintera.pyramid.rebuild_block`);
+3. rewrites the ``unique-labels`` block beside each rewritten block and patches the
+   label-to-block lookup of each level for exactly the ids that entered or left a
+   block (:func:`~n5mscodecs.paintera.lookup.patch_label_to_block_mapping`);
+4. raises ``maxId`` when a painted id is above it.
+
+A block that becomes all background is removed, as the converter skips such blocks.
+The result equals what a from-scratch conversion of the edited s0 labels writes with
+the same options. Plain uint64 levels are supported too (their lower levels hold the
+argmax of the same downsampling).
+
+The writer lock is held throughout; before the first byte changes the source's
+attributes record the commit (``n5mscodecs:commit``) and every dataset it will change
+carries the incomplete marker, so readers refuse the source until it is done. An
+interrupted commit is finished by running the same commit again (a different one is
+refused until then); that run rebuilds the lookups of every level from the
+unique-labels blocks, since the interrupted run may have rewritten some of them.
+
+>>> import tempfile, numpy as np
+>>> from n5mscodecs import paintera
+>>> target = tempfile.mkdtemp() + "/p.n5/labels"
+>>> _ = paintera.convert(np.ones((8, 8, 8), np.uint64), target, block_size=4, factors=[2])
+>>> summary = commit(target, np.full((2, 2, 2), 7, np.uint64), (1, 1, 1))
+>>> summary.blocks_written, summary.max_id
+([1, 1], 7)
+>>> paintera.read_label_to_block_mapping(target, 0)[7]
+[((0, 0, 0), (3, 3, 3))]
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import n5
+from ..errors import ConfigurationError, IncompleteError
+from ..multiset import BACKGROUND, INVALID, MAX_ID, LabelMultisetArray
+from ..multiset.array import RESERVED_RULES
+from ..multiset.rules import check_rule
+from ..n5 import storage
+from ..n5.metadata import max_id
+from ..n5.store import open_store
+from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
+from .convert import CONVERSION_KEY
+from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping, write_label_to_block_mapping
+from .pyramid import PyramidJob, children, rebuild_block, write_block
+from .sources import LabelSource, open_label_source
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from ..multiset.array import ReservedRule, Rule
+    from ..n5.storage import PathLike
+    from ..n5.store import Store
+
+COMMIT_KEY = "n5mscodecs:commit"
+COMMIT_HINT = "run the same commit again to finish it"
+_DEFAULT_LOOKUP_BLOCK_SIZE = 10000
+
+
+@dataclass
+class CommitSummary:
+    """What :func:`commit` did (per-level lists start at s0)."""
+
+    source: str
+    offset: tuple[int, ...]          # N5 order
+    shape: tuple[int, ...]           # the edit's, N5 order
+    voxels_painted: int              # voxels the edit set (not INVALID, not ``ignore``)
+    blocks_read: list[int]           # per level: blocks read (the level's own and those below)
+    blocks_written: list[int]        # per level: blocks rewritten or removed
+    lookup_files: list[int]          # per level: label-to-block-mapping files rewritten
+    max_id: int
+    seconds: float
+    finished_interrupted: bool = False   # this run finished an interrupted commit
+
+
+def _level_factors(store: Store, n_levels: int, ndim: int) -> list[tuple[int, ...]]:
+    """Per level, its factors relative to the level below (level 0: ones), from the levels'
+    cumulative ``downsamplingFactors`` (``2**k`` for ``sk`` without them)."""
+    cumulative = []
+    for level in range(n_levels):
+        value = store.get_attributes(f"data/s{level}").get("downsamplingFactors", [2.0 ** level] * ndim)
+        try:
+            factors = tuple(float(f) for f in value)
+        except (TypeError, ValueError):
+            factors = ()
+        if len(factors) != ndim:
+            raise ConfigurationError(f"data/s{level}: downsamplingFactors must be {ndim} numbers, got {value!r}")
+        cumulative.append(factors)
+    relative = [(1,) * ndim]
+    for level in range(1, n_levels):
+        step = [f / b for f, b in zip(cumulative[level], cumulative[level - 1])]
+        if any(s < 1 or s != int(s) for s in step):
+            raise ConfigurationError(f"data/s{level}: downsamplingFactors {list(cumulative[level])} are no integer "
+                                     f"multiple of s{level - 1}'s {list(cumulative[level - 1])}")
+        relative.append(tuple(int(s) for s in step))
+    return relative
+
+
+def _levels(store: Store) -> int:
+    n = 0
+    while store.exists(f"data/s{n}/{storage.ATTRIBUTES}"):
+        n += 1
+    return n
+
+
+@dataclass
+class _Source:
+    """What a commit needs to know of the label source, read before anything is written."""
+
+    job: PyramidJob
+    datasets: list[Any]              # data/sK as stored
+    max_num_entries: list[int]       # per level
+    lookup_block_size: int
+    lookup_compression: dict[str, Any]
+    plain: bool                      # uint64 levels instead of label multisets
+
+
+def _open_source(store: Store, rule: Rule | None) -> _Source:
+    name = store.display()
+    attributes = store.get_attributes()
+    paintera = attributes.get("painteraData")
+    if not (isinstance(paintera, dict) and paintera.get("type") == "label"):
+        raise ConfigurationError(f"{name}: not a Paintera label source (no painteraData of type label)")
+    state = attributes.get(CONVERSION_KEY)
+    if isinstance(state, dict) and not state.get("complete", True):
+        raise IncompleteError(f"{name}: an interrupted n5ms convert target, INCOMPLETE: finish the conversion first")
+    n_levels = _levels(store)
+    if not n_levels:
+        raise ConfigurationError(f"{name}: a Paintera label source without data/s0 .. sN levels")
+    parameters = state.get("parameters", {}) if isinstance(state, dict) else {}
+    parameters = parameters if isinstance(parameters, dict) else {}
+    datasets = []
+    for level in range(n_levels):
+        key = f"data/s{level}"
+        document = store.get_attributes(key)
+        kind = n5.LabelMultisetDataset if document.get("isLabelMultiset") else n5.ArrayDataset
+        datasets.append(kind(store.url(key), document, store=store.child(key)))
+        if not store.exists(f"unique-labels/s{level}/{storage.ATTRIBUTES}"):
+            raise ConfigurationError(f"{name}: unique-labels/s{level} is missing (Paintera's label sources have it)")
+    first = datasets[0]
+    plain = isinstance(first, n5.ArrayDataset)
+    if any(isinstance(d, n5.ArrayDataset) != plain for d in datasets):
+        raise ConfigurationError(f"{name}: its levels mix label multisets and plain integers")
+    if plain and first.dtype.kind not in "iu":
+        raise ConfigurationError(f"{name}: data/s0 holds {first.dtype}, not integer labels")
+    for level, dataset in enumerate(datasets):
+        if dataset.chunks != first.chunks:
+            raise ConfigurationError(f"{name}: data/s{level} has blockSize {list(dataset.chunks)}, s0 "
+                                     f"{list(first.chunks)}: commits need one block size for every level")
+    ndim = first.ndim
+    factors = _level_factors(store, n_levels, ndim)
+    for level, step in enumerate(factors):
+        if any(b % f for b, f in zip(first.chunks, step)):
+            raise ConfigurationError(f"data/s{level}: factors {step} do not divide the block size {first.chunks}")
+    rule = rule or parameters.get("rule") or "java"   # Paintera's own sources were written by Java
+    check_rule(rule)
+    keep: Any = parameters.get("keep") if rule == "spec" else None
+    source = LabelSource("n5", first.path, first.shape, "uint64")
+    job = PyramidJob(store, source, first.chunks, tuple(factors), dict(first.attributes.get("compression") or
+                     {"type": "raw"}), -1, keep, rule, bool(parameters.get("writeBackgroundBlocks", False)))
+    for level, dataset in enumerate(datasets):
+        if job.level_shape(level) != dataset.shape:
+            raise ConfigurationError(f"data/s{level}: dimensions {list(dataset.shape)}, but s0's "
+                                     f"{list(first.shape)} downsampled by {list(factors[level])} give "
+                                     f"{list(job.level_shape(level))}")
+        job._datasets[("data", level)] = dataset
+        key = f"unique-labels/s{level}"
+        job._datasets[("unique-labels", level)] = n5.ArrayDataset(store.url(key), store.get_attributes(key),
+                                                                  store=store.child(key))
+    entries = [int(d.attributes.get("maxNumEntries", parameters.get("maxNumEntries", -1)) or -1) if level else -1
+               for level, d in enumerate(datasets)]
+    lookup = store.get_attributes("label-to-block-mapping/s0")
+    lookup_block_size = int((lookup.get("blockSize") or [parameters.get("lookupBlockSize",
+                                                                        _DEFAULT_LOOKUP_BLOCK_SIZE)])[0])
+    compression = lookup.get("compression") or job.compression
+    return _Source(job, datasets, entries, lookup_block_size, compression, plain)
+
+
+def _edit_values(labels: np.ndarray, ignore: int | None, reserved: ReservedRule, name: str):
+    """``(painted mask, uint64 labels)`` of an edit region: INVALID and ``ignore`` are not painted;
+    painted negative or reserved labels are refused unless ``reserved="accept"``."""
+    if labels.dtype.kind not in "iu":
+        raise ConfigurationError(f"{name}: integer labels required, got dtype {labels.dtype}")
+    values = labels.astype(np.int64 if labels.dtype.kind == "i" else np.uint64, copy=False)
+    if values.dtype == np.int64:
+        values = values.view(np.uint64)   # two's complement: -2 is INVALID
+    painted = values != np.uint64(INVALID)
+    if ignore is not None:
+        painted &= values != np.uint64(ignore)
+    if reserved != "accept" and painted.any():
+        chosen = values[painted]
+        if labels.dtype.kind == "i" and (labels[painted] < 0).any():
+            raise ConfigurationError(f"{name}: {int((labels[painted] < 0).sum())} painted voxels hold a negative "
+                                     "label (only -2, INVALID, means not painted); pass reserved='accept' to "
+                                     "write them as two's-complement ids")
+        if (chosen > np.uint64(MAX_ID)).any():
+            raise ConfigurationError(f"{name}: {int((chosen > np.uint64(MAX_ID)).sum())} painted voxels hold a "
+                                     "reserved label above MAX_ID (INVALID means not painted); pass "
+                                     "reserved='accept' to write them")
+    return painted, values
+
+
+def _edited_block(dataset, grid, region, edit: LabelSource, offset, ignore, reserved, plain):
+    """``(new block, old block or None)`` of s0 block ``grid`` with the edit's voxels in it, or
+    None when the edit paints none of its voxels."""
+    block_region = dataset.block_region(grid)
+    inside = tuple(slice(max(b.start, r.start), min(b.stop, r.stop)) for b, r in zip(block_region, region))
+    edit_part = edit.read(tuple(slice(s.start - o, s.stop - o) for s, o in zip(inside, offset)))
+    painted, values = _edit_values(np.asarray(edit_part), ignore, reserved, f"edit {edit.path or 'array'}")
+    if not painted.any():
+        return None
+    local = tuple(slice(s.start - b.start, s.stop - b.start) for s, b in zip(inside, block_region))
+    old = dataset.read_block(grid)
+    shape = dataset.block_shape(grid)
+    if plain:
+        labels = np.zeros(shape, dataset.dtype) if old is None else np.array(old, copy=True)
+        labels[local][painted] = values[painted].astype(dataset.dtype)
+        return labels, old
+    if old is None:
+        old_block = LabelMultisetArray.full(shape, BACKGROUND)
+    else:
+        old_block = old
+    singletons = bool(np.all(old_block.list_lengths == 1)) and bool(np.all(old_block.counts == 1))
+    if singletons:   # a converted s0 (one {label: 1} per voxel): made again as the converter makes it
+        labels = old_block.argmax()
+        labels[local][painted] = values[painted]
+        return LabelMultisetArray.from_labels(labels, reserved="accept"), old
+    # other lists (a source Paintera wrote from multisets) are kept where nothing is painted
+    painted_labels = LabelMultisetArray.from_labels(values[painted], reserved="accept")
+    index = np.array(old_block.index, np.int64)
+    index[local][painted] = painted_labels.index.astype(np.int64) + old_block.n_lists
+    offsets = np.concatenate([old_block.list_offsets, painted_labels.list_offsets[1:] + old_block.ids.size])
+    merged = LabelMultisetArray(index, offsets, np.concatenate([old_block.ids, painted_labels.ids]),
+                                np.concatenate([old_block.counts, painted_labels.counts]))
+    return merged.compact(), old
+
+
+def _unique(block) -> np.ndarray:
+    if block is None:
+        return np.zeros(0, np.uint64)
+    if isinstance(block, LabelMultisetArray):
+        return np.unique(block.ids)
+    return np.unique(np.asarray(block, np.uint64))
+
+
+def _old_ids(job, level, grid):
+    """The ids the unique-labels block of ``grid`` lists now (none when it is missing)."""
+    stored = job.unique_labels(level).read_block(grid)
+    return np.zeros(0, np.uint64) if stored is None else np.asarray(stored, np.uint64)
+
+
+def _write_plain(job, level, grid, labels):
+    data, unique_labels = job.data(level), job.unique_labels(level)
+    unique_labels.write_varlength_block(grid, np.unique(np.asarray(labels, np.uint64)))
+    data.write_block(grid, labels)
+    return np.unique(np.asarray(labels, np.uint64))
+
+
+def _rebuild_plain(job, level, grid, max_num_entries):
+    """A plain level's block again: the argmax of the converter's downsampling of the level below."""
+    below = job.data(level - 1)
+    factors = job.factors[level]
+    shape = job.data(level).block_shape(grid)
+    labels = np.zeros(shape, job.data(level).dtype)
+    for child in children(job, level, grid):
+        stored = below.read_block(child)
+        values = np.zeros(below.block_shape(child), np.uint64) if stored is None else np.asarray(stored, np.uint64)
+        part = LabelMultisetArray.from_labels(values, reserved="accept").downsample(
+            factors, max_num_entries, keep=job.keep, rule=job.rule, threads=1).argmax(rule=job.rule)
+        origin = tuple((c - g * f) * b // f for c, g, f, b in zip(child, grid, factors, job.block_size))
+        labels[tuple(slice(o, o + n) for o, n in zip(origin, part.shape))] = part
+    return _write_plain(job, level, grid, labels)
+
+
+def commit(
+    source: PathLike,
+    edit: LabelSource | np.ndarray | PathLike,
+    offset: Sequence[int],
+    *,
+    dataset: str | None = None,
+    level: int = 0,
+    ignore: int | None = None,
+    rule: Rule | None = None,
+    reserved: ReservedRule = "reject",
+    threads: int | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> CommitSummary:
+    """Write labels into a region of a Paintera label source, every level kept consistent.
+
+    Parameters
+    ----------
+    source : path
+        The Paintera label source (``painteraData`` of type label, ``data/s0..sN``,
+        ``unique-labels``, ``label-to-block-mapping``), local or a URL.
+    edit : ndarray, path or LabelSource
+        The labels of the edited box, read as :func:`~n5mscodecs.paintera.convert` reads a
+        source (an ndarray in N5 order, an N5 dataset, zarr array, OME-Zarr image, ``.npy``
+        or TIFF file; ``dataset`` and ``level`` as there). INVALID (``2**64 - 2``, or -2
+        in a signed edit) leaves a voxel as it is.
+    offset : sequence of int
+        The voxel position of the edit's corner in s0 (N5 order); the edit must lie inside s0.
+    ignore : int, optional
+        One more value that leaves a voxel as it is (e.g. 0 for "only paint the labels").
+    rule : {"spec", "java"}, optional
+        The downsampling rule of the lower levels; default: the one the source was converted
+        with, else ``"java"`` (what Paintera and its conversion helper write).
+    reserved : {"reject", "accept"}
+        Painted negative or reserved labels are refused by default, before anything is written.
+    threads : int, optional
+        Worker threads (default: every core).
+    storage_options : dict, optional
+        fsspec's options for URLs (source and edit).
+
+    Returns
+    -------
+    CommitSummary
+    """
+    started = time.perf_counter()
+    if reserved not in RESERVED_RULES:
+        raise ConfigurationError(f"reserved must be one of {RESERVED_RULES}, got {reserved!r}")
+    if ignore is not None and not 0 <= int(ignore) < 2**64:
+        raise ConfigurationError(f"ignore: an id in [0, 2**64) required, got {ignore!r}")
+    target = os.fspath(source)
+    store = open_store(target, storage_options, boundary=storage.confinement_root(target))
+    if not store.exists():
+        raise FileNotFoundError(f"source {store.display()} does not exist")
+    edit_source = open_label_source(edit, dataset, storage_options=storage_options, level=level)
+    storage.refuse_overlap(target, edit_source.path)
+    opened = _open_source(store, rule)
+    job, s0 = opened.job, opened.datasets[0]
+    try:
+        offset = tuple(int(o) for o in offset)
+    except (TypeError, ValueError):
+        raise ConfigurationError(f"offset: {s0.ndim} integers required, got {offset!r}") from None
+    if len(offset) != s0.ndim or len(edit_source.shape) != s0.ndim:
+        raise ConfigurationError(f"offset/edit: {s0.ndim} axes required (the source's), got offset {list(offset)} "
+                                 f"and an edit of shape {list(edit_source.shape)}")
+    if any(o < 0 or o + n > d for o, n, d in zip(offset, edit_source.shape, s0.shape)):
+        raise ConfigurationError(f"offset: an edit of shape {list(edit_source.shape)} at {list(offset)} does not lie "
+                                 f"inside s0 (dimensions {list(s0.shape)})")
+    region = tuple(slice(o, o + n) for o, n in zip(offset, edit_source.shape))
+    first = tuple(r.start // b for r, b in zip(region, s0.chunks))
+    last = tuple(-(-r.stop // b) for r, b in zip(region, s0.chunks))
+    touched = [tuple(f + g for f, g in zip(first, position))
+               for position in np.ndindex(*[max(0, b - a) for a, b in zip(first, last)])]
+    # every painted value is checked before the first write (the edit is read twice: it is small)
+    painted_total = 0
+    for grid in touched:
+        block_region = s0.block_region(grid)
+        inside = tuple(slice(max(b.start, r.start), min(b.stop, r.stop)) for b, r in zip(block_region, region))
+        part = np.asarray(edit_source.read(tuple(slice(s.start - o, s.stop - o) for s, o in zip(inside, offset))))
+        painted_total += int(_edit_values(part, ignore, reserved, f"edit {edit_source.path or 'array'}")[0].sum())
+    parameters = {"edit": edit_source.description(), "offset": list(offset),
+                  "ignore": None if ignore is None else int(ignore), "rule": job.rule}
+    n_levels = job.n_levels
+    blocks_read, blocks_written, lookup_files = [0] * n_levels, [0] * n_levels, [0] * n_levels
+    with WriterLock(store), ThreadPoolExecutor(max_workers=store.request_threads(threads)) as pool:
+        state = store.get_attributes().get(COMMIT_KEY)
+        recovering = isinstance(state, dict)
+        if isinstance(state, dict) and state.get("parameters") != parameters:
+            raise IncompleteError(f"{store.display()}: an interrupted commit of {state.get('parameters')} is not "
+                                  f"finished: {COMMIT_HINT} before another")
+        _mark(store, opened, parameters)
+        # s0: the painted voxels
+        changed: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+
+        def edit_block(grid):
+            old_ids = _old_ids(job, 0, grid)
+            made = _edited_block(s0, grid, region, edit_source, offset, ignore, reserved, opened.plain)
+            if made is None:
+                return grid, None
+            block, _ = made
+            if opened.plain:
+                return grid, (old_ids, _write_plain(job, 0, grid, block))
+            stored = write_block(job, 0, grid, block)
+            return grid, (old_ids, _unique(block) if stored else np.zeros(0, np.uint64))
+
+        for grid, result in pool.map(edit_block, touched):
+            blocks_read[0] += 1
+            if result is not None:
+                changed[grid] = result
+        blocks_written[0] = len(changed)
+        level_changes = [changed]
+        for lower in range(1, n_levels):
+            factors = job.factors[lower]
+            parents = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in level_changes[-1]})
+
+            def rebuild(grid, lower=lower):
+                old_ids = _old_ids(job, lower, grid)
+                if opened.plain:
+                    return grid, (old_ids, _rebuild_plain(job, lower, grid, opened.max_num_entries[lower]))
+                ids, _ = rebuild_block(job, lower, grid, opened.max_num_entries[lower])
+                return grid, (old_ids, ids)
+
+            level_changed = dict(pool.map(rebuild, parents))
+            blocks_read[lower] = sum(len(children(job, lower, grid)) for grid in parents)
+            blocks_written[lower] = len(level_changed)
+            level_changes.append(level_changed)
+        # the lookup: patched for the ids that entered or left a block, or (finishing an
+        # interrupted commit, whose unique-labels may be new already) made again
+        for lvl, level_changed in enumerate(level_changes):
+            if recovering:
+                lookup_files[lvl] = write_label_to_block_mapping(store, lvl, opened.lookup_block_size,
+                                                                 opened.lookup_compression, threads)
+                continue
+            changes: dict[int, tuple[set, set]] = {}
+            for grid, (old_ids, new_ids) in level_changed.items():
+                for label in np.setdiff1d(old_ids, new_ids).tolist():
+                    changes.setdefault(int(label), (set(), set()))[0].add(grid)
+                for label in np.setdiff1d(new_ids, old_ids).tolist():
+                    changes.setdefault(int(label), (set(), set()))[1].add(grid)
+            lookup_files[lvl] = patch_label_to_block_mapping(store, lvl, changes, job.unique_labels(lvl),
+                                                             opened.lookup_block_size, opened.lookup_compression)
+        max_id = _raise_max_id(store, level_changes[0], job.rule)
+        _unmark(store, opened)
+    return CommitSummary(store.location, offset, tuple(edit_source.shape), painted_total, blocks_read,
+                         blocks_written, lookup_files, max_id, time.perf_counter() - started, recovering)
+
+
+def _raise_max_id(store, changed, rule):
+    """``maxId`` raised to the largest id the commit wrote, when that is above it (as Paintera's
+    id service never hands out an id twice, ``maxId`` is never lowered)."""
+    attributes = store.get_attributes()
+    current = attributes.get("maxId")
+    written = [new for _, new in changed.values() if new.size]
+    current = int(current) if isinstance(current, int) else None
+    if not written:
+        return current if current is not None else 0
+    ids = np.concatenate(written)
+    candidate = max_id(ids, rule)
+    if current is None or candidate > current:
+        store.set_attributes("", {**attributes, "maxId": int(candidate)})
+        return int(candidate)
+    return current
+
+
+def _datasets_changed(opened: _Source):
+    n_levels = opened.job.n_levels
+    return ([f"data/s{k}" for k in range(n_levels)] + [f"unique-labels/s{k}" for k in range(n_levels)]
+            + [f"label-to-block-mapping/s{k}" for k in range(n_levels)])
+
+
+def _mark(store, opened, parameters):
+    """The commit recorded in the source's attributes, then every dataset it changes marked
+    incomplete, before the first block changes."""
+    attributes = store.get_attributes()
+    attributes[COMMIT_KEY] = {"complete": False, "parameters": parameters}
+    attributes.setdefault("labelBlockLookup", LABEL_BLOCK_LOOKUP)
+    store.set_attributes("", attributes)
+    marker = incomplete_marker("n5ms commit", COMMIT_HINT)
+    for key in _datasets_changed(opened):
+        document = store.get_attributes(key)
+        if document and INCOMPLETE_KEY not in document:
+            write_marked(store.child(key), document, marker)
+
+
+def _unmark(store, opened):
+    """The datasets' marks removed, the source's record of the commit last."""
+    for key in _datasets_changed(opened):
+        if store.exists(f"{key}/{storage.ATTRIBUTES}"):
+            mark_complete(store.child(key))
+    attributes = store.get_attributes()
+    attributes.pop(COMMIT_KEY, None)
+    store.set_attributes("", attributes)
+
+
+__all__ = ["COMMIT_KEY", "CommitSummary", "commit"]
