@@ -257,3 +257,25 @@ def test_mode_0_boundary_blocks_read_as_java_reads_them(java, tmp_path):
     from n5mscodecs.zarr import open_labels
 
     assert np.array_equal(np.asarray(open_labels(str(root), "labels/s0")[...]), labels)   # N5 order
+
+
+def test_commit_lower_levels_equal_java_downsampling_of_the_edited_level_above(java, tmp_path):
+    """After commits into a source converted with Java's rule, every lower level holds what
+    label-utilities-spark's downsampler writes from the (edited) level above."""
+    from n5mscodecs.paintera import commit
+
+    rng = np.random.default_rng(42)
+    labels = rng.integers(0, 9, (40, 24, 16)).astype(np.uint64)
+    labels[:16, :8] = 0
+    target = tmp_path / "c.n5" / "labels"
+    convert(labels, target, block_size=8, factors=[2, (2, 2, 1)], max_num_entries=3, rule="java", compression="raw")
+    commit(target, np.full((10, 9, 5), 2**63 + 5, np.uint64), (3, 2, 1))
+    commit(target, np.zeros((8, 8, 8), np.uint64), (16, 8, 8))   # blocks made background
+    edit = rng.integers(1, 30, (7, 7, 7)).astype(np.uint64)
+    edit[edit % 3 == 0] = INVALID
+    commit(target, edit, (33, 17, 9))                             # the boundary corner
+    for level, factors in ((1, (2, 2, 2)), (2, (2, 2, 1))):
+        java.downsample(tmp_path / "c.n5", f"labels/data/s{level - 1}", f"java/s{level}", factors, 3)
+        theirs = n5.open(tmp_path / "c.n5" / "java" / f"s{level}").read()
+        ours = n5.open(target / "data" / f"s{level}").read()
+        assert_same_voxel_lists(ours, _csr(theirs))

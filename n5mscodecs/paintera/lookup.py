@@ -108,7 +108,8 @@ def patch_label_to_block_mapping(
     ``changes`` maps an id to ``(grid positions it left, grid positions it entered)``.
     Only the files holding those ids are read and rewritten (a file left without ids is
     removed), each as :func:`label_to_block_mapping_blocks` would write it from scratch:
-    ids ascending, each id's blocks in grid order. Returns the number of files touched."""
+    ids ascending, each id's blocks in grid order; the entries of other ids are kept as
+    bytes. Returns the number of files touched."""
     mapping = _mapping_dataset(store, level, lookup_block_size, compression)
     ndim = unique_labels.ndim
     block = np.array(unique_labels.chunks, np.int64)
@@ -119,25 +120,45 @@ def patch_label_to_block_mapping(
             by_file.setdefault(label // lookup_block_size, []).append(label)
     for number, labels in by_file.items():
         body = mapping.read_block((number,))
-        entries = {} if body is None else parse_mapping_file(body.tobytes(), ndim, mapping.block_name((number,)))
+        entries = {} if body is None else _mapping_entries(body.tobytes(), ndim, mapping.block_name((number,)))
         for label in labels:
             left, entered = changes[label]
-            grids = {tuple(int(m) // int(b) for m, b in zip(minimum, block)) for minimum, _ in entries.get(label, [])}
+            entry = entries.pop(label, None)
+            grids = set()
+            if entry is not None:
+                minima = np.frombuffer(entry, ">i8", offset=12).reshape(-1, 2 * ndim)[:, :ndim]
+                grids = {tuple(row) for row in (minima // block).tolist()}
             grids = (grids - set(left)) | set(entered)
-            entries.pop(label, None)
             if grids:
                 minima = np.array(sorted(grids), np.int64).reshape(-1, ndim) * block
                 maxima = np.minimum(minima + block, shape) - 1
-                entries[label] = [(tuple(lo), tuple(hi)) for lo, hi in zip(minima.tolist(), maxima.tolist())]
+                intervals = np.concatenate([minima, maxima], axis=1).astype(">i8")
+                entries[label] = struct.pack(">qi", label, len(intervals)) + intervals.tobytes()
         if not entries:
             mapping.store.delete(mapping.block_key((number,)))
             continue
-        parts = []
-        for label in sorted(entries):
-            intervals = np.array([[*lo, *hi] for lo, hi in entries[label]], ">i8")
-            parts.append(struct.pack(">qi", label, len(intervals)) + intervals.tobytes())
-        mapping.write_varlength_block((number,), np.frombuffer(b"".join(parts), np.int8), dims=(lookup_block_size,))
+        body = b"".join(entries[label] for label in sorted(entries))
+        mapping.write_varlength_block((number,), np.frombuffer(body, np.int8), dims=(lookup_block_size,))
     return len(by_file)
+
+
+def _mapping_entries(body: bytes, ndim: int, name: str) -> dict[int, bytes]:
+    """``{id: the entry's bytes}`` of one label-to-block-mapping file, checked as
+    :func:`parse_mapping_file` checks it, without decoding the intervals."""
+    entries, position, interval = {}, 0, 16 * ndim
+    while position < len(body):
+        if len(body) - position < 12:
+            raise LookupFormatError(f"{name}: id and count at byte {position} need 12 bytes, "
+                                    f"{len(body) - position} left")
+        label, n = struct.unpack_from(">qi", body, position)
+        end = position + 12 + n * interval
+        if n < 0 or end > len(body):
+            raise LookupFormatError(f"{name}: id {label} at byte {position}: count {n} of "
+                                    f"{interval}-byte intervals does not fit the {len(body) - position - 12} "
+                                    "bytes left")
+        entries[label] = body[position:end]
+        position = end
+    return entries
 
 
 def read_label_to_block_mapping(
