@@ -274,6 +274,14 @@ def test_commit_lower_levels_equal_java_downsampling_of_the_edited_level_above(j
     edit = rng.integers(1, 30, (7, 7, 7)).astype(np.uint64)
     edit[edit % 3 == 0] = INVALID
     commit(target, edit, (33, 17, 9))                             # the boundary corner
+    expected = labels.copy()
+    expected[3:13, 2:11, 1:6] = 2**63 + 5
+    expected[16:24, 8:16, 8:16] = 0
+    region = expected[33:40, 17:24, 9:16]
+    region[edit != INVALID] = edit[edit != INVALID]
+    argmax, lists, _ = java.read(tmp_path / "c.n5", "labels/data/s0")   # Java reads the committed s0
+    assert np.array_equal(argmax, expected)
+    assert_same_voxel_lists(n5.open(target / "data" / "s0").read(), lists)
     for level, factors in ((1, (2, 2, 2)), (2, (2, 2, 1))):
         java.downsample(tmp_path / "c.n5", f"labels/data/s{level - 1}", f"java/s{level}", factors, 3)
         theirs = n5.open(tmp_path / "c.n5" / "java" / f"s{level}").read()
