@@ -315,6 +315,11 @@ class LabelMultisetDataset(_Dataset):
     - ``multisets="labels"``: the argmax labels, uint64 (``dtype`` uint64), decoded
       straight from the blocks (``rule="java"``: the labels Paintera shows, see
       :func:`~n5mscodecs.payload.decode_payload`); read-only.
+
+    Both views give what is stored: fragments. The labels Paintera shows (segments: the
+    source's fragment-segment-assignment applied, see :mod:`n5mscodecs.paintera.assignment`)
+    come from :meth:`to_dask`, :func:`~n5mscodecs.paintera.open_pyramid` and
+    :func:`~n5mscodecs.zarr.open_labels`, or ``paintera.read_assignment(path)(ds.read_labels())``.
     """
 
     def __init__(self, path: PathLike, attributes: Mapping[str, Any] | DatasetMetadata, *,
@@ -427,7 +432,8 @@ class LabelMultisetDataset(_Dataset):
 
     def read_labels(self, key: Selection = (), threads: int | None = None,
                     rule: Rule = "spec") -> np.ndarray | np.uint64:
-        """The argmax labels (uint64) of a basic selection: ``labels_view(rule).read(key)``.
+        """The argmax labels (uint64) of a basic selection: ``labels_view(rule).read(key)``; the
+        stored fragments (no fragment-segment-assignment applied: see the class notes).
 
         >>> import tempfile
         >>> from n5mscodecs import n5

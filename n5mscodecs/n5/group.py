@@ -324,7 +324,11 @@ def open(path: PathLike, mode: str = "r", *,  # noqa: A001 - mirrors zarr.open /
         The label missing blocks of a label multiset dataset read as (``{fill_label: 1}``).
     multisets : {"elements", "labels"}
         The view of label multiset datasets: multisets (:class:`~n5mscodecs.LabelMultisetArray`)
-        or their uint64 argmax labels (read-only), as :class:`~n5mscodecs.zarr.N5Store`.
+        or their uint64 argmax labels (read-only). Both hold what is stored: fragments. Unlike
+        :class:`~n5mscodecs.zarr.N5Store`'s labels view, a Paintera fragment-segment-assignment is
+        not applied here (this is the low-level API, like h5py); for segments, what Paintera shows, use
+        :func:`~n5mscodecs.paintera.open_pyramid`, :func:`~n5mscodecs.zarr.open_labels` or the
+        dataset's ``to_dask()``, which apply it by default.
     rule : {"spec", "java"}
         The argmax of the labels view (``java``: the labels Paintera shows).
     storage_options : Mapping, optional

@@ -19,6 +19,16 @@ Wraps any zarr store holding an N5 container (``attributes.json`` files):
   ``zarr.json`` of the ``label_multiset`` data type gets the codecs' labels
   view (:func:`~n5mscodecs.zarr.labels_view_metadata`). Writes
   raise :class:`~n5mscodecs.errors.ReadOnlyError`.
+- The labels view gives segments: each dataset's Paintera fragment-segment-assignment
+  (:mod:`n5mscodecs.paintera.assignment`: ``SOURCE/fragment-segment-assignment`` for a
+  label source, its ``data`` group and its levels ``data/sK``, or the sibling
+  ``X.fragment-segment-assignment``) is found once per dataset, the first time one of
+  its chunks is read, and applied to the chunks served (label multiset datasets and
+  plain ``uint64`` ones), as Paintera shows them. ``assignment=None`` gives the stored
+  fragments, a mapping replaces the stored lookups, ``additional_assignment=`` sets
+  pairs over them. Finding it needs the container's location: a zarr ``LocalStore`` or
+  ``FsspecStore`` has one, :func:`~n5mscodecs.zarr.open_n5_store` and :func:`~n5mscodecs.zarr.open_labels`
+  pass theirs.
 - Boundary blocks: reads of blocks whose header overstates the cropped grid
   (label-utilities-spark) or holds a padded payload are served truncated, the
   way Java writes them; writes of boundary chunks are truncated to the grid so
@@ -31,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -63,9 +74,82 @@ if TYPE_CHECKING:
     from zarr import Array
 
     from ..n5.storage import PathLike
+    from ..n5.store import Store as N5LocationStore
+    from ..paintera.assignment import FragmentSegmentAssignment
 
 
 _NOT_A_DATASET = object()  # attributes without dimensions: a group
+_U64 = np.dtype(np.uint64)
+
+
+def _wrapped_location(store: ZarrStore) -> tuple[str, Mapping[str, Any] | None] | None:
+    """``(location, storage_options)`` of the root of a zarr ``LocalStore`` or ``FsspecStore``
+    (None for other stores, or a file system whose URL cannot be rebuilt)."""
+    from zarr.storage import FsspecStore, LocalStore
+
+    if isinstance(store, LocalStore):
+        return str(store.root), None
+    if isinstance(store, FsspecStore):
+        fs = getattr(store.fs, "sync_fs", store.fs)  # zarr wraps a synchronous file system
+        try:
+            location = fs.unstrip_protocol(store.path)
+        except Exception:
+            return None
+        options = {k: v for k, v in getattr(fs, "storage_options", {}).items() if k != "asynchronous"}
+        return location, options or None
+    return None
+
+
+class _Assignments:
+    """The fragment-segment-assignment of each dataset a labels view serves: a given lookup
+    resolved once, or (``"auto"``) each dataset's stored one found the first time it is
+    asked for and kept. Thread-safe; shared by the views :meth:`N5Store.with_read_only`
+    makes; pickles with what it found (a lock is made anew)."""
+
+    def __init__(self, assignment: Any, additional_assignment: Any,
+                 root: tuple[str, Mapping[str, Any] | None] | None) -> None:
+        from ..paintera.assignment import resolve_assignment
+
+        self.auto = assignment is True or (isinstance(assignment, str) and assignment == "auto")
+        self.additional_assignment = additional_assignment
+        self.root = root
+        self._found: dict[str, FragmentSegmentAssignment | None] = {}
+        self._lock = threading.Lock()
+        # a given lookup (or, for "auto", the additional pairs alone): checked and resolved here, once
+        self._given = resolve_assignment("", None if self.auto else assignment, additional_assignment)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def _store(self, prefix: str) -> N5LocationStore | None:
+        if self.root is None:
+            return None
+        from ..n5.store import open_store
+
+        location, storage_options = self.root
+        # a file:// URL as its path: what lies above a level is found by going up from it
+        root = open_store(storage.local_file(location) or location, storage_options)
+        return root.child(prefix) if prefix else root
+
+    def lookup(self, prefix: str) -> FragmentSegmentAssignment | None:
+        """The lookup for the dataset at ``prefix`` (None: its fragments as stored). Blocking
+        I/O the first time a dataset is asked for: call it off the event loop."""
+        if not self.auto:
+            return self._given
+        with self._lock:
+            if prefix not in self._found:
+                from ..paintera.assignment import resolve_assignment
+
+                store = self._store(prefix)
+                self._found[prefix] = (self._given if store is None else
+                                       resolve_assignment(store, "auto", self.additional_assignment))
+            return self._found[prefix]
 
 
 class N5Store(WrapperStore):
@@ -83,6 +167,20 @@ class N5Store(WrapperStore):
         ``label_multiset`` data type (read-write). ``"labels"``: the read-only
         uint64 labels view (each voxel's argmax label, decoded without element
         objects; see the module docs).
+    assignment : "auto", None, FragmentSegmentAssignment or mapping
+        The labels view only: ``"auto"`` (default) applies each dataset's stored Paintera
+        fragment-segment-assignment (segments, what Paintera shows; found once per dataset,
+        see the module docs); None serves the stored fragments; a
+        :class:`~n5mscodecs.paintera.FragmentSegmentAssignment` or ``{fragment: segment}``
+        mapping is applied to every dataset instead.
+    additional_assignment : mapping or pairs, optional
+        ``{fragment: segment}`` pairs set over the lookup (labels view only).
+    location : str or os.PathLike, optional
+        Where ``store``'s root is (a local path or URL), for finding the stored assignments;
+        default: the root of a zarr ``LocalStore`` or ``FsspecStore``. Without one,
+        ``"auto"`` finds none.
+    storage_options : Mapping, optional
+        fsspec's options for a ``location`` URL.
 
     Examples
     --------
@@ -96,18 +194,36 @@ class N5Store(WrapperStore):
     ('uint64', [[1, 2], [3, 3]])
     """
 
-    def __init__(self, store: ZarrStore, *, fill_label: int = BACKGROUND, multisets: str = "elements") -> None:
+    def __init__(self, store: ZarrStore, *, fill_label: int = BACKGROUND, multisets: str = "elements",
+                 assignment: Any = "auto", additional_assignment: Any = None,
+                 location: PathLike | None = None, storage_options: Mapping[str, Any] | None = None) -> None:
         if multisets not in ("elements", "labels"):
             raise ConfigurationError(f"multisets must be 'elements' or 'labels', got {multisets!r}")
+        auto_or_none = assignment is None or (isinstance(assignment, str) and assignment == "auto")
+        if multisets != "labels" and (not auto_or_none or additional_assignment):
+            raise ConfigurationError("assignment: a fragment-segment-assignment is applied by the labels view "
+                                     "only (multisets='labels'); the multisets hold fragments")
         super().__init__(store)
         self.fill_label = int(fill_label)
         self.multisets = multisets
         # attributes.json per prefix, read once: every chunk get/set asks which
         # dataset it belongs to. Writes through this store refresh their entry.
         self._datasets: dict[str, Any] = {}  # prefix: dataset, _NOT_A_DATASET, or None (no attributes)
+        self._assignments: _Assignments | None = None
+        if self.labels:
+            root = (str(location), storage_options) if location is not None else _wrapped_location(store)
+            self._assignments = _Assignments(assignment, additional_assignment, root)
 
     def _with_store(self, store):
-        return type(self)(store, fill_label=self.fill_label, multisets=self.multisets)
+        view = type(self)(store, fill_label=self.fill_label, multisets=self.multisets, assignment=None)
+        view._assignments = self._assignments  # the same lookups, found once
+        return view
+
+    def assignment(self, path: str = "") -> FragmentSegmentAssignment | None:
+        """The fragment-segment-assignment the labels view applies to the dataset at ``path``
+        (None: its stored fragments, also for the elements view). The first call for a
+        dataset finds it (blocking I/O); later ones, and chunk reads, reuse it."""
+        return None if self._assignments is None else self._assignments.lookup(path.strip("/"))
 
     def with_read_only(self, read_only: bool = False) -> N5Store:
         """The same view over the wrapped store opened read-only or not (zarr < 3.1.6 asks
@@ -167,7 +283,7 @@ class N5Store(WrapperStore):
         """(dataset, grid position) if ``key`` is a block of an N5 dataset. Each dataset's
         attributes are parsed once (the dataset object is kept until its attributes change)."""
         parts = key.split("/")
-        for n_grid in range(1, len(parts)):
+        for n_grid in range(1, len(parts) + 1):  # a dataset at the store root too (prefix "")
             grid = parts[-n_grid:]
             if not all(p.isdigit() for p in grid):
                 break
@@ -201,9 +317,14 @@ class N5Store(WrapperStore):
         if buffer is None or byte_range is not None:
             return buffer
         found = await self._dataset_of(key)
-        if found is None or isinstance(found[0], ArrayDataset):  # n5_default pads truncated blocks itself
+        if found is None:
             return buffer
         dataset, grid = found
+        if isinstance(dataset, ArrayDataset):  # n5_default pads truncated blocks itself
+            if self.labels and dataset.dtype == _U64:
+                data = await asyncio.to_thread(self._segments_block, dataset, grid, buffer)
+                return buffer if data is None else prototype.buffer.from_bytes(data)
+            return buffer
         if self.labels:
             chunk = await asyncio.to_thread(self._decode_labels, dataset, grid, buffer.as_numpy_array())
             return prototype.buffer.from_array_like(chunk.reshape(-1).view(np.uint8))
@@ -218,8 +339,26 @@ class N5Store(WrapperStore):
         return prototype.buffer.from_bytes(n5_varlen_encode(block, dataset.codec_chain, threads=1))
 
     def _decode_labels(self, dataset, grid, data):
+        lookup = self.assignment(dataset.path)
         labels = dataset.decode_named(dataset.decode_block, data, grid)  # the labels view
-        return full_chunk(labels, dataset.chunks, self.fill_label).astype("<u8", copy=False)
+        chunk = full_chunk(labels, dataset.chunks, self.fill_label)
+        if lookup is not None:  # (a missing chunk is zarr's fill_value, as the exports write it: not mapped)
+            chunk = lookup.apply(chunk, in_place=True)
+        return chunk.astype("<u8", copy=False)
+
+    def _segments_block(self, dataset, grid, buffer):
+        """The block of a plain uint64 dataset with the lookup applied, encoded again (None: serve
+        it as stored: no lookup, no id of the lookup in it, or a varlength block)."""
+        lookup = self.assignment(dataset.path)
+        if lookup is None:
+            return None
+        block = dataset.decode_named(dataset.decode_block, buffer.to_bytes(), grid)
+        if block.ndim != dataset.ndim:
+            return None
+        segments = lookup.apply(block)
+        if np.array_equal(segments, block):
+            return None
+        return n5_default_encode(segments, dataset.compressor, dtype=_U64)
 
     async def get_partial_values(self, prototype, key_ranges):
         return [await self.get(key, prototype, byte_range) for key, byte_range in key_ranges]
@@ -316,17 +455,23 @@ def _location_store(location, storage_options, read_only):
 
 
 def open_n5_store(location: PathLike, *, storage_options: Mapping[str, Any] | None = None, read_only: bool = False,
-                  fill_label: int = BACKGROUND, multisets: str = "elements") -> N5Store:
+                  fill_label: int = BACKGROUND, multisets: str = "elements", assignment: Any = "auto",
+                  additional_assignment: Any = None) -> N5Store:
     """An :class:`N5Store` over an N5 container at a local path (zarr's ``LocalStore``) or a URL
     (zarr's ``FsspecStore``: the same fsspec file systems and ``storage_options`` as
-    :mod:`n5mscodecs.n5`; ``http(s)`` is read-only)."""
+    :mod:`n5mscodecs.n5`; ``http(s)`` is read-only). The labels view applies each dataset's
+    fragment-segment-assignment (``assignment``, ``additional_assignment``: see
+    :class:`N5Store`)."""
     read_only = read_only or multisets == "labels"
-    return N5Store(_location_store(location, storage_options, read_only), fill_label=fill_label, multisets=multisets)
+    return N5Store(_location_store(location, storage_options, read_only), fill_label=fill_label, multisets=multisets,
+                   assignment=assignment, additional_assignment=additional_assignment, location=location,
+                   storage_options=storage_options)
 
 
 def open_labels(store: ZarrStore | PathLike, path: str = "", *, storage_options: Mapping[str, Any] | None = None,
-                fill_label: int = BACKGROUND) -> Array:
-    """Open a label multiset array as a read-only zarr array of uint64 argmax labels.
+                fill_label: int = BACKGROUND, assignment: Any = "auto", additional_assignment: Any = None) -> Array:
+    """Open a label multiset array as a read-only zarr array of uint64 argmax labels: segments,
+    when the dataset has a Paintera fragment-segment-assignment (see below).
 
     ``store`` is a zarr store or a local path / URL of the container; ``path``
     the array inside it. Works for N5 label multiset datasets (their blocks are
@@ -336,6 +481,14 @@ def open_labels(store: ZarrStore | PathLike, path: str = "", *, storage_options:
     labels). Missing chunks read as ``fill_label`` (N5) or the fill value's id.
     A zarr v2-format array (``.zarray``) is a :class:`~n5mscodecs.ConfigurationError` saying how
     to read it instead.
+
+    ``assignment``: ``"auto"`` (default) applies the dataset's stored fragment-segment-assignment
+    (``SOURCE/fragment-segment-assignment`` for a Paintera label source's ``data/sK``, or the
+    sibling ``X.fragment-segment-assignment``; see :mod:`n5mscodecs.paintera.assignment`), read
+    once here, so every chunk and every level shows what Paintera shows; None gives the
+    stored fragments; a :class:`~n5mscodecs.paintera.FragmentSegmentAssignment` or a mapping
+    ``{fragment: segment}`` is applied instead. ``additional_assignment``: pairs set over it.
+    Plain ``uint64`` N5 datasets get it too; arrays of a ``zarr.json`` are served as stored.
 
     >>> import tempfile, numpy as np
     >>> from n5mscodecs import n5
@@ -353,8 +506,12 @@ def open_labels(store: ZarrStore | PathLike, path: str = "", *, storage_options:
             f"{path or 'the array'} is a zarr v2-format array (.zarray); open_labels reads N5 datasets and "
             "zarr v3 arrays only. Read its label multisets with zarr.open_array(...) and take their labels "
             "with n5mscodecs.argmax_elements(...)")
-    array = zarr.open_array(N5Store(wrapped, fill_label=fill_label, multisets="labels"), path=path, mode="r")
+    location = None if isinstance(store, ZarrStore) else store
+    view = N5Store(wrapped, fill_label=fill_label, multisets="labels", assignment=assignment,
+                   additional_assignment=additional_assignment, location=location, storage_options=storage_options)
+    array = zarr.open_array(view, path=path, mode="r")
     if array.dtype != np.uint64:
         raise ConfigurationError(
             f"{path or 'the array'} is not a label multiset array (its data type is {array.dtype})")
+    view.assignment(path)  # found now, once: every chunk read applies the same lookup
     return array
