@@ -443,3 +443,83 @@ def test_zstd_never_reserves_more_than_its_input_can_expand_to():
         tracemalloc.stop()
     assert peak < 4 << 20
     assert bytes(zstd.decode(zstd.encode(bytes(1 << 20)), 1 << 20)) == bytes(1 << 20)  # real data fits the bound
+
+
+# ---------------------------------------------------------------------------------------------
+# every listing sees what a read sees (issue 42, item 6)
+
+
+def _linked_block_source(tmp_path):
+    """A 8x8x4 label multiset dataset of 2x2x1 blocks of 4^3 whose block directory ``1`` (x = 1)
+    is moved elsewhere inside the container and replaced by a symbolic link to it."""
+    labels = (np.arange(8 * 8 * 4, dtype=np.uint64).reshape(4, 8, 8) % 7 + 1).transpose(2, 1, 0).copy()
+    source = n5.write(tmp_path / "c.n5" / "labels", labels, chunks=(4, 4, 4))
+    os.rename(os.path.join(source.path, "1"), tmp_path / "c.n5" / "moved")
+    os.symlink(tmp_path / "c.n5" / "moved", os.path.join(source.path, "1"))
+    return source, labels
+
+
+def test_walks_follow_links_inside_the_root_as_reads_do(tmp_path, capsys):
+    source, labels = _linked_block_source(tmp_path)
+    assert np.array_equal(n5.open(source.path).read_labels(), labels)  # the read follows the link
+    assert n5.open(source.path).present_blocks() == [(0, 0, 0), (0, 1, 0), (1, 0, 0), (1, 1, 0)]
+    target = tmp_path / "out.n5" / "argmax"
+    assert n5ms(["argmax", source.path, str(target), "--quiet"]) == 0
+    assert np.array_equal(n5.open(target)[:], labels)  # not 0 where the linked blocks are
+    capsys.readouterr()
+    assert n5ms(["info", "--check", source.path]) == 0
+    assert "4/4 blocks present" in capsys.readouterr().out
+
+
+def test_walks_refuse_links_out_of_the_root_naming_them(tmp_path, capsys):
+    source, _ = _linked_block_source(tmp_path)
+    link = os.path.join(source.path, "1")
+    os.unlink(link)
+    os.rename(tmp_path / "c.n5" / "moved", tmp_path / "elsewhere")
+    os.symlink(tmp_path / "elsewhere", link)
+    with pytest.raises(StorageError, match="labels/1.*outside the container root"):
+        n5.open(source.path).present_blocks()
+    assert n5.open(source.path, allow_outside_root=True).present_blocks()[-1] == (1, 1, 0)  # opted in
+    assert n5ms(["argmax", source.path, str(tmp_path / "out.n5" / "argmax"), "--quiet"]) == 2
+    assert "outside the container root" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "out.n5" / "argmax" / "0")
+    assert n5ms(["info", "--check", source.path]) == 1
+    assert "labels/1" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["unreadable", "dangling", "loop"])
+def test_walks_report_what_they_cannot_list(tmp_path, monkeypatch, capsys, kind):
+    source, _ = _linked_block_source(tmp_path)
+    link = os.path.join(source.path, "1")
+    if kind == "unreadable":  # (the tests run as root: chmod 000 would not stop them)
+        scandir = os.scandir
+
+        def refusing(path="."):
+            if os.fspath(path).rstrip("/").endswith("/moved") or os.fspath(path).endswith("labels/1"):
+                raise PermissionError(13, "Permission denied", os.fspath(path))
+            return scandir(path)
+
+        monkeypatch.setattr(os, "scandir", refusing)
+        match = "labels/1: list: Permission denied"
+    elif kind == "dangling":
+        os.unlink(link)
+        os.symlink(tmp_path / "c.n5" / "nothing", link)
+        match = "labels/1: list: a symbolic link to a missing file"
+    else:
+        os.symlink(os.path.join(source.path, "1"), tmp_path / "c.n5" / "moved" / "0" / "9")
+        match = "a symbolic link loop"
+    with pytest.raises(StorageError, match=match):
+        n5.open(source.path).present_blocks()
+    assert n5ms(["argmax", source.path, str(tmp_path / "out.n5" / "argmax"), "--quiet"]) == 2
+    assert match.split(": ")[-1] in capsys.readouterr().err
+    assert n5ms(["info", "--check", source.path]) == 1
+    assert match.split(": ")[-1] in capsys.readouterr().out
+
+
+def test_a_dangling_block_link_is_an_error_not_a_missing_block(tmp_path):
+    source, _ = _linked_block_source(tmp_path)
+    block = os.path.join(source.path, "0", "0", "0")
+    os.unlink(block)
+    os.symlink(tmp_path / "c.n5" / "gone", block)
+    with pytest.raises(StorageError, match="a symbolic link to a missing file"):
+        n5.open(source.path).read_labels()

@@ -136,6 +136,10 @@ class Store(abc.ABC):
         """Whether ``key`` is a local file (object stores: False, a key is not looked up for this)."""
         return False
 
+    def is_link(self, key: str = "") -> bool:
+        """Whether ``key`` is a symbolic link (object stores have none: False)."""
+        return False
+
     @abc.abstractmethod
     def list_dir(self, key: str = "") -> list[str]:
         """The names directly below ``key``, sorted (empty when there is nothing)."""
@@ -259,6 +263,9 @@ class LocalStore(Store):
             # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below)
             fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_BINARY | _O_CLOEXEC)
         except FileNotFoundError:
+            if os.path.islink(path):  # a link to nothing where a file should be is not "missing"
+                raise StorageError(f"{self.display(key)}: read: a symbolic link to a missing file "
+                                   f"({os.readlink(path)})") from None
             return None
         except (IsADirectoryError, PermissionError):
             if os.path.isdir(path):  # Windows refuses to open a directory
@@ -334,23 +341,100 @@ class LocalStore(Store):
     def is_file(self, key: str = "") -> bool:
         return os.path.isfile(self._path(key))
 
+    def is_link(self, key: str = "") -> bool:
+        return os.path.islink(self._path(key))
+
     def list_dir(self, key: str = "") -> list[str]:
+        path = self._path(key) if self.read_outside else self._confine(key, "list")
         try:
-            return sorted(os.listdir(self._path(key)))
+            return sorted(os.listdir(path))
         except (FileNotFoundError, NotADirectoryError):
             return []
+        except OSError as exc:  # unreadable: an error naming it, never an empty listing
+            raise StorageError(f"{self.display(key)}: list: {exc.strerror or exc}") from None
 
     def walk(self, key: str = "") -> Iterator[tuple[str, list[str], list[str]]]:
-        for directory, subdirectories, files in os.walk(self._path(key)):
-            subdirectories.sort()
-            yield directory, subdirectories, sorted(files)
+        """As :meth:`Store.walk`, by the rules of a read: a symbolic link to a directory is
+        followed when it resolves inside the container root (or ``read_outside``); one leading
+        out of it, a link to nothing, a link loop or a directory that cannot be listed is a
+        :class:`~n5mscodecs.StorageError` naming it, never skipped. Links to anything else are
+        listed as files: reading them applies the same rules, file by file."""
+        top = self._path(key) if self.read_outside else self._confine(key, "list")
+        try:
+            info = os.stat(top)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError as exc:
+            raise StorageError(f"{storage.display(top)}: list: {exc.strerror or exc}") from None
+        if stat.S_ISDIR(info.st_mode):
+            yield from self._walk(top, frozenset({(info.st_dev, info.st_ino)}))
+
+    def _walk(self, directory: str,
+              ancestors: frozenset[tuple[int, int]]) -> Iterator[tuple[str, list[str], list[str]]]:
+        try:
+            with os.scandir(directory) as entries:
+                listed = list(entries)
+        except FileNotFoundError:  # removed while being walked
+            return
+        except OSError as exc:
+            raise StorageError(f"{storage.display(directory)}: list: {exc.strerror or exc}; "
+                               "refusing to skip what it holds") from None
+        subdirectories: list[str] = []
+        files: list[str] = []
+        identities: dict[str, tuple[int, int]] = {}
+        for entry in listed:
+            try:
+                if not entry.is_symlink():
+                    (subdirectories if entry.is_dir(follow_symlinks=False) else files).append(entry.name)
+                    continue
+                path = entry.path
+                try:
+                    info = os.stat(path)
+                except FileNotFoundError:  # a file or a directory: which, nobody can tell
+                    raise StorageError(f"{storage.display(path)}: list: a symbolic link to a missing file "
+                                       f"({os.readlink(path)})") from None
+                if stat.S_ISDIR(info.st_mode) and not self.read_outside:
+                    storage.check_confined(path, "list", self.boundary)
+            except StorageError:
+                raise
+            except OSError as exc:
+                raise StorageError(f"{storage.display(entry.path)}: list: {exc.strerror or exc}") from None
+            if stat.S_ISDIR(info.st_mode):
+                identity = (info.st_dev, info.st_ino)
+                if identity in ancestors:
+                    raise StorageError(f"{storage.display(entry.path)}: list: a symbolic link loop "
+                                       "(it leads to a directory holding it)")
+                identities[entry.name] = identity
+                subdirectories.append(entry.name)
+            else:
+                files.append(entry.name)
+        subdirectories.sort()
+        files.sort()
+        yield directory, subdirectories, files
+        for name in subdirectories:  # what the caller left (pruning in place skips the rest)
+            path = os.path.join(directory, name)
+            if name in identities:
+                identity = identities[name]
+            else:
+                try:
+                    info = os.lstat(path)
+                except FileNotFoundError:
+                    continue
+                identity = (info.st_dev, info.st_ino)
+            yield from self._walk(path, ancestors | {identity})
 
     def make_directory(self, key: str = "") -> None:
         os.makedirs(self._confine(key, "create"), exist_ok=True)
 
     def total_size(self, key: str = "") -> int:
-        return sum(os.path.getsize(os.path.join(directory, name)) for directory, _, files in self.walk(key)
-                   for name in files)
+        total = 0
+        for directory, _, files in self.walk(key):
+            for name in files:
+                try:
+                    total += os.path.getsize(os.path.join(directory, name))
+                except FileNotFoundError:  # removed meanwhile (a writer's temporary file)
+                    continue
+        return total
 
     def request_threads(self, threads: int | None) -> int:
         return default_threads(threads)
@@ -445,7 +529,11 @@ class FsspecStore(Store):
         location, path = self.url(key), self._key_path(key)
         # the scheme and any netloc prefix fsspec strips from a URL, put back on what it lists
         prefix = location[: len(location) - len(path)] if location.endswith(path) else location.split("://")[0] + "://"
-        for directory, subdirectories, files in self.fs.walk(path):
+        def refuse(error: OSError) -> None:  # fsspec's default omits what it cannot list
+            if not isinstance(error, FileNotFoundError):
+                raise StorageError(f"{self.display(key)}: list: {error}") from None
+
+        for directory, subdirectories, files in self.fs.walk(path, on_error=refuse):
             subdirectories.sort()
             yield prefix + directory, subdirectories, sorted(files)
 
