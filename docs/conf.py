@@ -52,15 +52,16 @@ html_static_path = []
 nitpicky = True
 napoleon_type_aliases = {
     "ChunkedInfo": ":class:`~n5mscodecs.czi.ChunkedInfo`",
+    "FragmentSegmentAssignment": ":class:`~n5mscodecs.paintera.FragmentSegmentAssignment`",
 }
 _external = [
     "numpy.ndarray", "numpy.dtypes.ObjectDType", "numcodecs.abc.Codec",
     "zarr.abc.store.Store", "zarr.abc.codec.ArrayBytesCodec", "zarr.abc.codec.BytesBytesCodec",
-    "zarr.core.dtype.wrapper.ZDType", "zarr.storage.WrapperStore", "distributed.Client",
+    "zarr.core.dtype.wrapper.ZDType", "zarr.storage.WrapperStore", "distributed.Client", "os.PathLike",
 ]
 _descriptive_types = [
     "ndarray", "bytes-like", "path", "sequence", "callable", "writable buffer", "out",
-    "integer ndarray", "int64 ndarray", "uint64 ndarray", "uint32 ndarray",
+    "integer ndarray", "int64 ndarray", "uint64 ndarray", "uint32 ndarray", "mapping", "pairs",
 ]
 nitpick_ignore = [("py:class", name) for name in _external + _descriptive_types] + [
     ("py:meth", "numpy.ndarray.transpose"),

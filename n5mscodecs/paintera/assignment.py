@@ -14,13 +14,15 @@ default: level -1), in two default-mode blocks: ``0/0`` holds the ``n`` fragment
 ``0/1`` their segment ids. An absent or empty dataset is the identity. Ids not in the
 lookup map to themselves.
 
-:class:`FragmentSegmentAssignment` is the lookup as a frozen value (sorted fragment ids and
-their segment ids, applied to uint64 arrays with ``np.searchsorted``); :meth:`~FragmentSegmentAssignment.merge`,
-:meth:`~FragmentSegmentAssignment.detach` and :meth:`~FragmentSegmentAssignment.assign` return new values
-with Paintera's semantics. :func:`read_assignment` and :func:`write_assignment` read and
-write the dataset; :class:`IdAllocator` hands out new segment ids above the source's
-``maxId`` and raises it, as Paintera's ``N5IdService`` does; :func:`merge_fragments` and
-:func:`detach_fragments` do all three under the source's writer lock.
+:class:`~n5mscodecs.paintera.FragmentSegmentAssignment` is the lookup as a frozen value
+(sorted fragment ids and their segment ids, applied to uint64 arrays with
+``np.searchsorted``); its ``merge``, ``detach`` and ``assign`` return new values with
+Paintera's semantics. :func:`~n5mscodecs.paintera.read_assignment` and
+:func:`~n5mscodecs.paintera.write_assignment` read and write the dataset;
+:class:`~n5mscodecs.paintera.IdAllocator` hands out new segment ids above the source's
+``maxId`` and raises it, as Paintera's ``N5IdService`` does;
+:func:`~n5mscodecs.paintera.merge_fragments` and :func:`~n5mscodecs.paintera.detach_fragments`
+do all three under the source's writer lock.
 
 >>> lookup = FragmentSegmentAssignment.from_pairs({1: 10, 2: 10, 3: 7})
 >>> lookup(np.array([0, 1, 2, 3, 4], np.uint64)).tolist()
@@ -84,7 +86,7 @@ class FragmentSegmentAssignment:
     """A fragment -> segment lookup: ``fragments`` (sorted, distinct uint64 ids) and the
     ``segments`` they belong to (uint64). Ids not in ``fragments`` map to themselves.
 
-    Make one with :meth:`from_pairs` or :func:`read_assignment`; apply it with
+    Make one with :meth:`from_pairs` or :func:`~n5mscodecs.paintera.read_assignment`; apply it with
     ``lookup(labels)`` (:meth:`apply`). Values are immutable: the editing methods
     return new ones.
     """
@@ -413,7 +415,7 @@ def resolve_assignment(store: Store | PathLike,
                        storage_options: StorageOptions = None) -> FragmentSegmentAssignment | None:
     """The lookup an export applies, or None for raw fragments.
 
-    ``assignment``: ``"auto"`` (what the source stores, see :func:`find_assignment`),
+    ``assignment``: ``"auto"`` (what the source stores, see :func:`~n5mscodecs.paintera.assignment.find_assignment`),
     ``None``/``False`` (none), ``True`` (as ``"auto"``), a :class:`FragmentSegmentAssignment` or
     a mapping ``{fragment: segment}``. ``additional_assignment`` pairs are set over it (also
     over none)."""
@@ -512,7 +514,7 @@ def _edit(source, storage_options, change):
 def merge_fragments(source: PathLike, fragments: Iterable[int], *,
                     storage_options: StorageOptions = None) -> FragmentSegmentAssignment:
     """Merge ``fragments`` into one segment in the stored assignment of ``source`` (pair by pair,
-    ``merge(first, each)`` with :meth:`FragmentSegmentAssignment.merge`'s rules), allocating a new
+    ``merge(first, each)`` with :meth:`~n5mscodecs.paintera.FragmentSegmentAssignment.merge`'s rules), allocating a new
     segment id with :class:`IdAllocator` when Paintera would, and write the result under the
     source's writer lock. Returns the new assignment."""
     ids = [_id(f, "fragments") for f in fragments]

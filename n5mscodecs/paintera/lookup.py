@@ -14,6 +14,7 @@ from .. import n5
 from ..errors import ConfigurationError, LookupFormatError
 from ..n5 import storage
 from ..n5.store import Store, open_store
+from ..n5.writing import check_complete, incomplete_marker, mark_complete, write_marked
 
 if TYPE_CHECKING:
     from typing import Any
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
 
 LABEL_BLOCK_LOOKUP = {"type": "n5-filesystem-relative", "scaleDatasetPattern": "label-to-block-mapping/s%d"}
 LOOKUP_DIMENSION = 2**63 - 1   # the label-to-block-mapping datasets span every uint63 id
+MAPPING_WRITER = "the label-to-block-mapping writer"
+MAPPING_HINT = ("finish it by running the writer that was interrupted again (n5ms convert --resume, n5ms commit, "
+                "or paintera.write_label_to_block_mapping)")
 
 
 def _mapping_dataset(store, level, lookup_block_size, compression):
@@ -79,7 +83,11 @@ def write_label_to_block_mapping(
     threads: int | None = None, *, storage_options: dict[str, Any] | None = None,
 ) -> int:
     """Write ``label-to-block-mapping/s{level}`` from ``unique-labels/s{level}``; returns the file count.
-    ``target`` is the label source's location (``storage_options``: its options) or store."""
+    ``target`` is the label source's location (``storage_options``: its options) or store.
+
+    The dataset is marked incomplete (its new attributes, with the marker, replace the old
+    ones) before its first file is removed or written, and unmarked after its last file:
+    an interrupted run leaves a mapping every reader refuses, never a partial one."""
     store = target if isinstance(target, Store) else open_store(
         target, storage_options, boundary=storage.confinement_root(target))
     unique_labels = n5.open_dataset(store.url(f"unique-labels/s{level}"), storage_options=store.storage_options,
@@ -87,9 +95,9 @@ def write_label_to_block_mapping(
     if not isinstance(unique_labels, n5.ArrayDataset):
         raise ConfigurationError(f"{unique_labels.path}: unique-labels is a label multiset dataset, not uint64 lists")
     mapping = _mapping_dataset(store, level, lookup_block_size, compression)
-    mapping.store.delete_tree("")
-    mapping.store.set_attributes("", mapping.attributes)
     files = label_to_block_mapping_blocks(unique_labels, lookup_block_size)
+    write_marked(mapping.store, mapping.attributes, incomplete_marker(MAPPING_WRITER, MAPPING_HINT))
+    mapping.store.clear("", {storage.ATTRIBUTES})
 
     def write_one(item):
         number, body = item
@@ -97,6 +105,7 @@ def write_label_to_block_mapping(
 
     with ThreadPoolExecutor(max_workers=store.request_threads(threads)) as pool:
         list(pool.map(write_one, files.items()))
+    mark_complete(mapping.store)
     return len(files)
 
 
@@ -107,7 +116,7 @@ def patch_label_to_block_mapping(
     """Patch ``label-to-block-mapping/s{level}`` for the ids whose blocks changed:
     ``changes`` maps an id to ``(grid positions it left, grid positions it entered)``.
     Only the files holding those ids are read and rewritten (a file left without ids is
-    removed), each as :func:`label_to_block_mapping_blocks` would write it from scratch:
+    removed), each as :func:`~n5mscodecs.paintera.label_to_block_mapping_blocks` would write it from scratch:
     ids ascending, each id's blocks in grid order; the entries of other ids are kept as
     bytes. Returns the number of files touched."""
     mapping = _mapping_dataset(store, level, lookup_block_size, compression)
@@ -165,11 +174,15 @@ def read_label_to_block_mapping(
     target: PathLike, level: int, *, storage_options: dict[str, Any] | None = None
 ) -> dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]]:
     """``{id: [(min, max), ...]}`` of a Paintera label source's ``label-to-block-mapping/s{level}``
-    (intervals inclusive, N5 order), as Paintera's ``LabelBlockLookupFromN5`` reads it."""
+    (intervals inclusive, N5 order), as Paintera's ``LabelBlockLookupFromN5`` reads it.
+
+    A mapping (or a ``data/s{level}``) marked incomplete by an interrupted writer is refused
+    with :class:`~n5mscodecs.IncompleteError`, as every reader of the package refuses it."""
     target = os.fspath(target)
     options = storage_options
     path = storage.join(target, "label-to-block-mapping", f"s{level}")
     data = n5.read_attributes(storage.join(target, "data", f"s{level}"), storage_options=options)
+    check_complete(data, storage.display(storage.join(target, "data", f"s{level}")))
     dimensions = data.get("dimensions", [0, 0, 0])
     if not isinstance(dimensions, list) or not 1 <= len(dimensions) <= 32:
         raise ConfigurationError(f"{storage.display(storage.join(target, 'data', f's{level}'))}: attributes.json: "
