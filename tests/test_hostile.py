@@ -523,3 +523,68 @@ def test_a_dangling_block_link_is_an_error_not_a_missing_block(tmp_path):
     os.symlink(tmp_path / "c.n5" / "gone", block)
     with pytest.raises(StorageError, match="a symbolic link to a missing file"):
         n5.open(source.path).read_labels()
+
+
+# ---------------------------------------------------------------------------------------------
+# labels that are not non-negative integers are refused by every writer (issue 42, item 7)
+
+BARE_CODECS = [{"id": "n5_label_multiset"}, {"id": "label_multiset"}, {"id": "label_multiset_vlen"},
+               {"id": "n5_varlen", "codecs": [{"name": "n5_label_multiset"}, {"name": "gzip"}]}]
+
+
+def _elements(value, n=2):
+    elements = np.empty(n, object)
+    for i in range(n):
+        elements[i] = value
+    return elements
+
+
+@pytest.mark.parametrize("config", BARE_CODECS, ids=lambda c: c["id"])
+@pytest.mark.parametrize("data", [
+    np.array([-1, 5]), np.array([2**64 - 1, 5], np.uint64), _elements({1.5: 1}), _elements({-1: 1}),
+    _elements({"3": 1}), _elements([(1.0, 2)]), _elements({2**64: 1}), _elements(2**64 - 1),
+], ids=["int -1", "uint64 TRANSPARENT", "float id", "negative id", "string id", "float pair", "id >= 2**64",
+        "reserved int element"])
+def test_bare_codecs_refuse_labels_that_are_not_non_negative_ids(config, data):
+    import numcodecs
+
+    codec = numcodecs.get_codec(dict(config))
+    with pytest.raises(ValueError, match="labels|ids") as error:
+        codec.encode(data)
+    assert isinstance(error.value, ConfigurationError | TypeError)
+    with pytest.raises(ValueError, match="labels|ids"):  # as the writers do
+        n5.write(f"/nonexistent-{os.getpid()}/never.n5/x", data, chunks=(2,))
+
+
+@pytest.mark.parametrize("config", BARE_CODECS, ids=lambda c: c["id"])
+def test_reserved_accept_is_the_one_way_to_write_reserved_ids(config):
+    import numcodecs
+
+    assert "reserved" not in numcodecs.get_codec(dict(config)).get_config()  # older configs: equal
+    codec = numcodecs.get_codec({**config, "reserved": "accept"})
+    assert codec.get_config()["reserved"] == "accept"
+    assert numcodecs.get_codec(codec.get_config()) == codec
+    labels = np.array([-1, 5, -3], np.int64)
+    block = codec.encode(labels)
+    if config["id"] == "label_multiset_vlen":
+        decoded = codec.decode(block)
+        assert [dict(e) for e in decoded] == [{2**64 - 1: 1}, {5: 1}, {2**64 - 3: 1}]
+    else:
+        out = np.empty(3, np.uint64)
+        codec.decode(block, out=out)
+        assert out.tolist() == [2**64 - 1, 5, 2**64 - 3]
+    from n5mscodecs import LabelMultiset
+    assert LabelMultiset({-2: 1}, reserved="accept") == {2**64 - 2: 1}
+    with pytest.raises(ConfigurationError, match="reserved must be one of"):
+        numcodecs.get_codec({**config, "reserved": "yes"})
+
+
+def test_a_float_id_is_never_truncated():
+    from n5mscodecs import LabelMultiset, LabelMultisetArray
+
+    for value in ({1.5: 1}, {np.float32(2): 1}, [(1.0, 2)]):
+        with pytest.raises(TypeError, match="integers"):
+            LabelMultiset.coerce(value)
+    with pytest.raises(TypeError, match="integers"):
+        LabelMultisetArray.from_elements(np.array([1, 1.5, 2], object))  # ints at both ends
+    assert LabelMultiset({np.uint64(2**64 - 1): 1, True: 2}) == {2**64 - 1: 1, 1: 2}

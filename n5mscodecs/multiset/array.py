@@ -158,12 +158,16 @@ class LabelMultisetArray:
 
     @classmethod
     def from_elements(
-        cls, elements: np.ndarray | Iterable[ElementLike], shape: Sequence[int] | None = None
+        cls, elements: np.ndarray | Iterable[ElementLike], shape: Sequence[int] | None = None, *,
+        reserved: ReservedRule = "reject",
     ) -> LabelMultisetArray:
         """From per-voxel elements: LabelMultiset, ``{id: count}``, ``(id, count)`` pairs or int.
 
         ``elements`` is an object ndarray (its shape is used) or a flat
-        sequence together with ``shape``. Identical objects share one list.
+        sequence together with ``shape``. Identical objects share one list. Ids must be
+        integers; integer elements are read as :meth:`from_labels` reads labels, negative ids
+        of mappings and pairs are refused unless ``reserved="accept"`` (see
+        :func:`~n5mscodecs.multiset.element.as_ids`).
         """
         flat: np.ndarray | list[ElementLike]
         if isinstance(elements, np.ndarray) and elements.dtype == object:
@@ -175,7 +179,8 @@ class LabelMultisetArray:
                 shape = (len(flat),)
         if int(np.prod(shape, dtype=np.int64)) != len(flat):
             raise ConfigurationError(f"shape: {shape} does not hold {len(flat)} elements")
-        if len(flat) and all(isinstance(v, (int, np.integer)) for v in (flat[0], flat[-1])):
+        if len(flat) and all(isinstance(v, (int, np.integer)) for v in (flat[0], flat[-1])) and all(
+                issubclass(t, (int, np.integer)) for t in set(map(type, flat))):
             # integer labels (as zarr hands them over for object arrays): singletons;
             # negative ids are Java's signed view of the reserved range
             for dtype in (np.uint64, np.int64):
@@ -183,11 +188,13 @@ class LabelMultisetArray:
                     labels = np.asarray(flat, dtype=object).astype(dtype)
                 except (TypeError, ValueError, OverflowError):
                     continue
-                return cls.from_labels(labels.view(np.uint64).reshape(shape))
+                if dtype == np.uint64 or reserved == "accept":
+                    labels = labels.view(np.uint64)
+                return cls.from_labels(labels.reshape(shape), reserved=reserved)
         # one list per distinct object: zarr and to_elements share one object per list
         object_ids = np.fromiter(map(id, flat), np.int64, count=len(flat))
         _, first, index = np.unique(object_ids, return_index=True, return_inverse=True)
-        distinct = [LabelMultiset.coerce(flat[i]) for i in first]
+        distinct = [LabelMultiset.coerce(flat[i], reserved=reserved) for i in first]
         lengths = [e.ids.size for e in distinct]
         list_offsets = np.zeros(len(distinct) + 1, np.int64)
         np.cumsum(lengths, out=list_offsets[1:])
@@ -201,13 +208,15 @@ class LabelMultisetArray:
 
     @classmethod
     def coerce(cls, data: MultisetsLike, *, reserved: ReservedRule = "reject") -> LabelMultisetArray:
-        """Accept a LabelMultisetArray, an integer label ndarray (read as ``reserved`` says, see
-        :meth:`from_labels`) or an object ndarray of elements."""
+        """Accept a LabelMultisetArray (as it is), an integer label ndarray (read as ``reserved``
+        says, see :meth:`from_labels`) or an object ndarray of elements (:meth:`from_elements`: integer
+        ids, negative ones only with ``reserved="accept"``; the uint64 ids of multisets, reserved
+        ones included, as they are): what every writer takes."""
         if isinstance(data, LabelMultisetArray):
             return data
         array = np.asarray(data)
         if array.dtype == object:
-            return cls.from_elements(array)
+            return cls.from_elements(array, reserved=reserved)
         if array.dtype.kind in "iub":
             return cls.from_labels(array, reserved=reserved)
         raise InputTypeError(

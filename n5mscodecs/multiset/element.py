@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from ..errors import InputTypeError, LabelMultisetFormatError
+from ..errors import ConfigurationError, InputTypeError, LabelMultisetFormatError
 from . import _kernels
-from .rules import check_rule
+from .rules import RESERVED_RULES, check_rule
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
-    from typing import TypeAlias
+    from typing import Any, TypeAlias
 
     from numpy.typing import ArrayLike, DTypeLike
 
-    from .rules import Rule
+    from .rules import ReservedRule, Rule
 
     #: One voxel's multiset as :meth:`LabelMultiset.coerce` accepts it.
     ElementLike: TypeAlias = (
@@ -46,13 +46,14 @@ class LabelMultiset(Mapping):
 
     __slots__ = ("_ids", "_counts", "_merged")
 
-    def __init__(self, ids: Mapping[int, int] | ArrayLike = (), counts: ArrayLike | None = None) -> None:
+    def __init__(self, ids: Mapping[int, int] | ArrayLike = (), counts: ArrayLike | None = None, *,
+                 reserved: ReservedRule = "reject") -> None:
         if isinstance(ids, Mapping):
             if counts is not None:
                 raise InputTypeError("LabelMultiset: pass a mapping of id -> count, or ids and counts, not both")
             counts = list(ids.values())
             ids = list(ids.keys())
-        id_array = np.asarray(ids, dtype=np.uint64).reshape(-1)
+        id_array = as_ids(ids, reserved)
         count_array = np.ones(id_array.shape, np.uint32) if counts is None else as_counts(counts)
         if count_array.shape != id_array.shape:
             raise LabelMultisetFormatError(
@@ -74,34 +75,38 @@ class LabelMultiset(Mapping):
         return self
 
     @classmethod
-    def from_mapping(cls, mapping: Mapping[int, int]) -> LabelMultiset:
+    def from_mapping(cls, mapping: Mapping[int, int], *, reserved: ReservedRule = "reject") -> LabelMultiset:
         """From ``{id: count}`` (the same as ``LabelMultiset(mapping)``)."""
-        return cls(mapping)
+        return cls(mapping, reserved=reserved)
 
     @classmethod
-    def from_pairs(cls, pairs: Iterable[tuple[int, int]]) -> LabelMultiset:
+    def from_pairs(cls, pairs: Iterable[tuple[int, int]], *, reserved: ReservedRule = "reject") -> LabelMultiset:
         """From an iterable of ``(id, count)`` pairs."""
         pairs = list(pairs)
-        return cls([p[0] for p in pairs], [p[1] for p in pairs])
+        return cls([p[0] for p in pairs], [p[1] for p in pairs], reserved=reserved)
 
     @classmethod
-    def coerce(cls, value: ElementLike) -> LabelMultiset:
+    def coerce(cls, value: ElementLike, *, reserved: ReservedRule = "reject") -> LabelMultiset:
         """Accept a LabelMultiset, a mapping, ``(id, count)`` pairs, one integer label,
-        or None (the empty multiset, as numcodecs' vlen codecs write None as empty)."""
+        or None (the empty multiset, as numcodecs' vlen codecs write None as empty).
+        Ids must be integers (see :func:`as_ids` for negative ones and ``reserved``)."""
         if isinstance(value, np.ndarray) and value.ndim == 0:
             value = value[()]  # zarr hands 0-d writes over as 0-d object arrays
         if isinstance(value, LabelMultiset):
             return value
         if value is None:
             return cls()
-        if isinstance(value, (str, bytes)):
-            raise InputTypeError(f"element: expected a label multiset or an integer label, got {value!r}")
+        if isinstance(value, (str, bytes, float, complex, np.floating, np.complexfloating)):
+            raise InputTypeError(f"element: expected a label multiset or an integer label (labels must be "
+                                 f"integers), got {value!r}")
         if isinstance(value, Mapping):
-            return cls(value)
+            return cls(value, reserved=reserved)
         if isinstance(value, (int, np.integer)):
-            return cls(np.array([value], np.uint64))
+            return cls([int(value)], reserved=reserved)
         try:
-            return cls.from_pairs(value)
+            return cls.from_pairs(value, reserved=reserved)
+        except InputTypeError:
+            raise
         except TypeError as exc:
             raise InputTypeError(f"element: cannot interpret {value!r} as a label multiset") from exc
         except IndexError as exc:
@@ -140,7 +145,7 @@ class LabelMultiset(Mapping):
         """The merged ``{id: total count}`` in ascending id order, computed once (never handed out)."""
         if self._merged is None:
             merged: dict[int, int] = {}
-            for label, count in zip(self._ids.tolist(), self._counts.tolist()):
+            for label, count in zip(self._ids.tolist(), cast("list[int]", self._counts.tolist())):
                 merged[label] = merged.get(label, 0) + count
             self._merged = dict(sorted(merged.items()))
         return self._merged
@@ -192,6 +197,65 @@ class LabelMultiset(Mapping):
 def as_counts(counts: ArrayLike) -> np.ndarray:
     """``counts`` as a flat uint32 array; a value outside uint32 is a LabelMultisetFormatError."""
     counts = np.asarray(counts).reshape(-1)
+    if counts.size and counts.dtype.kind not in "iub":
+        first = counts[0].item() if counts.dtype != object else counts[0]
+        if counts.dtype != object or not all(isinstance(c, (int, np.integer)) for c in counts.tolist()):
+            raise InputTypeError(f"counts: counts must be integers, got {first!r} ({type(first).__name__})")
     if counts.size and (counts.min() < 0 or counts.max() > 0xFFFFFFFF):
         raise LabelMultisetFormatError("counts: every count must fit in uint32")
     return counts.astype(np.uint32)
+
+
+_UINT64_END = 1 << 64
+
+
+def as_ids(ids: Any, reserved: ReservedRule = "reject") -> np.ndarray:
+    """``ids`` as a flat uint64 array (a uint64 ndarray as it is). Ids must be integers
+    (Python or numpy; a float, even ``1.0``, or a string is an :class:`InputTypeError`) in
+    Paintera's unsigned 64-bit range; a negative id is a ConfigurationError unless
+    ``reserved="accept"``, which reads it as its two's-complement uint64 (-1 TRANSPARENT,
+    -2 INVALID, -3 OUTSIDE), as :meth:`LabelMultisetArray.from_labels` does.
+
+    >>> as_ids([1.5])
+    Traceback (most recent call last):
+    ...
+    n5mscodecs.errors.InputTypeError: ids: labels must be integers, got 1.5 (float)
+    >>> as_ids([-1], reserved="accept")
+    array([18446744073709551615], dtype=uint64)
+    """
+    if reserved not in RESERVED_RULES:
+        raise ConfigurationError(f"reserved must be one of {RESERVED_RULES}, got {reserved!r}")
+    if isinstance(ids, np.ndarray) and ids.dtype == np.uint64:
+        return ids.reshape(-1)
+    # not np.asarray(list): numpy makes float64 of [-1, 2**64 - 1]
+    array = ids if isinstance(ids, np.ndarray) else np.asarray(ids if isinstance(ids, list | tuple) else list(ids),
+                                                                   dtype=object)
+    if array.dtype.kind in "ub":
+        return array.reshape(-1).astype(np.uint64)
+    if array.dtype.kind == "i":
+        flat = array.reshape(-1)
+        if flat.size and int(flat.min()) < 0:
+            _negative(int(flat.min()), reserved)
+        return flat.astype(np.int64).view(np.uint64)
+    if array.size == 0:
+        return np.zeros(0, np.uint64)
+    if array.dtype != object:
+        first = array.reshape(-1)[0].item()
+        raise InputTypeError(f"ids: labels must be integers, got {first!r} ({type(first).__name__})")
+    values = array.reshape(-1).tolist()
+    for value in values:
+        if not isinstance(value, (int, np.integer)):
+            raise InputTypeError(f"ids: labels must be integers, got {value!r} ({type(value).__name__})")
+        value = int(value)
+        if value >= _UINT64_END or value < -(1 << 63):
+            raise ConfigurationError(f"ids: label {value} is outside the unsigned 64-bit ids")
+        if value < 0:
+            _negative(value, reserved)
+    return np.array([int(v) % _UINT64_END for v in values], np.uint64)
+
+
+def _negative(smallest: int, reserved: ReservedRule) -> None:
+    if reserved != "accept":
+        raise ConfigurationError(
+            f"ids: a negative label ({smallest}); Paintera's ids are unsigned 64-bit: pass reserved='accept' "
+            "to read it as two's-complement uint64 (-1 TRANSPARENT, -2 INVALID, -3 OUTSIDE)")

@@ -25,9 +25,11 @@ from .._buffers import read_bytes
 from ..errors import ConfigurationError, N5HeaderError
 from ..payload.layout import (
     MAX_ENTRIES_PER_VOXEL,
+    MIN_PAYLOAD_BOUND,
     N5_LAYOUT,
     ZARR_LAYOUT,
     check_out,
+    check_reserved,
     decode_payload,
     encode_payload,
     fill_out,
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from .._buffers import BytesLike
     from ..multiset import LabelMultisetArray
     from ..multiset.array import MultisetsLike, Rule
+    from ..multiset.rules import ReservedRule
     from ..payload.layout import Order
     from .compression import Compressor, CompressorConfig
 
@@ -53,6 +56,15 @@ if TYPE_CHECKING:
     CodecsLike: TypeAlias = "CodecChain | Iterable[CompressorConfig]"
 
 DEFAULT_CODECS = ({"name": "n5_label_multiset"},)
+#: Without the expected shape (``shape=``, or ``out=`` of the codec), a block is bounded by its own
+#: size: ``numElements`` and 4 bytes per voxel of the header dims at most
+#: ``max(MIN_PAYLOAD_BOUND, max_ratio * block bytes)``. Every gzip, LZ4, blosc and raw block
+#: fits any ratio above 1032 (deflate's own limit); the largest ratio of real blocks
+#: (/work/shared/data/n5, Java-written) is 508, of this package's writers 974 (gzip), 11,275
+#: (zstd), 13,981 (bzip2) for constant 64^3 blocks, which the 16 MiB floor admits whatever
+#: their ratio. Only constant blocks of more than 4 M voxels under zstd, xz or bzip2 go above:
+#: read those with ``shape=`` (datasets always pass it) or a larger ``max_ratio``.
+DEFAULT_MAX_RATIO = 2048
 #: Dimensions a block header may have (numpy's oldest supported limit).
 MAX_NDIM = 32
 _ARRAY_CODECS = {"n5_label_multiset": N5_LAYOUT, "label_multiset": ZARR_LAYOUT}
@@ -117,8 +129,11 @@ def _chain(codecs):
     return codecs if isinstance(codecs, CodecChain) else CodecChain(codecs)
 
 
-def n5_varlen_encode(data: MultisetsLike, codecs: CodecsLike = DEFAULT_CODECS, *, threads: int | None = None) -> bytes:
+def n5_varlen_encode(data: MultisetsLike, codecs: CodecsLike = DEFAULT_CODECS, *, threads: int | None = None,
+                     reserved: ReservedRule = "reject") -> bytes:
     """Encode one block: header with the array's shape (N5 axis order), then the compressed payload.
+    Labels and ids must be non-negative integers up to MAX_ID unless ``reserved="accept"``
+    (see :func:`~n5mscodecs.payload.encode_payload`).
 
     >>> import numpy as np
     >>> block = n5_varlen_encode(np.array([[3, 3]], np.uint64))
@@ -127,7 +142,7 @@ def n5_varlen_encode(data: MultisetsLike, codecs: CodecsLike = DEFAULT_CODECS, *
     """
     chain = _chain(codecs)
     data = multiset_input(data)
-    payload = encode_payload(data, chain.layout, threads=threads)
+    payload = encode_payload(data, chain.layout, threads=threads, reserved=reserved)
     header = N5BlockHeader(MODE_VARLENGTH, tuple(data.shape), len(payload))
     return header.to_bytes() + chain.compress(payload)
 
@@ -140,13 +155,16 @@ def n5_block_header(data: BytesLike) -> N5BlockHeader:
 def varlen_payload(
     data: BytesLike, chain: CodecChain, shape: Sequence[int] | None = None, *,
     max_voxels: int | None = None, max_entries: int = MAX_ENTRIES_PER_VOXEL,
+    max_ratio: float | None = None,
 ) -> tuple[N5BlockHeader, BytesLike]:
     """``(header, payload)`` of a varlength block: the header checked, the body decompressed.
 
     ``numElements`` may be at most what ``max_voxels`` voxels (default: those of ``shape``,
     else of the header dims) can need with ``max_entries`` entries per voxel on average
     (:func:`~n5mscodecs.payload.max_payload_size`); a larger claim is rejected before
-    anything is decompressed.
+    anything is decompressed. Without ``shape`` and ``max_voxels`` (nothing but the header
+    says how large the block is), ``max_ratio`` bounds it by its own size (see
+    :data:`DEFAULT_MAX_RATIO`).
     """
     buf = read_bytes(data, "block")
     header = N5BlockHeader.from_bytes(buf)
@@ -163,6 +181,8 @@ def varlen_payload(
         raise N5HeaderError(f"n5_varlen: ndim is {len(header.shape)}, more than {MAX_NDIM}")
     if shape is not None and len(shape) != len(header.shape):
         raise N5HeaderError(f"n5_varlen: ndim is {len(header.shape)}, expected {len(shape)}")
+    if shape is None and max_voxels is None and max_ratio is not None:
+        _check_ratio(header, num_elements, buf.size, max_ratio)
     if max_voxels is None:
         max_voxels = voxels(header.shape if shape is None else shape)
     bound = max_payload_size(max_voxels, chain.layout, max_entries)
@@ -179,20 +199,37 @@ def varlen_payload(
     return header, chain.decompress(body, num_elements)
 
 
+def check_max_ratio(max_ratio: object, what: str = "n5_varlen") -> float:
+    """A ``max_ratio`` setting: a number of at least 1."""
+    if isinstance(max_ratio, bool) or not isinstance(max_ratio, int | float) or not max_ratio >= 1:
+        raise ConfigurationError(f"{what}: max_ratio must be a number >= 1, got {max_ratio!r}")
+    return max_ratio
+
+
+def _check_ratio(header: N5BlockHeader, num_elements: int, nbytes: int, max_ratio: float) -> None:
+    limit = max(MIN_PAYLOAD_BOUND, int(max_ratio * nbytes))
+    for field, claimed in (("numElements", num_elements), ("the header dims' voxels x 4", 4 * voxels(header.shape))):
+        if claimed > limit:
+            raise N5HeaderError(
+                f"n5_varlen: {field} {claimed} exceeds {limit} bytes: max_ratio {max_ratio:g} x the block's "
+                f"{nbytes} bytes (at least {MIN_PAYLOAD_BOUND}); pass shape= (or out=) with the block's "
+                "expected shape, or a larger max_ratio, to read a block compressed that well")
+
+
 @overload
 def n5_varlen_decode(
     data: BytesLike, codecs: CodecsLike = ..., *, shape: Sequence[int] | None = ..., labels: Literal[False] = ...,
-    threads: int | None = ..., order: Order = ..., rule: Rule = ...,
+    threads: int | None = ..., order: Order = ..., rule: Rule = ..., max_ratio: float | None = ...,
 ) -> LabelMultisetArray: ...
 @overload
 def n5_varlen_decode(
     data: BytesLike, codecs: CodecsLike = ..., *, shape: Sequence[int] | None = ..., labels: Literal[True],
-    threads: int | None = ..., order: Order = ..., rule: Rule = ...,
+    threads: int | None = ..., order: Order = ..., rule: Rule = ..., max_ratio: float | None = ...,
 ) -> np.ndarray: ...
 @overload
 def n5_varlen_decode(
     data: BytesLike, codecs: CodecsLike = ..., *, shape: Sequence[int] | None = ..., labels: bool,
-    threads: int | None = ..., order: Order = ..., rule: Rule = ...,
+    threads: int | None = ..., order: Order = ..., rule: Rule = ..., max_ratio: float | None = ...,
 ) -> LabelMultisetArray | np.ndarray: ...
 def n5_varlen_decode(
     data: BytesLike,
@@ -203,6 +240,7 @@ def n5_varlen_decode(
     threads: int | None = None,
     order: Order = "K",
     rule: Rule = "spec",
+    max_ratio: float | None = None,
 ) -> LabelMultisetArray | np.ndarray:
     """Decode one varlength block to a :class:`~n5mscodecs.LabelMultisetArray`, or with
     ``labels=True`` straight to its argmax labels (uint64, N5 axis order).
@@ -211,7 +249,10 @@ def n5_varlen_decode(
     :func:`~n5mscodecs.payload.decode_payload` decodes it in the view ``labels`` asks for
     (see there for ``order`` and ``rule``). The voxel count comes from the header dims
     unless ``shape`` is given (dataset readers pass the cropped block shape, because some
-    writers overstate the header dims of boundary blocks).
+    writers overstate the header dims of boundary blocks). Without ``shape``, ``max_ratio``
+    (the :class:`N5Varlen` codec passes :data:`DEFAULT_MAX_RATIO`) believes the header only as
+    far as ``max_ratio`` times the block's bytes, at least 16 MiB; None (the default here):
+    the header alone bounds the block.
 
     >>> block = n5_varlen_encode(np.array([[3, 4]], np.uint64), [{"name": "n5_label_multiset"}, "gzip"])
     >>> n5_varlen_decode(block, [{"name": "n5_label_multiset"}, "gzip"]).argmax().tolist()
@@ -220,7 +261,7 @@ def n5_varlen_decode(
     [[3, 4]]
     """
     chain = _chain(codecs)
-    header, payload = varlen_payload(data, chain, shape)
+    header, payload = varlen_payload(data, chain, shape, max_ratio=max_ratio)
     return decode_payload(payload, header.shape if shape is None else shape, chain.layout, labels=labels,
                           threads=threads, order=order, rule=rule)
 
@@ -253,6 +294,15 @@ class N5Varlen(Codec):
         Inner chain: ``n5_label_multiset`` (or ``label_multiset``) then N5
         compressors, in zarr v3 (``{"name": ..., "configuration": ...}``),
         numcodecs (``{"id": ...}``) or N5 (``{"type": ...}``) spelling.
+    reserved : {"reject", "accept"}
+        Encoding: negative labels and labels above MAX_ID are refused ("reject", the
+        default, as every writer does), or written as two's-complement uint64 ids.
+    max_ratio : float
+        Decoding without ``shape=``/``out=``: the block's ``numElements`` and header dims may
+        claim at most ``max(16 MiB, max_ratio x the block's bytes)`` (default
+        :data:`DEFAULT_MAX_RATIO`; see there for what real data needs).
+
+    Both are written to the configuration only when they differ from their defaults.
 
     Examples
     --------
@@ -265,18 +315,27 @@ class N5Varlen(Codec):
 
     codec_id = "n5_varlen"
 
-    def __init__(self, codecs: Iterable[CompressorConfig] = DEFAULT_CODECS) -> None:
+    def __init__(self, codecs: Iterable[CompressorConfig] = DEFAULT_CODECS, reserved: ReservedRule = "reject",
+                 max_ratio: float = DEFAULT_MAX_RATIO) -> None:
         self._chain = CodecChain(codecs)  # parsed configuration only: immutable, thread-safe
+        self._reserved: ReservedRule = check_reserved(reserved, self.codec_id)
+        self._max_ratio = check_max_ratio(max_ratio)
 
     @property
     def codecs(self) -> list[dict[str, Any]]:
         return self._chain.v3_configs()
 
     def get_config(self) -> dict[str, Any]:
-        return {"id": self.codec_id, "codecs": self.codecs}
+        config: dict[str, Any] = {"id": self.codec_id, "codecs": self.codecs}
+        # defaults stay out: configurations of older versions stay equal
+        if self._reserved != "reject":
+            config["reserved"] = self._reserved
+        if self._max_ratio != DEFAULT_MAX_RATIO:
+            config["max_ratio"] = self._max_ratio
+        return config
 
     def encode(self, buf: MultisetsLike) -> bytes:
-        return n5_varlen_encode(buf, self._chain)
+        return n5_varlen_encode(buf, self._chain, reserved=self._reserved)
 
     def decode(
         self, buf: BytesLike, out: np.ndarray | None = None, shape: Sequence[int] | None = None
@@ -286,8 +345,9 @@ class N5Varlen(Codec):
             check_out(out, self.codec_id)
             if shape is None:
                 shape = out.shape
-        decoded = n5_varlen_decode(buf, self._chain, shape=shape, labels=wants_labels(out))
+        decoded = n5_varlen_decode(buf, self._chain, shape=shape, labels=wants_labels(out), max_ratio=self._max_ratio)
         return decoded if out is None else fill_out(out, decoded)
 
     def __repr__(self) -> str:
-        return f"N5Varlen(codecs={self.codecs!r})"
+        options = "".join(f", {k}={v!r}" for k, v in self.get_config().items() if k not in ("id", "codecs"))
+        return f"N5Varlen(codecs={self.codecs!r}{options})"

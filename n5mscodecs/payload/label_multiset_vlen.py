@@ -25,6 +25,7 @@ from ..multiset import LabelMultisetArray
 from .layout import (
     ZARR_LAYOUT,
     check_out,
+    check_reserved,
     decode_payload,
     encode_payload,
     fill_out,
@@ -33,10 +34,13 @@ from .layout import (
 )
 
 if TYPE_CHECKING:
+    from typing import Any
+
     import numpy as np
 
     from .._buffers import BytesLike
     from ..multiset.array import MultisetsLike
+    from ..multiset.rules import ReservedRule
 
 
 class LabelMultisetVLen(Codec):
@@ -51,12 +55,21 @@ class LabelMultisetVLen(Codec):
 
     codec_id = "label_multiset_vlen"
 
+    def __init__(self, reserved: ReservedRule = "reject") -> None:
+        self._reserved: ReservedRule = check_reserved(reserved, self.codec_id)
+
+    def get_config(self) -> dict[str, Any]:
+        config: dict[str, Any] = {"id": self.codec_id}
+        if self._reserved != "reject":  # the default stays out: configs of older versions are equal
+            config["reserved"] = self._reserved
+        return config
+
     def encode(self, buf: MultisetsLike) -> bytes:
         data = multiset_input(buf)
         if isinstance(data, LabelMultisetArray):
             flat = data.reshape(-1)
         else:
-            flat = LabelMultisetArray.coerce(data.reshape(-1, order=memory_order(data)))
+            flat = LabelMultisetArray.coerce(data.reshape(-1, order=memory_order(data)), reserved=self._reserved)
         return struct.pack("<I", flat.size) + bytes(encode_payload(flat, ZARR_LAYOUT))
 
     def decode(self, buf: BytesLike, out: np.ndarray | None = None) -> np.ndarray:
@@ -75,3 +88,6 @@ class LabelMultisetVLen(Codec):
         decoded = decode_payload(data[4:], (n_voxels,), ZARR_LAYOUT, labels=wants_labels(out))
         fill_out(out.reshape(-1, order=memory_order(out)), decoded)
         return out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()" if self._reserved == "reject" else f"{type(self).__name__}(reserved='accept')"

@@ -33,6 +33,7 @@ from .._threads import default_threads
 from ..errors import ConfigurationError, InputTypeError, LabelMultisetFormatError
 from ..multiset import LabelMultisetArray
 from ..multiset.array import check_rule, representative_lists
+from ..multiset.rules import RESERVED_RULES, label_values
 from . import _kernels
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
     from .._buffers import BytesLike
     from ..multiset.array import MultisetsLike, Rule
+    from ..multiset.rules import ReservedRule
 
     #: Memory order of a decoded block: "K" the layout's voxel order, "C" C-contiguous.
     Order: TypeAlias = Literal["K", "C"]
@@ -122,6 +124,15 @@ def multiset_input(data: MultisetsLike, what: str = "data") -> LabelMultisetArra
             f"{what}: expected integer labels, label multisets or an object array, got dtype {array.dtype}"
         )
     return array
+
+
+def check_reserved(reserved: object, what: str) -> ReservedRule:
+    """A codec's ``reserved`` configuration: "reject" (the default: negative labels and labels
+    above MAX_ID are refused on encode, as the writers refuse them) or "accept" (labels are
+    written as two's-complement uint64 ids, reserved ones included)."""
+    if reserved not in RESERVED_RULES:
+        raise ConfigurationError(f"{what}: reserved must be one of {RESERVED_RULES}, got {reserved!r}")
+    return reserved  # type: ignore[return-value]  # one of the literals, checked above
 
 
 def check_out(out: object, what: str) -> np.ndarray:
@@ -457,21 +468,25 @@ def _index_payload_order(index, layout, threads):
     return payload_order(index, layout, dtype, threads)
 
 
-def encode_payload(data: MultisetsLike, layout: Layout, *, threads: int | None = None) -> bytearray:
+def encode_payload(data: MultisetsLike, layout: Layout, *, threads: int | None = None,
+                   reserved: ReservedRule = "reject") -> bytearray:
     """Encode to payload bytes, byte-identical to Java's ``serializeLabelMultisetTypes``.
 
     Identical lists are stored once; lists are laid out in first-encounter
     order along the layout's voxel order and written as stored (call
     :meth:`~n5mscodecs.LabelMultisetArray.canonical` first to sort and merge them).
-    ``data`` may be a LabelMultisetArray, integer labels or an object array.
+    ``data`` may be a LabelMultisetArray (written as it is), integer labels or an object
+    array of elements. Integer labels must be non-negative and at most MAX_ID, and the ids of
+    elements integers, non-negative, unless ``reserved="accept"`` (as every writer checks them,
+    see :meth:`~n5mscodecs.LabelMultisetArray.coerce`).
     """
     threads = default_threads(threads)
     header = 4 if layout.has_argmax_header else 0  # argMaxSize: writers always write 0
     data = multiset_input(data)
     array = data if isinstance(data, np.ndarray) else None
     if array is not None and array.dtype.kind in "iub":
-        return _encode_labels(array, layout, header, threads)
-    multisets = LabelMultisetArray.coerce(data)
+        return _encode_labels(label_values(array, reserved), layout, header, threads)
+    multisets = LabelMultisetArray.coerce(data, reserved=reserved)
     flat_index = _index_payload_order(multisets.index, layout, threads)
     list_offsets, ids, counts = multisets.list_offsets, multisets.ids, multisets.counts
     representative = representative_lists(list_offsets, ids, counts)
@@ -526,17 +541,20 @@ class PayloadCodec(Codec):
 
     layout: Layout
 
-    def __init__(self, shape: Iterable[int] | None = None) -> None:
+    def __init__(self, shape: Iterable[int] | None = None, reserved: ReservedRule = "reject") -> None:
         self.shape: tuple[int, ...] | None = None if shape is None else tuple(int(s) for s in shape)
+        self.reserved: ReservedRule = check_reserved(reserved, self.codec_id)
 
     def get_config(self) -> dict[str, Any]:
         config: dict[str, Any] = {"id": self.codec_id}
         if self.shape is not None:
             config["shape"] = list(self.shape)
+        if self.reserved != "reject":  # the default stays out: configs of older versions are equal
+            config["reserved"] = self.reserved
         return config
 
     def encode(self, buf: MultisetsLike) -> bytearray:
-        return encode_payload(buf, self.layout)
+        return encode_payload(buf, self.layout, reserved=self.reserved)
 
     def decode(
         self, buf: BytesLike, out: np.ndarray | None = None, shape: Iterable[int] | None = None
@@ -556,4 +574,6 @@ class PayloadCodec(Codec):
         return decoded if out is None else fill_out(out, decoded)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}()" if self.shape is None else f"{type(self).__name__}(shape={self.shape})"
+        options = ([] if self.shape is None else [f"shape={self.shape}"]) + (
+            [] if self.reserved == "reject" else [f"reserved={self.reserved!r}"])
+        return f"{type(self).__name__}({', '.join(options)})"
