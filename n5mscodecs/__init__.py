@@ -18,6 +18,7 @@ _require_kernels()
 from ._version import __version__
 from .czi import CziChunked, accelerate_czifile, chunked_decode, chunked_encode, chunked_info
 from .errors import (
+    ArgumentError,
     ChunkedFormatError,
     CompressionError,
     ConfigurationError,
@@ -75,6 +76,7 @@ __all__ = [
     "ChunkedFormatError",
     "LookupFormatError",
     "ConfigurationError",
+    "ArgumentError",
     "IncompleteError",
     "TargetInUseError",
     "ReadOnlyError",

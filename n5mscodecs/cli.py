@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -17,7 +18,7 @@ import time
 
 from . import __version__, demo, paintera, preview
 from ._extras import require
-from .errors import ConfigurationError, MissingExtraError, N5msCodecsError
+from .errors import ArgumentError, ConfigurationError, MissingExtraError, N5msCodecsError
 from .n5 import storage
 from .n5.store import Store, open_store
 from .paintera.convert import FINISH_HINT
@@ -32,6 +33,32 @@ EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 def _error(message):
     print(f"n5ms: {message}", file=sys.stderr)
     return EXIT_ERROR
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, its usage errors on one line: ``n5ms: convert: argument --block-size: ...``."""
+
+    def error(self, message):
+        command = self.prog.removeprefix("n5ms").strip()
+        where = f"{command}: " if command else ""
+        self.exit(EXIT_ERROR, f"n5ms: {where}{message} (see {self.prog} --help)\n")
+
+
+#: The command line's option for each library argument an :class:`ArgumentError` names.
+_OPTIONS = {"version": "--ngff", "block_size": "--block-size", "max_num_entries": "--max-num-entries",
+            "lookup_block_size": "--lookup-block-size", "factors": "--scale"}
+
+
+def _option(argument):
+    return _OPTIONS.get(argument, "--" + argument.replace("_", "-"))
+
+
+def _os_error(exc):
+    """An :class:`OSError` on one line, naming the file: ``x.n5/0/0: Permission denied``."""
+    if isinstance(exc, N5msCodecsError) or exc.strerror is None:
+        return str(exc)
+    name = exc.filename if exc.filename2 is None else f"{exc.filename} -> {exc.filename2}"
+    return f"{storage.display(os.fsdecode(name)) if name is not None else ''}: {exc.strerror}".lstrip(": ")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,7 +115,11 @@ _NUMBER = r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?"
 _NUMBER_LIST = re.compile(rf"^{_NUMBER}(,{_NUMBER})*$")
 
 
-def _int_at_least(minimum):
+#: The largest count, size or level an option takes: Java's int (N5's blockSize, maxNumEntries).
+INT_MAX = 2**31 - 1
+
+
+def _int_at_least(minimum, maximum=INT_MAX):
     def parse(text):
         try:
             value = int(text)
@@ -96,9 +127,20 @@ def _int_at_least(minimum):
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {value}")
         return value
     parse.__name__ = f"integer >= {minimum}"
     return parse
+
+
+def _path(text):
+    """A path or URL argument: not empty, no NUL character (no file system takes one)."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a path, got ''")
+    if "\0" in text:
+        raise argparse.ArgumentTypeError(f"a path cannot hold a NUL character: {text!r}")
+    return text
 
 
 def _max_num_entries(text):
@@ -111,7 +153,13 @@ def _max_num_entries(text):
 def _numbers(text, kind=float):
     if not _NUMBER_LIST.match(text.strip()):
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers like 4,4,40, got {text!r}")
-    return tuple(kind(v) for v in text.split(","))
+    try:
+        values = tuple(kind(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 64,64,64, got {text!r}") from None
+    if kind is float and not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"expected finite numbers, got {text!r}")
+    return values
 
 
 def _triple(text):
@@ -135,7 +183,29 @@ def _factors(text):
         raise argparse.ArgumentTypeError(f"expected integers like 2 or 2,2,1, got {text!r}") from None
     if any(v < 1 for v in values):
         raise argparse.ArgumentTypeError(f"factors must be >= 1, got {text!r}")
+    if any(v > INT_MAX for v in values):
+        raise argparse.ArgumentTypeError(f"factors must be <= {INT_MAX}, got {text!r}")
     return values[0] if len(values) == 1 else values
+
+
+def _shards(text):
+    values = _numbers(text, int)
+    if any(not 1 <= v <= INT_MAX for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers x,y,z (multiples of the block size), "
+                                         f"got {text!r}")
+    return values
+
+
+#: The largest --block-size: a cube of at most 2**31-1 voxels, N5's (Java's) limit per block.
+MAX_BLOCK_EDGE = 1290
+
+
+def _block_size(text):
+    value = _int_at_least(1)(text)
+    if value > MAX_BLOCK_EDGE:
+        raise argparse.ArgumentTypeError(f"must be <= {MAX_BLOCK_EDGE} (a block of {value}^3 voxels holds more "
+                                         f"than N5's {INT_MAX}), got {value}")
+    return value
 
 
 _COMPRESSION_HELP = ("N5 compression: raw, gzip[:LEVEL -1..9], zstd[:LEVEL], lz4[:BLOCKSIZE], xz[:PRESET 0..9], "
@@ -300,7 +370,7 @@ def _add_assignment_options(command):
                          metavar="FRAGMENT=SEGMENT",
                          help="map FRAGMENT to SEGMENT on top of the stored assignment (repeat; as "
                               "paintera-conversion-helper to-scalar --additional-assignment)")
-    command.add_argument("--assignment-file", metavar="FILE",
+    command.add_argument("--assignment-file", type=_path, metavar="FILE",
                          help="more FRAGMENT SEGMENT pairs: one per line ('k v' or 'k=v') or a JSON object; "
                               "--additional-assignment wins over the file")
 
@@ -373,6 +443,16 @@ def _label_id(text):
     return value
 
 
+def _flagged(source: Store):
+    """Whether ``source`` carries the incomplete marker (a commit stopped after its first write)."""
+    from .n5.writing import INCOMPLETE_KEY
+
+    try:
+        return INCOMPLETE_KEY in source.get_attributes()
+    except (N5msCodecsError, OSError):
+        return False
+
+
 def cmd_commit(args):
     source = open_store(args.source, args.storage_options)
     print(f"n5ms commit {storage.display(args.edit)} -> {source.display()} at {','.join(map(str, args.offset))}")
@@ -381,7 +461,7 @@ def cmd_commit(args):
                                   ignore=args.ignore, rule=args.rule, reserved=args.reserved, threads=args.threads,
                                   storage_options=args.storage_options)
     except (Exception, KeyboardInterrupt) as exc:
-        if not _refused(exc):
+        if not _refused(exc) and _flagged(source):
             print(f"n5ms: commit stopped; {source.display()} is flagged INCOMPLETE: run the same commit again "
                   "to finish it", file=sys.stderr)
         raise
@@ -394,6 +474,13 @@ def cmd_commit(args):
 
 def cmd_ome_zarr(args):
     target = open_store(args.target, args.storage_options)
+    if args.shards and args.ngff != "0.5":
+        return _error(f"--shards: NGFF {args.ngff} arrays are zarr v2 arrays, which have no shards (use --ngff 0.5)")
+    if args.shards and args.multisets:
+        return _error("--shards: label multiset arrays (--multisets) are not sharded")
+    if target.exists() and not (args.overwrite or args.resume):
+        return _error(f"{target.display()} exists (pass --overwrite to replace it "
+                      "or --resume to finish an interrupted export)")
     print(f"n5ms ome-zarr {storage.display(args.source)} -> {target.display()} (NGFF {args.ngff})")
     shards = False if args.no_shards else (args.shards[::-1] if args.shards else True)
     try:
@@ -407,6 +494,8 @@ def cmd_ome_zarr(args):
         _say_stopped("export", exc, target)
         raise
     _say_assignment("ome-zarr", summary.assignment, args)
+    for note in summary.notes:
+        print(f"n5ms ome-zarr: {note}", file=sys.stderr)
     print(f"  wrote {storage.display(summary.target)}: {len(summary.level_shapes)} levels "
           + " ".join(f"s{k}={list(shape)}" for k, shape in enumerate(summary.level_shapes)) + " (z, y, x)")
     pieces = "shards" if shards and args.ngff == "0.5" and not args.multisets else "chunks"
@@ -448,8 +537,7 @@ def _add_storage_options(command):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="n5ms", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="n5ms", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"n5mscodecs {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     threads_help = "worker threads (default: every core)"
@@ -460,12 +548,13 @@ def build_parser():
     demo_command.add_argument("--labels", type=_int_at_least(1), default=300, help="number of cells (default 300)")
     demo_command.add_argument("--seed", type=int, default=0)
     demo_command.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
-    demo_command.add_argument("--out", help="directory to keep the output in (default: a temporary directory, "
-                                    "removed at the end)")
+    demo_command.add_argument("--out", type=_path,
+                              help="directory to keep the output in (default: a temporary directory, "
+                                   "removed at the end)")
     demo_command.add_argument("--quiet", action="store_true", help="no progress bars")
     demo_command.set_defaults(run=cmd_demo)
     info = commands.add_parser("info", help="summarise an N5 container, Paintera source or dataset")
-    info.add_argument("path")
+    info.add_argument("path", type=_path)
     info.add_argument("--check", action="store_true",
                       help="read and decode every block; list each bad one, exit 1 if any")
     _add_storage_options(info)
@@ -473,13 +562,14 @@ def build_parser():
     convert = commands.add_parser(
         "convert", help="integer labels -> Paintera label source (label multiset pyramid)",
         description="Convert integer labels into a Paintera label source. Axes are N5's: x, y, z.")
-    convert.add_argument("source", help="N5 dataset (or group with --dataset), zarr array, .npy or TIFF")
-    convert.add_argument("target", help="the Paintera source group to create, e.g. out.n5/labels")
-    convert.add_argument("--dataset", help="dataset inside an N5 group SOURCE")
+    convert.add_argument("source", type=_path, help="N5 dataset (or group with --dataset), zarr array, .npy or TIFF")
+    convert.add_argument("target", type=_path, help="the Paintera source group to create, e.g. out.n5/labels")
+    convert.add_argument("--dataset", type=_path, help="dataset inside an N5 group SOURCE")
     convert.add_argument("--level", type=_int_at_least(0), default=0,
                          help="level of an OME-Zarr multiscale SOURCE (default 0); its scale and translation "
                               "are the defaults of --resolution and --offset")
-    convert.add_argument("--block-size", type=_int_at_least(1), default=64)
+    convert.add_argument("--block-size", type=_block_size, default=64,
+                         help=f"edge of the blocks of every level, 1..{MAX_BLOCK_EDGE} (default 64)")
     convert.add_argument("--scale", type=_factors, action="append",
                          help="factors of one more level, e.g. 2 or 2,2,1 (repeat). Default: halve until the "
                               "volume fits one block; with an anisotropic --resolution only the axes whose "
@@ -511,7 +601,7 @@ def build_parser():
                           help="replace an existing target (never one that is, holds or lies inside SOURCE)")
     existing.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
     convert.add_argument("--quiet", action="store_true", help="no progress bars")
-    convert.add_argument("--container", help=_CONTAINER_HELP)
+    convert.add_argument("--container", type=_path, help=_CONTAINER_HELP)
     _add_storage_options(convert)
     convert.set_defaults(run=cmd_convert)
     argmax = commands.add_parser(
@@ -520,14 +610,14 @@ def build_parser():
                     "Missing blocks and voxels without an entry (INVALID) become 0. An N5 target keeps "
                     "the N5 axis order (x, y, z); a TARGET ending in .zarr is a zarr v3 array in C order, "
                     "axes (z, y, x). Resolution and offset are copied (for zarr as attributes, z, y, x).")
-    argmax.add_argument("source")
-    argmax.add_argument("target", help="N5 dataset path, or PATH.zarr for a zarr array (z, y, x)")
+    argmax.add_argument("source", type=_path)
+    argmax.add_argument("target", type=_path, help="N5 dataset path, or PATH.zarr for a zarr array (z, y, x)")
     argmax.add_argument("--overwrite", action="store_true")
     argmax.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
     argmax.add_argument("--quiet", action="store_true", help="no progress bar")
     argmax.add_argument("--rule", choices=("spec", "java"), default="spec",
                         help="java: the labels Paintera shows (Java's argmax, cached argmax values); default spec")
-    argmax.add_argument("--container", help=_CONTAINER_HELP + " (N5 targets)")
+    argmax.add_argument("--container", type=_path, help=_CONTAINER_HELP + " (N5 targets)")
     _add_assignment_options(argmax)
     _add_storage_options(argmax)
     argmax.set_defaults(run=cmd_argmax)
@@ -536,8 +626,8 @@ def build_parser():
         description="Draw one slice of a label multiset dataset: argmax labels in colour and, when some voxel "
                     "has more than one entry, the entries per voxel with a colour bar. Voxels without an "
                     "entry (missing blocks, INVALID) are hatched grey.")
-    preview.add_argument("source", help="label multiset dataset or Paintera source group")
-    preview.add_argument("--out", required=True,
+    preview.add_argument("source", type=_path, help="label multiset dataset or Paintera source group")
+    preview.add_argument("--out", type=_path, required=True,
                          help="picture to write; the extension picks the format (.png, .jpg, .webp, .tif, ...)")
     preview.add_argument("--axis", choices=("x", "y", "z"), default="z", help="axis across the slice (default z)")
     preview.add_argument("--index", type=int, help="slice index (default: the middle)")
@@ -554,15 +644,16 @@ def build_parser():
                     "multiscale labels image: uint64 argmax labels per level (INVALID and missing blocks as 0), "
                     "axes z, y, x, scale and translation from Paintera's resolution, offset and "
                     "downsamplingFactors. Written as IMAGE.zarr/labels/NAME, it points back to the image.")
-    ome.add_argument("source", help="Paintera label source, label multiset pyramid or dataset (N5)")
-    ome.add_argument("target", help="the labels image to write, e.g. labels.zarr or image.zarr/labels/cells")
+    ome.add_argument("source", type=_path, help="Paintera label source, label multiset pyramid or dataset (N5)")
+    ome.add_argument("target", type=_path,
+                     help="the labels image to write, e.g. labels.zarr or image.zarr/labels/cells")
     ome.add_argument("--ngff", choices=("0.4", "0.5"), default="0.5",
                      help="NGFF version: 0.4 (zarr v2 arrays) or 0.5 (zarr v3, sharded; default)")
     ome.add_argument("--multisets", action="store_true",
                      help="write the label multisets (lossless zarr v3 label_multiset arrays, an extension that "
                           "generic NGFF readers cannot decode; 0.5 only)")
     sharding = ome.add_mutually_exclusive_group()
-    sharding.add_argument("--shards", type=lambda text: tuple(int(v) for v in _numbers(text, int)),
+    sharding.add_argument("--shards", type=_shards,
                           help="shard shape x,y,z (0.5; default: whole blocks up to 64 MiB per shard)")
     sharding.add_argument("--no-shards", action="store_true", help="no sharding (0.5)")
     ome.add_argument("--name", help="the multiscale's name (default: the target's name)")
@@ -582,12 +673,12 @@ def build_parser():
                     "and maxNumEntries, the source's rule), unique-labels and the label-to-block lookup are "
                     "patched, maxId is raised. Axes are N5's: x, y, z. An interrupted commit leaves the source "
                     "flagged INCOMPLETE; running the same commit again finishes it.")
-    commit.add_argument("source", help="the Paintera label source, e.g. out.n5/labels")
-    commit.add_argument("edit", help="the edited labels: N5 dataset (or group with --dataset), zarr array, "
+    commit.add_argument("source", type=_path, help="the Paintera label source, e.g. out.n5/labels")
+    commit.add_argument("edit", type=_path, help="the edited labels: N5 dataset (or group with --dataset), zarr array, "
                                      "OME-Zarr image, .npy or TIFF, as convert reads them")
     commit.add_argument("--offset", type=_offset, required=True,
                         help="voxel position x,y,z of the edit's corner in s0")
-    commit.add_argument("--dataset", help="dataset inside an N5 group EDIT")
+    commit.add_argument("--dataset", type=_path, help="dataset inside an N5 group EDIT")
     commit.add_argument("--level", type=_int_at_least(0), default=0, help="level of an OME-Zarr multiscale EDIT")
     commit.add_argument("--ignore", type=_label_id, default=None,
                         help="one more id that keeps the old voxel (besides INVALID), e.g. 0")
@@ -600,7 +691,7 @@ def build_parser():
     _add_storage_options(commit)
     commit.set_defaults(run=cmd_commit)
     zarr_json = commands.add_parser("zarr-json", help="write zarr.json beside each attributes.json (N5 + zarr)")
-    zarr_json.add_argument("container")
+    zarr_json.add_argument("container", type=_path)
     zarr_json.add_argument("--overwrite", action="store_true", help="replace existing zarr.json files")
     _add_storage_options(zarr_json)
     zarr_json.set_defaults(run=cmd_zarr_json)
@@ -630,8 +721,14 @@ def main(argv=None):
     except MissingExtraError as exc:  # the one way the library reports a missing extra: it names the extra
         print(f"n5ms: {exc}", file=sys.stderr)
         return EXIT_MISSING_EXTRA
-    except (N5msCodecsError, OSError) as exc:
+    except ArgumentError as exc:  # a library argument the command line passed: named by its option
+        return _error(f"{_option(exc.argument)}: {exc.detail}")
+    except OSError as exc:  # StorageError, and the operating system's refusals (a loop of links, a socket, ...)
+        return _error(_os_error(exc))
+    except N5msCodecsError as exc:
         return _error(exc)
+    except OverflowError as exc:  # a number from the command line or a file beyond what it may be
+        return _error(f"a number out of range: {exc}")
     except KeyboardInterrupt:
         print("n5ms: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

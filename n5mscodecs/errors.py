@@ -16,6 +16,7 @@ __all__ = [
     "ChunkedFormatError",
     "LookupFormatError",
     "ConfigurationError",
+    "ArgumentError",
     "IncompleteError",
     "TargetInUseError",
     "ReadOnlyError",
@@ -52,6 +53,17 @@ class LookupFormatError(N5msCodecsError, ValueError):
 
 class ConfigurationError(N5msCodecsError, ValueError):
     """A codec or dataset configuration is invalid."""
+
+
+class ArgumentError(ConfigurationError):
+    """A value passed for a named argument is refused: :attr:`argument` is the keyword
+    (``"shards"``, ``"width"``), :attr:`detail` says why; the message is ``"argument: detail"``.
+    The command line reports it under the option's name (``--shards``)."""
+
+    def __init__(self, argument: str, detail: str) -> None:
+        super().__init__(f"{argument}: {detail}")
+        self.argument = argument
+        self.detail = detail
 
 
 class IncompleteError(ConfigurationError):

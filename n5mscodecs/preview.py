@@ -17,11 +17,14 @@ import numpy as np
 
 from . import n5
 from ._extras import require
-from .errors import ConfigurationError
+from .errors import ArgumentError, ConfigurationError
 from .multiset import INVALID, LabelMultisetArray
 from .n5 import LabelMultisetDataset, storage
 
 MIN_WIDTH = 800          # default width of the whole picture, in pixels
+#: The most pixels the slice panels of one picture may hold (64 Mpx: 192 MiB of RGB, about 1 GiB
+#: while drawing); a ``width`` or ``scale`` asking for more is refused before anything is drawn.
+MAX_PIXELS = 2**26
 HATCH = ((150, 150, 150), (215, 215, 215))   # voxels without an entry: missing blocks, INVALID
 BACKGROUND = (255, 255, 255)
 INK = (0, 0, 0)
@@ -156,6 +159,8 @@ def render_slice(dataset: LabelMultisetDataset, axis: int, index: int, *, width:
     ``scale`` is the pixels per voxel; ``width`` the slice panel's width in pixels (rounded to a
     whole number of pixels per voxel; narrower than the slice, every n-th voxel is drawn).
     Default: the smallest scale that makes the picture at least :data:`MIN_WIDTH` pixels wide.
+    The panels may hold at most :data:`MAX_PIXELS` pixels: more is an
+    :class:`~n5mscodecs.ArgumentError` naming ``width`` or ``scale``, before anything is drawn.
     2-D datasets are drawn whole, 1-D ones as one row.
     """
     image_module = require("PIL.Image", "preview", "pictures")
@@ -167,12 +172,21 @@ def render_slice(dataset: LabelMultisetDataset, axis: int, index: int, *, width:
     rows, cols = arrays.labels.shape
     most = arrays.most_entries
     two_panels = most > 1
+    given_scale = scale
     if scale is None:
         if width is not None:
             scale = max(1, round(width / cols))
         else:
             voxels_across = cols * (2 if two_panels else 1)
             scale = max(1, math.ceil((MIN_WIDTH - 2 * _GAP - (_GAP if two_panels else 0)) / voxels_across))
+    pixels = rows * cols * scale * scale * (2 if two_panels else 1)
+    if pixels > MAX_PIXELS:
+        asked = ("width", f"{width} px") if width is not None and given_scale is None else \
+            ("scale", f"{scale} px per voxel")
+        raise ArgumentError(
+            asked[0], f"{asked[1]} makes a picture of {pixels:,} pixels for a slice of {cols} x {rows} voxels, "
+                      f"more than the {MAX_PIXELS:,} (preview.MAX_PIXELS) a picture may have: pass a smaller "
+                      "width or scale")
     font, small = _font(max(12, min(20, 8 + scale))), _font(13)
 
     left = np.repeat(np.repeat(label_colours(arrays.labels), scale, 0), scale, 1)

@@ -75,7 +75,7 @@ def test_storage_errors_are_os_errors_not_value_errors():
 def test_input_errors_are_value_errors():
     rejecting_input = [getattr(errors, name) for name in errors.__all__
                        if name not in ("N5msCodecsError", "StorageError")]
-    assert len(rejecting_input) == 11
+    assert len(rejecting_input) == 12
     assert all(issubclass(cls, errors.N5msCodecsError) and issubclass(cls, ValueError) for cls in rejecting_input)
     assert issubclass(errors.InputTypeError, TypeError) and issubclass(errors.MissingExtraError, ImportError)
 

@@ -636,3 +636,24 @@ def compressor_from_config(config: CompressorConfig) -> Compressor | None:
         if isinstance(exc, ConfigurationError):
             raise
         raise ConfigurationError(f"compression {name!r}: bad configuration {conf!r} ({exc})") from exc
+
+
+def writing_compressor(config: CompressorConfig) -> Compressor | None:
+    """:func:`compressor_from_config` for a writer: also checks that the compressor can
+    compress (an xz preset, a blosc ``cname``/``clevel``/``shuffle`` or a zstd level its
+    library refuses only shows when compressing), by compressing a few bytes, so that a
+    writer refuses it before its first write. Raises :class:`ConfigurationError` naming
+    the compression."""
+    compressor = compressor_from_config(config)
+    if isinstance(compressor, Blosc) and not 0 <= compressor.clevel <= 9:  # c-blosc would print and fail
+        raise ConfigurationError(f"compression: blosc clevel must be in 0..9, got {compressor.clevel}")
+    if compressor is not None:
+        try:
+            compressor.encode(bytes(range(256)))
+        except ConfigurationError:
+            raise
+        except Exception as exc:  # each library raises its own kind (LZMAError, RuntimeError, OverflowError)
+            raise ConfigurationError(
+                f"compression: {compressor.n5_type or compressor.name} {compressor.configuration()} cannot "
+                f"compress ({type(exc).__name__}: {exc})") from exc
+    return compressor

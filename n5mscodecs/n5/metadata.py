@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import ConfigurationError
 from ..multiset.array import check_rule
-from .compression import compressor_from_config
+from .compression import compressor_from_config, writing_compressor
 from .varlen import MAX_NDIM
 
 if TYPE_CHECKING:
@@ -86,8 +86,9 @@ def max_id(labels: ArrayLike, rule: Rule = "spec") -> int:
 
 
 def compression_attributes(compression: CompressorConfig) -> dict[str, Any]:
-    """The N5 ``compression`` attribute for a compressor spelled any way ``compressor_from_config`` reads."""
-    compressor = compressor_from_config(compression)
+    """The N5 ``compression`` attribute for a compressor spelled any way ``compressor_from_config`` reads
+    (one that can compress: writers store it)."""
+    compressor = writing_compressor(compression)
     return {"type": "raw"} if compressor is None else compressor.n5_config()
 
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import n5
 from .._threads import default_threads
-from ..errors import ConfigurationError, IncompleteError, N5msCodecsError
+from ..errors import ConfigurationError, IncompleteError, N5msCodecsError, StorageError
 from ..n5 import storage
 from ..n5.store import open_store
 from .convert import CONVERSION_KEY
@@ -32,7 +32,7 @@ from .lookup import LOOKUP_DIMENSION
 from .multiscale import interrupted
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any
 
     from ..n5.storage import PathLike, StorageOptions
@@ -139,6 +139,23 @@ def _block_count(dataset):
     return int(np.prod(dataset.grid_shape, dtype=object))
 
 
+def read_listed_block(read: Callable[[Any], Any], dataset: Any, position: Any) -> Any:
+    """``read(position)`` of a block that a listing found: a block that then reads as missing
+    (a symbolic link to nothing, a file removed meanwhile) is a :class:`StorageError` naming it,
+    not a gap."""
+    block = read(position)
+    if block is None:
+        raise StorageError(f"{dataset.block_name(position)}: read: listed, but there is nothing to read "
+                           "(a symbolic link to nothing, or removed meanwhile)")
+    return block
+
+
+def _factors_text(factors):
+    if isinstance(factors, list) and all(isinstance(f, int | float) and not isinstance(f, bool) for f in factors):
+        return ",".join(f"{f:g}" for f in factors)
+    return None
+
+
 def _describe(dataset):
     """(description, the first block's problem or None)."""
     present_blocks = dataset.present_blocks()
@@ -152,11 +169,14 @@ def _describe(dataset):
     text = (f"{kind}, shape {list(dataset.shape)}, blocks {list(dataset.chunks)}, {compression}, "
             f"{present}/{_block_count(dataset)} blocks present")
     if "downsamplingFactors" in dataset.attributes:
-        text += ", factors " + ",".join(f"{f:g}" for f in dataset.attributes["downsamplingFactors"])
+        factors = dataset.attributes["downsamplingFactors"]
+        if _factors_text(factors) is None:
+            return text, f"{dataset.name}: attributes.json: downsamplingFactors {factors!r}: not a list of numbers"
+        text += ", factors " + _factors_text(factors)
     if label_multisets and present:
         first = present_blocks[0]
         try:
-            block = dataset.read_block(first)
+            block = read_listed_block(dataset.read_block, dataset, first)
         except (N5msCodecsError, OSError) as exc:
             return text, str(exc)
         text += (f"; block {list(first)}: {block.n_lists} distinct lists, "
@@ -171,7 +191,7 @@ def _check(dataset):
 
     def check_one(position):
         try:
-            decode(position)
+            read_listed_block(decode, dataset, position)
         except (N5msCodecsError, OSError) as exc:
             return str(exc)
         return None

@@ -25,7 +25,7 @@ import json
 from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError
-from ..n5.compression import compressor_from_config
+from ..n5.compression import writing_compressor
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -126,7 +126,7 @@ def parse_compression(text: str) -> dict[str, Any]:
             raise ConfigurationError(f"not valid JSON: {exc}") from None
     else:
         config = _parse_words(text)
-    compressor_from_config(config)  # refuses unknown names, levels out of range, stray keys
+    writing_compressor(config)  # refuses unknown names, levels out of range, stray keys, what cannot compress
     return config
 
 

@@ -38,18 +38,19 @@ import math
 import os
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import n5
 from .._extras import require
-from ..errors import ConfigurationError, StorageError
+from ..errors import ArgumentError, ConfigurationError, StorageError
 from ..multiset import INVALID, assemble
 from ..n5 import grid, storage
 from ..n5.store import open_store
 from ..n5.writing import INCOMPLETE_KEY, incomplete_marker
+from .containers import read_listed_block
 from .multiscale import open_pyramid
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ class OmeZarrSummary:
     chunks_total: int
     seconds: float
     assignment: FragmentSegmentAssignment | None = None  # the lookup applied (None: fragments written)
+    notes: list[str] = field(default_factory=list)   # what the export changed on its own (levels left out)
 
 
 def default_shards(chunks: Sequence[int], shape: Sequence[int], itemsize: int = 8) -> tuple[int, ...]:
@@ -115,14 +117,16 @@ def _unit(attributes: dict[str, Any]) -> str | None:
     return _UNITS.get(unit.strip().lower()) if isinstance(unit, str) else None
 
 
-def multiscales_metadata(pyramid, name: str, version: str, unit: str | None) -> dict[str, Any]:
+def multiscales_metadata(pyramid, name: str, version: str, unit: str | None, levels: int | None = None,
+                        ) -> dict[str, Any]:
     """The NGFF ``multiscales`` entry of a :class:`~n5mscodecs.paintera.LabelPyramid`
-    (axes z, y, x; per level ``scale`` and ``translation`` reversed from N5 order)."""
+    (axes z, y, x; per level ``scale`` and ``translation`` reversed from N5 order); ``levels``:
+    the first that many levels only (default all)."""
     axes = [{"name": axis, "type": "space", **({"unit": unit} if unit else {})} for axis in "zyx"[3 - pyramid.ndim:]]
     datasets = [{"path": f"s{k}", "coordinateTransformations": [
         {"type": "scale", "scale": [float(v) for v in pyramid.voxel_sizes[k][::-1]]},
         {"type": "translation", "translation": [float(v) for v in pyramid.offsets[k][::-1]]}]}
-        for k in range(len(pyramid))]
+        for k in range(len(pyramid) if levels is None else levels)]
     entry = {"name": name, "axes": axes, "datasets": datasets,
              "metadata": {"source": storage.display(pyramid.path), "method": "Paintera label pyramid (argmax)"}}
     if version == "0.4":
@@ -157,8 +161,9 @@ def _labels_piece(dataset, region_zyx, positions):
     origin = [s.start for s in region_zyx[::-1]]
     for position in positions:
         if isinstance(dataset, n5.LabelMultisetDataset):
-            labels = dataset.read_block_labels(position)
+            labels = read_listed_block(dataset.read_block_labels, dataset, position)
         else:  # a Paintera source's plain integer level
+            read_listed_block(dataset.read_block, dataset, position)
             labels = np.asarray(dataset.read(dataset.block_region(position)), np.uint64)
         labels[labels == INVALID] = 0
         box = dataset.block_region(position)
@@ -172,7 +177,8 @@ def _multisets_piece(dataset, region_zyx, positions):
     parts = []
     for position in positions:
         box = dataset.block_region(position)
-        parts.append((tuple(slice(b.start - o, b.stop - o) for b, o in zip(box, origin)), dataset.read_block(position)))
+        block = read_listed_block(dataset.read_block, dataset, position)
+        parts.append((tuple(slice(b.start - o, b.stop - o) for b, o in zip(box, origin)), block))
     shape = tuple(s.stop - s.start for s in region_zyx[::-1])
     return assemble(shape, parts, fill=0).T.to_elements()
 
@@ -300,6 +306,25 @@ def to_ome_zarr(
     name = name or storage.basename(target).removesuffix(".zarr") or "labels"
     zarr_format = 2 if version == "0.4" else 3
     target_store = open_store(target, storage_options)  # opened once; zarr opens its own for the arrays
+    notes: list[str] = []
+    image = _labelled_image(target_store)
+    if image is not None:  # IMAGE/labels/NAME: NGFF 0.5 wants as many levels as the image has
+        image_levels, where = image
+        if len(datasets) < image_levels:
+            raise ConfigurationError(
+                f"{storage.display(target)}: the image {where} has {image_levels} levels, {storage.display(source)} "
+                f"only {len(datasets)}; NGFF wants a labels image with as many levels as its image: convert the "
+                f"labels with {image_levels - 1} downsampled levels (n5ms convert --scale, once per level), or "
+                "write them outside IMAGE/labels")
+        if len(datasets) > image_levels:
+            notes.append(f"wrote levels s0..s{image_levels - 1} of {len(datasets)}: the image {where} has "
+                         f"{image_levels} (NGFF wants as many levels as the image's)")
+            datasets = datasets[:image_levels]
+    level_shards = [None] * len(datasets)
+    if version == "0.5" and shards is not False and not multisets:
+        level_shards = [_checked_shards(shards, d, level) for level, d in enumerate(datasets)]
+    # listed before the first write: a block that cannot be listed refuses the export, not stops it
+    presents = [set(d.present_blocks()) for d in datasets]
     # zarr takes storage_options for URLs only: a local store holds none
     options = {"storage_options": target_store.storage_options} if target_store.storage_options else {}
     exists = target_store.exists()
@@ -311,21 +336,18 @@ def to_ome_zarr(
     if resume and exists and INCOMPLETE_KEY not in group.attrs.asdict():
         if "ome" in group.attrs or "multiscales" in group.attrs:
             return OmeZarrSummary(target, version, [d.shape[::-1] for d in datasets], 0, 0,
-                                  time.perf_counter() - started, pyramid.assignment)
+                                  time.perf_counter() - started, pyramid.assignment, notes)
         raise ConfigurationError(f"{storage.display(target)}: resume: not an interrupted n5ms ome-zarr export")
     group.attrs.put(marker)
     written, total = 0, 0
     for level, dataset in enumerate(datasets):
         shape, chunks = dataset.shape[::-1], dataset.chunks[::-1]
-        level_shards = None
-        if version == "0.5" and shards and not multisets:
-            level_shards = default_shards(chunks, shape) if shards is True else tuple(int(s) for s in shards)
-        array = _level_array(zarr, group, f"s{level}", shape, chunks, level_shards, multisets, zarr_format,
+        array = _level_array(zarr, group, f"s{level}", shape, chunks, level_shards[level], multisets, zarr_format,
                              resume and exists, compressors)
-        w, t = _write_level(array, dataset, chunks, level_shards, multisets, resume and exists, threads,
-                            progress, f"level {level}", target_store, pyramid.assignment)
+        w, t = _write_level(array, dataset, chunks, level_shards[level], multisets, resume and exists, threads,
+                            progress, f"level {level}", target_store, pyramid.assignment, presents[level])
         written, total = written + w, total + t
-    multiscales = multiscales_metadata(pyramid, name, version, _unit(datasets[0].attributes))
+    multiscales = multiscales_metadata(pyramid, name, version, _unit(datasets[0].attributes), len(datasets))
     image_label = {}
     try:
         parent = target_store.parent()
@@ -336,7 +358,39 @@ def to_ome_zarr(
         _list_label(zarr, parent.location, name, version, zarr_format, options)
     group.attrs.put(_ome_attributes(version, multiscales, image_label))
     return OmeZarrSummary(target, version, [d.shape[::-1] for d in datasets], written, total,
-                          time.perf_counter() - started, pyramid.assignment)
+                          time.perf_counter() - started, pyramid.assignment, notes)
+
+
+def _checked_shards(shards, dataset, level):
+    """The shard shape (z, y, x) of one level: ``default_shards``, or ``shards`` when each is a
+    positive multiple of the level's chunk (refused before anything is written)."""
+    shape, chunks = dataset.shape[::-1], dataset.chunks[::-1]
+    if shards is True:
+        return default_shards(chunks, shape)
+    try:
+        values = tuple(int(s) for s in shards)
+    except (TypeError, ValueError):
+        raise ArgumentError("shards", f"expected a shard shape (z, y, x) of integers, got {shards!r}") from None
+    if len(values) != len(chunks) or any(v < 1 or v % c for v, c in zip(values, chunks)):
+        raise ArgumentError(
+            "shards", f"{list(values[::-1])} (x, y, z): level {level} needs {len(chunks)} values, each a positive "
+                      f"multiple of its block size {list(chunks[::-1])} (x, y, z)")
+    return values
+
+
+def _labelled_image(target: Store) -> tuple[int, str] | None:
+    """(levels, display) of the multiscale image ``target`` labels when it is ``IMAGE/labels/NAME``."""
+    try:
+        labels = target.parent()
+        if labels.name != "labels":
+            return None
+        image = labels.parent()
+    except StorageError:  # a bucket: nothing above it
+        return None
+    multiscale = _first_multiscale(image)
+    if multiscale is None or not isinstance(multiscale.get("datasets"), list) or not multiscale["datasets"]:
+        return None
+    return len(multiscale["datasets"]), image.display()
 
 
 def _level_array(zarr, group, path, shape, chunks, shards, multisets, zarr_format, resuming, compressors):
@@ -355,9 +409,9 @@ def _level_array(zarr, group, path, shape, chunks, shards, multisets, zarr_forma
 
 
 def _write_level(array, dataset, chunks, shards, multisets, resuming, threads, progress, description, target: Store,
-                 lookup=None):
+                 lookup=None, present=None):
     """Write every chunk or shard of one level that holds a present block; returns (written, total)."""
-    present = set(dataset.present_blocks())
+    present = set(dataset.present_blocks()) if present is None else present
     units = _write_units(array.shape, chunks, shards)
     work = [(region, blocks) for region in units if (blocks := _blocks_in(region, dataset, present))]
     def write(item):
@@ -419,8 +473,8 @@ def ome_zarr_level(path: PathLike, level: int = 0, *, storage_options: StorageOp
     return None if found is None else (storage.join(path, found[0]), found[1], found[2])
 
 
-def level_of_image(image: Store, level: int = 0) -> tuple[str, tuple[float, ...], tuple[float, ...]] | None:
-    """:func:`ome_zarr_level` of the store ``image``: the level's array path is relative to it."""
+def _first_multiscale(image: Store) -> dict[str, Any] | None:
+    """The first ``multiscales`` entry of the NGFF (0.4 or 0.5) group ``image``, or None."""
     attributes = None
     for name in ("zarr.json", ".zattrs"):
         document = image.get_json(name)
@@ -433,6 +487,15 @@ def level_of_image(image: Store, level: int = 0) -> tuple[str, tuple[float, ...]
     multiscales = holder.get("multiscales") if isinstance(holder, dict) else None
     if not isinstance(multiscales, list) or not multiscales or not isinstance(multiscales[0], dict):
         return None
+    return multiscales[0]
+
+
+def level_of_image(image: Store, level: int = 0) -> tuple[str, tuple[float, ...], tuple[float, ...]] | None:
+    """:func:`ome_zarr_level` of the store ``image``: the level's array path is relative to it."""
+    multiscale = _first_multiscale(image)
+    if multiscale is None:
+        return None
+    multiscales = [multiscale]
     levels = multiscales[0].get("datasets") or []
     if not 0 <= level < len(levels):
         raise ConfigurationError(f"{image.display()}: level {level}: the image has {len(levels)} levels")

@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import json
 import os
+import struct
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -173,9 +174,13 @@ def _open_stored_source(store: Store, level: int) -> LabelSource:
         return _checked_source("npy", path, shape[::-1], dtype)
     if lower.endswith((".tif", ".tiff")):
         tifffile = require("tifffile", "cli", "TIFF sources")
-        with tifffile.TiffFile(path) as tif:
-            series = tif.series[0]
-            return _checked_source("tiff", path, series.shape[::-1], series.dtype)
+        try:
+            with tifffile.TiffFile(path) as tif:
+                series = tif.series[0]
+                shape, dtype = series.shape, series.dtype
+        except (ValueError, IndexError, KeyError, struct.error) as exc:  # tifffile's TiffFileError is a ValueError
+            raise ConfigurationError(f"source: {name}: not a TIFF file tifffile can read ({exc})") from None
+        return _checked_source("tiff", path, shape[::-1], dtype)
     if "dimensions" in store.get_attributes():
         # opened by location: n5.open confines the dataset to its container root
         stored = n5.open_dataset(path, storage_options=options)

@@ -10,7 +10,6 @@ class its configuration names under ``codecs.n5_default``. This module makes
 configuration (``zarr.config.set``, ``ZARR_CODECS__N5_DEFAULT``) still wins.
 """
 
-import zarr as _zarr
 from zarr.registry import register_codec as _register_codec
 
 from ._compat import data_type_registry as _data_type_registry
@@ -42,8 +41,6 @@ for _name, _cls in ZARR_CODECS.items():
 if LabelMultisetDType._zarr_v3_name not in _data_type_registry.contents:
     # (zarr's registry is typed for numpy-scalar data types; see LabelMultisetDType)
     _data_type_registry.register(LabelMultisetDType._zarr_v3_name, LabelMultisetDType)  # type: ignore[arg-type]
-_zarr.config.update_defaults(
-    {"codecs": {N5DefaultZarrCodec.codec_name: f"{N5DefaultZarrCodec.__module__}.{N5DefaultZarrCodec.__qualname__}"}})
 _install_defaults()
 
 __all__ = [

@@ -108,3 +108,14 @@ def wrap_private_function(module_name: str, name: str, make_wrapper: Callable[[A
 def wrap_default_codec_function(name: str, make_wrapper: Callable[[Any], Any]) -> bool:
     """:func:`wrap_private_function` for one of :data:`DEFAULT_CODEC_FUNCTIONS`."""
     return wrap_private_function(DEFAULT_CODEC_FUNCTIONS[name], name, make_wrapper)
+
+
+#: the modules whose ``get_codec_class`` resolves a codec name of an array's metadata (the
+#: registry's own, and the one v3 metadata imported by name)
+CODEC_CLASS_LOOKUPS = ("zarr.registry", "zarr.core.metadata.v3")
+
+
+def wrap_codec_class_lookup(make_wrapper: Callable[[Any], Any]) -> bool:
+    """:func:`wrap_private_function` for zarr's ``get_codec_class`` wherever it is looked up."""
+    wrapped = [wrap_private_function(module, "get_codec_class", make_wrapper) for module in CODEC_CLASS_LOOKUPS]
+    return any(wrapped)

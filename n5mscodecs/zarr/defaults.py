@@ -20,6 +20,14 @@ functions, changing their result only for this package's data type and codecs:
   ``label_multiset_vlen``, at creation, before anything is written (and when
   opening such an array that an older version let through).
 
+and ``get_codec_class`` (where zarr resolves a codec name), for ``n5_default`` only: the
+package's choice of implementation (``codecs.n5_default`` in zarr's configuration, set as a
+default when :mod:`n5mscodecs.zarr` is imported) is put back when a ``zarr.config.set`` block
+removed it. zarr loads this package from its entry point when the first ``n5_default``
+array is opened; when that happens inside ``zarr.config.set({"codecs.n5_default": ...})``,
+the block's end removes every key it did not find on entry, the package's default among
+them, and zarr would then pick any implementation (zarr-n5's, which reads no N5 lz4).
+
 Where a zarr version lacks one of these functions, that wrapper is skipped. The
 wrapping itself is in ``n5mscodecs.zarr._compat``, with every other use of zarr's
 private internals.
@@ -28,7 +36,9 @@ private internals.
 from __future__ import annotations
 
 from ..errors import ConfigurationError
-from ._compat import wrap_default_codec_function
+from ._compat import wrap_codec_class_lookup, wrap_default_codec_function
+
+N5_DEFAULT = "n5_default"
 
 ARRAY_TO_BYTES_IDS = frozenset({"n5_varlen", "n5_label_multiset", "label_multiset"})
 
@@ -71,3 +81,27 @@ def install() -> None:
     wrap_default_codec_function("default_serializer_v3", serializer)
     wrap_default_codec_function("default_filters_v2", filters_v2)
     wrap_default_codec_function("parse_filters", parse_filters)
+    set_n5_default()
+    wrap_codec_class_lookup(codec_class_lookup)
+
+
+def set_n5_default() -> None:
+    """Make this package's :class:`~n5mscodecs.zarr.N5DefaultZarrCodec` the default of
+    ``codecs.n5_default`` (a choice in zarr's configuration still wins)."""
+    import zarr
+
+    from .codecs import N5DefaultZarrCodec
+
+    name = f"{N5DefaultZarrCodec.__module__}.{N5DefaultZarrCodec.__qualname__}"
+    zarr.config.update_defaults({"codecs": {N5_DEFAULT: name}})
+
+
+def codec_class_lookup(original):
+    def get_codec_class(key, *args, **kwargs):
+        if key == N5_DEFAULT:
+            import zarr
+
+            if zarr.config.get(f"codecs.{N5_DEFAULT}", None) is None:  # removed by a config.set block's end
+                set_n5_default()
+        return original(key, *args, **kwargs)
+    return get_codec_class
