@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,10 +16,10 @@ from . import storage
 from .dataset import ArrayDataset, LabelMultisetDataset
 from .metadata import N5_VERSION, DatasetMetadata, max_id
 from .store import Store, open_store
-from .writing import LOCK_NAME, incomplete_marker, mark_complete, write_marked
+from .writing import LOCK_NAME, WriterLock, incomplete_marker, mark_complete, write_marked
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Iterator, Mapping
     from typing import Any
 
     from numpy.typing import ArrayLike, DTypeLike
@@ -74,11 +75,38 @@ def _prepare(store, document, marker, overwrite, container):
     return root
 
 
+@contextmanager
+def writer_lock(store: Store) -> Iterator[None]:
+    """The writer lock of the dataset ``store`` held (see :mod:`n5mscodecs.n5.writing`: a
+    dataset writer locks the dataset's own location); a directory made only to hold the lock
+    is removed again when nothing else was written there."""
+    created = not store.exists()
+    try:
+        with WriterLock(store):
+            yield
+    finally:
+        if created and store.is_directory() and not store.list_dir():
+            store.delete_tree("")
+
+
+def source_file(data: object) -> str | os.PathLike[str] | None:
+    """The file ``data`` reads from: an ``np.memmap``'s (also of a view or an array made on
+    top of one: its ``base`` chain is followed), a dataset's or a label source's path; None
+    for data in memory."""
+    seen = 0
+    while data is not None and seen < 64:
+        source = getattr(data, "filename", None) or getattr(data, "path", None)
+        if isinstance(source, (str, os.PathLike)):
+            return source
+        data, seen = getattr(data, "base", None), seen + 1
+    return None
+
+
 def _refuse_source_overlap(path, data):
     """An ``np.memmap`` (or a dataset) being written to a location that holds it would be
     removed under the writer by an overwrite."""
-    source = getattr(data, "filename", None) or getattr(data, "path", None)
-    if isinstance(source, (str, os.PathLike)):
+    source = source_file(data)
+    if source is not None:
         storage.refuse_overlap(path, source)
 
 
@@ -152,11 +180,12 @@ def write(
                                                max_id=max_id(data.unique_labels()), attributes=attributes)
     document = metadata.to_json()
     marker = incomplete_marker("n5mscodecs.n5.write", _finish_hint("n5.write"))
-    root = _prepare(store, document, marker, overwrite, container)
-    write_container_version(root, store.storage_options)
-    dataset = LabelMultisetDataset(store.location, metadata, store=store)
-    _write_blocks(dataset, data, threads, write_background=write_background_blocks)
-    mark_complete(store)  # re-read: the root version may sit in the same file
+    with writer_lock(store):
+        root = _prepare(store, document, marker, overwrite, container)
+        write_container_version(root, store.storage_options)
+        dataset = LabelMultisetDataset(store.location, metadata, store=store)
+        _write_blocks(dataset, data, threads, write_background=write_background_blocks)
+        mark_complete(store)  # re-read: the root version may sit in the same file
     return dataset
 
 
@@ -185,8 +214,9 @@ def create_array_dataset(
     document = metadata.to_json()
     marker = None if incomplete is None else incomplete_marker(incomplete, _finish_hint(incomplete))
     store = _target_store(path, storage_options)
-    root = _prepare(store, document, marker, overwrite, container)
-    write_container_version(root, store.storage_options)
+    with writer_lock(store):
+        root = _prepare(store, document, marker, overwrite, container)
+        write_container_version(root, store.storage_options)
     return ArrayDataset(store.location, metadata, store=store)
 
 
@@ -208,9 +238,10 @@ def write_array(
     store = _target_store(path, storage_options)
     _refuse_source_overlap(store.location, data)
     data = np.asarray(data)
-    dataset = create_array_dataset(store, data.shape, chunks, data.dtype, compression=compression,
-                                   attributes=attributes, overwrite=overwrite, container=container,
-                                   incomplete="n5mscodecs.n5.write_array")
-    _write_blocks(dataset, data, threads)
-    mark_complete(store)
+    with writer_lock(store):  # held from the creation to the last block (create_array_dataset reuses it)
+        dataset = create_array_dataset(store, data.shape, chunks, data.dtype, compression=compression,
+                                       attributes=attributes, overwrite=overwrite, container=container,
+                                       incomplete="n5mscodecs.n5.write_array")
+        _write_blocks(dataset, data, threads)
+        mark_complete(store)
     return dataset

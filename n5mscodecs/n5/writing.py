@@ -2,31 +2,55 @@
 
 - **The incomplete marker.** A dataset being written carries ``n5mscodecs:incomplete``
   in its ``attributes.json`` from before its first block until after its last;
-  :func:`n5mscodecs.n5.open`, the zarr store view and the Paintera readers refuse
-  it with :class:`~n5mscodecs.IncompleteError` (a killed writer would otherwise
-  leave blocks that read as fill values without a word). An overwrite marks the
-  old dataset *before* removing anything, so an interruption leaves either the
-  old data or a marked dataset, never a silently partial one. Java and other N5
-  readers ignore the attribute.
-- **The writer lock.** ``n5ms convert`` and ``n5ms argmax`` hold
-  ``TARGET/.n5ms-lock`` while they write. Locally it is an ``flock`` (the
-  system releases it when the process dies, so a killed writer never leaves
-  a stale lock); on object stores, which have no locks, it is an object that
-  the writer refreshes every 30 s and that counts as abandoned after
-  120 s without a refresh.
+  :func:`n5mscodecs.n5.open`, the zarr store view and the Paintera readers (the
+  label-to-block lookup's included) refuse it with :class:`~n5mscodecs.IncompleteError`
+  (a killed writer would otherwise leave blocks that read as fill values without a
+  word). An overwrite marks *every* dataset it is about to change (for a Paintera
+  source, every dataset below it, see :func:`mark_datasets_below`) *before* removing
+  anything, and a stage that rewrites a dataset (the label-to-block lookup) marks it
+  before its first byte changes; the marks are removed last. So an interruption leaves
+  either the old data or a marked dataset, never a silently partial one. Java and other
+  N5 readers ignore the attribute.
+- **The writer lock.** Every writer holds ``.n5ms-lock`` in the location it writes
+  while it writes: ``n5ms convert`` and ``paintera.convert``, ``n5ms argmax``,
+  ``n5ms commit``/``paintera.commit`` and the assignment writers hold the label
+  source's (or target's); :func:`n5mscodecs.n5.write`, :func:`~n5mscodecs.n5.write_array`
+  and :func:`~n5mscodecs.n5.create_array_dataset` (with or without ``overwrite``) hold
+  *the dataset's own* (``DATASET/.n5ms-lock``). A second writer of the same location
+  gets :class:`~n5mscodecs.TargetInUseError` naming the first. The dataset's own
+  location, not its container's, so that writers of different datasets of one
+  container run side by side (as h5py and zarr let them); a dataset writer also looks
+  at the locks of the locations above it and refuses while one of them is held (a
+  conversion or commit of the Paintera source the dataset belongs to). Writers called
+  by a writer that holds a lock (``n5ms argmax`` creating its dataset) reuse it: the
+  lock is re-entrant within a thread. Locally it is an ``flock`` (the system releases
+  it when the process dies, so a killed writer never leaves a stale lock); on object
+  stores, which have no locks, it is an object that the writer refreshes every 30 s
+  and that counts as abandoned after 120 s without a refresh.
+- **Links.** The lock file is opened without following a symbolic link
+  (``O_NOFOLLOW``) inside the container root: a lock path that is a link (even one
+  pointing inside the container), anything but a regular file or a file with other hard
+  links is refused (a :class:`~n5mscodecs.ConfigurationError` naming it, exit 2 in the CLI)
+  before anything is written; the directories above it must resolve inside the container
+  root, as for every write. Attribute and marker
+  writes go through the store, which writes a new file and renames it over the old
+  one (a link there is replaced, never written through) and refuses a path that
+  resolves outside the root.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
+import stat
 import threading
 import time
 import uuid
 from typing import TYPE_CHECKING
 
-from ..errors import IncompleteError, TargetInUseError
+from ..errors import ConfigurationError, IncompleteError, N5msCodecsError, TargetInUseError
 from . import storage
 from .store import Store, open_store
 
@@ -76,6 +100,34 @@ def mark_complete(location: Where, *, storage_options: StorageOptions = None) ->
         write_marked(location, attributes, None, storage_options)
 
 
+def mark_datasets_below(store: Store, marker: Mapping[str, str]) -> list[str]:
+    """Mark every N5 dataset at or below ``store`` incomplete (``marker``), before an overwrite
+    removes or rewrites any of them; returns their keys. Symbolic links are not followed (an
+    overwrite removes a link, never what it leads to), and a directory whose attributes cannot
+    be read is not a dataset any reader opens: it is left as it is."""
+    marked: list[str] = []
+
+    def visit(key: str) -> None:
+        try:
+            attributes = store.get_attributes(key)
+        except N5msCodecsError:  # garbage, or not a regular file: no reader takes it for data
+            return
+        if "dimensions" in attributes:
+            if INCOMPLETE_KEY not in attributes:
+                write_marked(store.child(key) if key else store, attributes, marker)
+            marked.append(key)
+            return
+        for name in store.list_dir(key):
+            child = f"{key}/{name}" if key else name
+            if name in (storage.ATTRIBUTES, LOCK_NAME) or name.startswith(storage.TEMPORARY_PREFIX):
+                continue
+            if not store.is_link(child) and store.is_directory(child):
+                visit(child)
+
+    visit("")
+    return marked
+
+
 def _owner() -> dict[str, Any]:
     return {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "token": uuid.uuid4().hex}
@@ -87,16 +139,39 @@ def _describe_owner(owner: Any) -> str:
     return f"process {owner.get('pid', '?')} on {owner.get('host', '?')} (since {owner.get('started', '?')})"
 
 
+# flags of os.open that only some systems have
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+# the locks this process holds: lock key -> [the thread holding it, how many times it took it]
+_HELD: dict[str, list[int]] = {}
+_HELD_LOCK = threading.Lock()
+
+
+def _lock_key(location: str, local: str | None) -> str:
+    return os.path.realpath(local) if local is not None else storage.resolved(location)
+
+
+def _held_by_this_thread(key: str) -> bool:
+    with _HELD_LOCK:
+        holder = _HELD.get(key)
+    return holder is not None and holder[0] == threading.get_ident()
+
+
 class WriterLock:
-    """The exclusive writer lock of a target (a context manager); see the module notes.
+    """The exclusive writer lock of a target (a context manager, re-entrant within a thread);
+    see the module notes.
 
     >>> import tempfile
     >>> target = tempfile.mkdtemp() + "/out.n5/labels"
     >>> with WriterLock(target):
-    ...     WriterLock(target).acquire()
-    Traceback (most recent call last):
-    ...
-    n5mscodecs.errors.TargetInUseError: ...
+    ...     import threading
+    ...     failed = []
+    ...     thread = threading.Thread(target=lambda: failed.append(_try(WriterLock(target).acquire)))
+    ...     thread.start(); thread.join()
+    >>> failed
+    ['TargetInUseError']
     """
 
     def __init__(self, target: Where, options: StorageOptions = None) -> None:
@@ -106,8 +181,10 @@ class WriterLock:
         self.path = self.store.url(LOCK_NAME)
         # a local target is locked with flock, an object store with a heartbeat object
         self._lock_file = self.store.local_file(LOCK_NAME)
+        self._key = _lock_key(self.target, self.store.local_file())
         self._fd: int | None = None
         self._owner: dict[str, Any] | None = None
+        self._nested = False
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
 
@@ -118,37 +195,81 @@ class WriterLock:
     def __exit__(self, *exc_info: object) -> None:
         self.release()
 
-    def _refuse(self, owner: Any) -> TargetInUseError:
+    def _refuse(self, owner: Any, target: str | None = None, path: str | None = None) -> TargetInUseError:
+        target = self.target if target is None else target
+        path = self.path if path is None else path
         return TargetInUseError(
-            f"{storage.display(self.target)} is being written by {_describe_owner(owner)}: wait for it to finish "
-            f"or stop it first (its lock is {storage.display(self.path)})")
+            f"{storage.display(target)} is being written by {_describe_owner(owner)}: wait for it to finish "
+            f"or stop it first (its lock is {storage.display(path)})")
 
     def acquire(self) -> None:
-        """Take the lock, or TargetInUseError naming the process that holds it."""
+        """Take the lock, or TargetInUseError naming the process that holds it (this one's
+        thread already holding it takes it once more). A lock held on a location above the
+        target (by a writer of the group holding it) refuses it too."""
+        me = threading.get_ident()
+        with _HELD_LOCK:
+            holder = _HELD.get(self._key)
+            if holder is not None and holder[0] == me:
+                holder[1] += 1
+                self._nested = True
+                return
+        if holder is not None:
+            raise self._refuse({"pid": f"{os.getpid()} (another thread)", "host": socket.gethostname()})
+        self._check_above()
         if self._lock_file is None:
             self._acquire_object()
         else:
             self._acquire_file(self._lock_file)
+        with _HELD_LOCK:
+            _HELD[self._key] = [me, 1]
+
+    def _check_above(self) -> None:
+        """TargetInUseError when a location above the target is being written (its lock held),
+        unless by this thread (a writer calling a writer)."""
+        local = self.store.local_file()
+        if local is not None:
+            directory = os.path.abspath(local)
+            while os.path.dirname(directory) != directory:
+                directory = os.path.dirname(directory)
+                if _held_by_this_thread(_lock_key(directory, directory)):
+                    return
+                owner = _file_lock_owner(os.path.join(directory, LOCK_NAME))
+                if owner is not False:
+                    raise self._refuse(owner, directory, os.path.join(directory, LOCK_NAME))
+            return
+        root = storage.container_root(self.target)
+        if root is None or storage.resolved(root) == storage.resolved(self.target):
+            return
+        store = self.store
+        while True:
+            store = store.parent()
+            if _held_by_this_thread(_lock_key(store.location, None)):
+                return
+            owner = store.get_json(LOCK_NAME)
+            if isinstance(owner, dict) and time.time() - float(owner.get("heartbeat", 0)) < STALE_SECONDS:
+                raise self._refuse(owner, store.location, store.url(LOCK_NAME))
+            if storage.resolved(store.location) == storage.resolved(root):
+                return
 
     def _acquire_file(self, path):
         import fcntl
 
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self.store.make_directory()  # confined to the container root, as every write
         while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = _open_lock_file(path, self.store.display(LOCK_NAME))
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 with os.fdopen(fd, "rb") as f:
                     try:
-                        owner = json.loads(f.read() or b"null")
+                        owner = json.loads(f.read(storage.MAX_JSON_BYTES) or b"null")
                     except ValueError:
                         owner = None
                 raise self._refuse(owner) from None
             # a holder that released (and unlinked) the file between our open and flock leaves us
             # a lock on a file nobody else sees: try again on the file that is there now
             try:
-                same = os.stat(path).st_ino == os.fstat(fd).st_ino
+                same = os.lstat(path).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:
                 same = False
             if same:
@@ -186,20 +307,91 @@ class WriterLock:
 
     def release(self) -> None:
         """Give the lock up (removing the lock file or object); nothing to do when not held."""
-        if self._fd is not None and self._lock_file is not None:  # the local lock file's descriptor
-            fd, self._fd = self._fd, None
+        if self._nested:
+            self._nested = False
+            with _HELD_LOCK:
+                _HELD[self._key][1] -= 1
+            return
+        if self._fd is None and self._owner is None:
+            return
+        try:
+            if self._fd is not None and self._lock_file is not None:  # the local lock file's descriptor
+                fd, self._fd = self._fd, None
+                try:
+                    os.unlink(self._lock_file)
+                except FileNotFoundError:
+                    pass
+                os.close(fd)
+            elif self._owner is not None:
+                self._stop.set()
+                if self._heartbeat is not None:
+                    self._heartbeat.join()
+                self._owner = None
+                self.store.delete(LOCK_NAME)
+        finally:
+            with _HELD_LOCK:
+                _HELD.pop(self._key, None)
+
+
+def _open_lock_file(path: str, name: str) -> int:
+    """A descriptor of the lock file ``path`` (created if missing), opened without following a
+    link; a link, anything but a regular file, or a file with other hard links (whose bytes
+    live elsewhere too) is a ConfigurationError naming ``name``."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a regular file"
+        raise ConfigurationError(f"{name}: lock: {kind}; refusing to write a lock through it (remove it if no "
+                           "writer runs)")
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # made a link after the lstat
+            raise ConfigurationError(f"{name}: lock: a symbolic link; refusing to write a lock through it") from None
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+        os.close(fd)
+        kind = "not a regular file" if not stat.S_ISREG(info.st_mode) else "a file with other hard links"
+        raise ConfigurationError(f"{name}: lock: {kind}; refusing to write a lock into it (remove it if no writer runs)")
+    return fd
+
+
+def _file_lock_owner(path: str) -> Any:
+    """The owner recorded in the local lock file ``path`` while a writer holds it, else False
+    (no file, a link, not a regular file, unreadable, or a stale one nobody holds)."""
+    import fcntl
+
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as f:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
             try:
-                os.unlink(self._lock_file)
-            except FileNotFoundError:
-                pass
-            os.close(fd)
-        elif self._owner is not None:
-            self._stop.set()
-            if self._heartbeat is not None:
-                self._heartbeat.join()
-            self._owner = None
-            self.store.delete(LOCK_NAME)
+                return json.loads(f.read(storage.MAX_JSON_BYTES) or b"null")
+            except ValueError:
+                return None
+        except OSError:
+            return False
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    return False
+
+
+def _try(call: Any) -> str | None:
+    """The class name of what ``call()`` raised (None without): for the examples."""
+    try:
+        call()
+    except Exception as exc:
+        return type(exc).__name__
+    return None
 
 
 __all__ = ["INCOMPLETE_KEY", "LOCK_NAME", "WriterLock", "check_complete", "incomplete_marker", "mark_complete",
-           "write_marked"]
+           "mark_datasets_below", "write_marked"]

@@ -16,10 +16,17 @@ from ..errors import ConfigurationError
 from ..multiset import BACKGROUND
 from ..multiset.array import RESERVED_RULES, check_keep
 from ..n5 import storage
-from ..n5.create import write_container_version
+from ..n5.create import source_file, write_container_version
 from ..n5.metadata import max_id
 from ..n5.store import open_store
-from ..n5.writing import LOCK_NAME, WriterLock, incomplete_marker, mark_complete, write_marked
+from ..n5.writing import (
+    LOCK_NAME,
+    WriterLock,
+    incomplete_marker,
+    mark_complete,
+    mark_datasets_below,
+    write_marked,
+)
 from .lookup import LABEL_BLOCK_LOOKUP, block_labels, write_label_to_block_mapping
 from .pyramid import PyramidJob, normalized_factors, write_pyramid_block
 from .sources import check_source_labels, open_label_source
@@ -118,8 +125,8 @@ def _group_attributes(store):
 
 def _start(store, parameters, overwrite, resume):
     """Create or reopen the target ``store`` (its writer lock held); returns True when a
-    finished conversion is there already. An overwritten target is marked unfinished before
-    anything in it is removed."""
+    finished conversion is there already. An overwritten target is marked unfinished, and
+    every dataset below it incomplete, before anything in it is removed."""
     attributes = _group_attributes(store)
     state = attributes.get(CONVERSION_KEY)
     state = state if isinstance(state, dict) else None
@@ -129,6 +136,7 @@ def _start(store, parameters, overwrite, resume):
     if exists and overwrite:
         if not attributes:
             raise ConfigurationError(f"{name}: refusing to overwrite something that is not an N5 container")
+        mark_datasets_below(store, incomplete_marker("n5ms convert (an overwrite)", FINISH_HINT))
         store.set_attributes("", unfinished)
         store.clear("", {storage.ATTRIBUTES, LOCK_NAME})
         return False
@@ -262,8 +270,9 @@ def convert(
     if overwrite and resume:
         raise ConfigurationError(
             "overwrite and resume: pass one of them (resume keeps the blocks, overwrite removes them)")
-    source = open_label_source(source, dataset, storage_options=storage_options, level=level)
     target = os.fspath(target)
+    storage.refuse_overlap(target, source_file(source))  # an np.memmap of a file in the target
+    source = open_label_source(source, dataset, storage_options=storage_options, level=level)
     storage.refuse_overlap(target, source.path)
     ndim = len(source.shape)
     block_size = n5.block_size(block_size, ndim, "block_size")
