@@ -140,10 +140,6 @@ class Store(abc.ABC):
         """Whether ``key`` is a symbolic link (object stores have none: False)."""
         return False
 
-    def is_link(self, key: str = "") -> bool:
-        """Whether ``key`` is a symbolic link (object stores have none: False)."""
-        return False
-
     @abc.abstractmethod
     def list_dir(self, key: str = "") -> list[str]:
         """The names directly below ``key``, sorted (empty when there is nothing)."""
@@ -344,9 +340,6 @@ class LocalStore(Store):
 
     def is_file(self, key: str = "") -> bool:
         return os.path.isfile(self._path(key))
-
-    def is_link(self, key: str = "") -> bool:
-        return os.path.islink(self._path(key))
 
     def is_link(self, key: str = "") -> bool:
         return os.path.islink(self._path(key))
