@@ -198,3 +198,36 @@ def test_an_ome_zarr_level_is_found_and_opened_through_one_store():
     assert (source.kind, source.path) == ("n5", image.url("0"))
     assert (source.resolution, source.offset) == ((3.0, 2.0), (7.0, 5.0))
     assert np.array_equal(source.read((slice(None), slice(None))), labels)
+
+
+def _image(path, shapes):
+    """An NGFF 0.5 multiscale image with one uint8 level per shape (z, y, x)."""
+    group = zarr.open_group(path, mode="w", zarr_format=3)
+    datasets = []
+    for k, shape in enumerate(shapes):
+        group.create_array(f"s{k}", shape=shape, dtype="uint8", dimension_names=["z", "y", "x"])
+        factor = [float(2**k)] * 3
+        datasets.append({"path": f"s{k}", "coordinateTransformations": [{"type": "scale", "scale": factor}]})
+    axes = [{"name": a, "type": "space"} for a in "zyx"]
+    group.attrs.put({"ome": {"version": "0.5", "multiscales": [{"axes": axes, "datasets": datasets}]}})
+    return path
+
+
+def test_labels_of_an_image_get_as_many_levels_as_the_image(source, tmp_path, capsys):
+    """Issue 42, item 12: NGFF 0.5 wants a labels image with the image's number of levels."""
+    _, levels = expected_levels(source)                       # three levels
+    image = _image(tmp_path / "image.zarr", [level.shape for level in levels[:2]])
+    assert main(["ome-zarr", str(source), str(image / "labels" / "cells"), "--quiet"]) == 0
+    assert "wrote levels s0..s1 of 3" in capsys.readouterr().err
+    cells = zarr.open_group(image / "labels" / "cells", mode="r")
+    assert len(cells.attrs["ome"]["multiscales"][0]["datasets"]) == 2 and "s2" not in cells
+    assert np.array_equal(cells["s1"][...], levels[1])
+    models = pytest.importorskip("ome_zarr_models")
+    model = models.open_ome_zarr(zarr.open_group(image, mode="r"), version="0.5")
+    assert type(model).__name__ == "Image" and model.labels is not None
+    # an image with more levels than the source: refused, nothing written
+    deeper = _image(tmp_path / "deeper.zarr", [level.shape for level in levels] + [(5, 5, 5)])
+    assert main(["ome-zarr", str(source), str(deeper / "labels" / "cells"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "has 4 levels" in err and "only 3" in err and len(err.splitlines()) == 1
+    assert not (deeper / "labels").exists()

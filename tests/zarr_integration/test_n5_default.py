@@ -255,3 +255,27 @@ def test_n5store_reads_what_z5py_and_tensorstore_wrote(tmp_path):
     assert len(names) == 12
     for name in names:
         assert np.array_equal(root[name][:], data), name
+
+
+def test_the_choice_survives_a_config_block_around_the_first_array(tmp_path):
+    """Issue 42, item 13: the first n5_default array of a fresh process opened inside
+    ``zarr.config.set({"codecs.n5_default": ...})`` (zarr loads this package from its entry point
+    there): after the block the package's codec is still zarr's choice, and reads N5 lz4."""
+    zarr_n5 = pytest.importorskip("zarr_n5")
+    del zarr_n5
+    data = plain("uint16")
+    n5.write_array(tmp_path / "c.n5" / "lz4", data, chunks=CHUNKS, compression={"type": "lz4"})
+    n5.write_array(tmp_path / "c.n5" / "gzip", data, chunks=CHUNKS, compression="gzip")
+    assert n5ms(["zarr-json", str(tmp_path / "c.n5")]) == 0
+    out = run_python(f"""
+        import sys, warnings
+        import numpy as np, zarr
+        assert "n5mscodecs" not in sys.modules
+        with zarr.config.set({{"codecs.n5_default": "zarr_n5.codec.default.N5DefaultCodec"}}):
+            inside = zarr.open_array({str(tmp_path / "c.n5" / "gzip")!r}, mode="r")
+            print(type(inside.metadata.codecs[0]).__module__)
+        warnings.simplefilter("error")   # no "not configured" warning either
+        after = zarr.open_array({str(tmp_path / "c.n5" / "lz4")!r}, mode="r")
+        print(type(after.metadata.codecs[0]).__module__, int(after[...].sum()))
+    """)
+    assert out.split()[-3:] == ["zarr_n5.codec.default", "n5mscodecs.zarr.codecs", str(int(data.sum()))]
