@@ -2,6 +2,7 @@
 container root, readable errors. The bombs run in one subprocess that reports its own peak
 resident memory; the special files there must fail within its time-out."""
 
+import functools
 import json
 import os
 import struct
@@ -588,3 +589,76 @@ def test_a_float_id_is_never_truncated():
     with pytest.raises(TypeError, match="integers"):
         LabelMultisetArray.from_elements(np.array([1, 1.5, 2], object))  # ints at both ends
     assert LabelMultiset({np.uint64(2**64 - 1): 1, True: 2}) == {2**64 - 1: 1, 1: 2}
+
+
+# ---------------------------------------------------------------------------------------------
+# numcodecs paths are bounded without a dataset (issue 42, item 10)
+
+
+def _traced_peak(function):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        try:
+            function()
+            outcome = None
+        except Exception as error:  # noqa: BLE001 - the outcome is asserted by the caller
+            outcome = error
+        return outcome, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_n5_varlen_codec_bounds_a_block_by_its_size_without_a_shape():
+    import bz2
+
+    import numcodecs
+
+    claim = 256 << 20
+    zstd_block = N5BlockHeader(MODE_VARLENGTH, (1024, 1024, 64), claim).to_bytes() + zstd_zeros(claim)
+    plain = 64 << 20  # a mode-0 ("plain") block: numElements is the header dims' voxel count
+    plain_block = N5BlockHeader(MODE_DEFAULT, (1024, 256, 256)).to_bytes() + bz2.compress(bytes(plain), 9)
+    assert len(zstd_block) < 9000 and len(plain_block) < 300
+    def varlen(compressor, **options):
+        return numcodecs.get_codec({"id": "n5_varlen", "codecs": [{"name": "n5_label_multiset"}, {"name": compressor}],
+                                    **options})
+
+    for block, compressor in ((zstd_block, "zstd"), (plain_block, "bzip2")):
+        error, peak = _traced_peak(functools.partial(varlen(compressor).decode, block))
+        assert isinstance(error, N5HeaderError) and "numElements" in str(error) and "max_ratio" in str(error), error
+        assert peak < 8 << 20, peak
+    # a larger max_ratio (or the expected shape) lets the claim through to the decoders' own checks
+    codec = varlen("bzip2", max_ratio=1e9)
+    assert codec.get_config()["max_ratio"] == 1e9 and numcodecs.get_codec(codec.get_config()) == codec
+    with pytest.raises(ValueError, match="listEntryOffsets"):
+        codec.decode(plain_block)
+    # real data never reaches the bound: constant 64^3 blocks, the best compressed there are
+    labels = np.full((64, 64, 64), 7, np.uint64)
+    for compressor in ("gzip", "zstd", "xz", "bzip2"):
+        codec = varlen(compressor)
+        assert "max_ratio" not in codec.get_config()
+        assert np.array_equal(codec.decode(codec.encode(labels), out=np.empty(labels.shape, np.uint64)), labels)
+        assert np.array_equal(codec.decode(codec.encode(labels)).argmax(), labels)
+
+
+def test_czi_chunked_codec_bounds_the_declared_size_without_out():
+    import numcodecs
+
+    from n5mscodecs import ChunkedFormatError
+    from n5mscodecs.czi import chunked_encode
+
+    payload = bytes(chunked_encode(np.zeros(256 << 20, np.uint8), codec="zstd", max_chunk_size=1 << 28))
+    codec = numcodecs.get_codec({"id": "czi_chunked"})
+    error, peak = _traced_peak(lambda: codec.decode(payload))
+    assert isinstance(error, ChunkedFormatError) and "DecompressedSizes" in str(error), error
+    assert peak < 8 << 20, peak
+    assert "max_ratio" not in codec.get_config()
+    generous = numcodecs.get_codec({"id": "czi_chunked", "max_ratio": 1 << 16})
+    assert numcodecs.get_codec(generous.get_config()) == generous
+    assert len(generous.decode(payload)) == 256 << 20
+    # what this codec writes with its defaults decodes without out= at any size: zeros compress 3,119:1
+    zeros = np.zeros(64 << 20, np.uint8)
+    assert np.array_equal(codec.decode(codec.encode(zeros)), zeros)
+    with pytest.raises(ConfigurationError, match="max_ratio"):
+        numcodecs.get_codec({"id": "czi_chunked", "max_ratio": 0})
