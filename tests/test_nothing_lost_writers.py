@@ -305,6 +305,13 @@ def test_writers_that_call_writers_reuse_their_lock(source, tmp_path):
     assert summary.blocks_present > 0 and not (tmp_path / "A.n5" / "a" / LOCK_NAME).exists()
     paintera.write_assignment(source, {1: 2})
     assert paintera.read_assignment(source).apply(np.array([1, 3], np.uint64)).tolist() == [2, 3]
+    # a user holding a dataset's lock may write it; a second lock in the same thread is refused
+    path = tmp_path / "U.n5" / "x"
+    with WriterLock(path):
+        n5.write_array(path, np.ones((4, 4), np.uint8), chunks=2)
+        with pytest.raises(TargetInUseError, match=r"\(this thread\)"):
+            WriterLock(path).acquire()
+    assert (n5.open(path)[:] == 1).all() and not (path / LOCK_NAME).exists()
     group = n5.open(tmp_path / "G.n5", mode="w")
     group.create_dataset("d", data=np.arange(12, dtype=np.uint16).reshape(3, 4))
     assert np.array_equal(n5.open(tmp_path / "G.n5" / "d")[:], np.arange(12).reshape(3, 4))

@@ -82,7 +82,7 @@ def writer_lock(store: Store) -> Iterator[None]:
     is removed again when nothing else was written there."""
     created = not store.exists()
     try:
-        with WriterLock(store):
+        with WriterLock(store, reuse=True):  # a writer calling us (argmax) holds it already
             yield
     finally:
         if created and store.is_directory() and not store.list_dir():

@@ -22,8 +22,10 @@
   container run side by side (as h5py and zarr let them); a dataset writer also looks
   at the locks of the locations above it and refuses while one of them is held (a
   conversion or commit of the Paintera source the dataset belongs to). Writers called
-  by a writer that holds a lock (``n5ms argmax`` creating its dataset) reuse it: the
-  lock is re-entrant within a thread. Locally it is an ``flock`` (the system releases
+  by a writer that holds a lock (``n5ms argmax`` creating its dataset, the assignment
+  writer creating its dataset below the source it locked) reuse it in the same thread
+  (``WriterLock(..., reuse=True)``); any other second acquisition is refused, also in
+  the same thread. Locally it is an ``flock`` (the system releases
   it when the process dies, so a killed writer never leaves a stale lock); on object
   stores, which have no locks, it is an object that the writer refreshes every 30 s
   and that counts as abandoned after 120 s without a refresh.
@@ -160,22 +162,24 @@ def _held_by_this_thread(key: str) -> bool:
 
 
 class WriterLock:
-    """The exclusive writer lock of a target (a context manager, re-entrant within a thread);
-    see the module notes.
+    """The exclusive writer lock of a target (a context manager); see the module notes.
 
     >>> import tempfile
     >>> target = tempfile.mkdtemp() + "/out.n5/labels"
     >>> with WriterLock(target):
-    ...     import threading
-    ...     failed = []
-    ...     thread = threading.Thread(target=lambda: failed.append(_try(WriterLock(target).acquire)))
-    ...     thread.start(); thread.join()
-    >>> failed
-    ['TargetInUseError']
+    ...     WriterLock(target).acquire()
+    Traceback (most recent call last):
+    ...
+    n5mscodecs.errors.TargetInUseError: ...
+
+    ``reuse=True`` (for a writer that a writer may call, such as :func:`n5mscodecs.n5.write`):
+    a lock this thread holds already, on the target or a location above it, is taken once
+    more instead of refused.
     """
 
-    def __init__(self, target: Where, options: StorageOptions = None) -> None:
+    def __init__(self, target: Where, options: StorageOptions = None, *, reuse: bool = False) -> None:
         """``target``: the target's location (``options``: its storage options) or store."""
+        self.reuse = reuse
         self.store = target if isinstance(target, Store) else open_store(target, options)
         self.target = self.store.location
         self.path = self.store.url(LOCK_NAME)
@@ -203,18 +207,19 @@ class WriterLock:
             f"or stop it first (its lock is {storage.display(path)})")
 
     def acquire(self) -> None:
-        """Take the lock, or TargetInUseError naming the process that holds it (this one's
-        thread already holding it takes it once more). A lock held on a location above the
+        """Take the lock, or TargetInUseError naming the process that holds it (with ``reuse``,
+        this thread already holding it takes it once more). A lock held on a location above the
         target (by a writer of the group holding it) refuses it too."""
         me = threading.get_ident()
         with _HELD_LOCK:
             holder = _HELD.get(self._key)
-            if holder is not None and holder[0] == me:
+            if self.reuse and holder is not None and holder[0] == me:
                 holder[1] += 1
                 self._nested = True
                 return
         if holder is not None:
-            raise self._refuse({"pid": f"{os.getpid()} (another thread)", "host": socket.gethostname()})
+            this = "this thread" if holder[0] == me else "another thread"
+            raise self._refuse({"pid": f"{os.getpid()} ({this})", "host": socket.gethostname()})
         self._check_above()
         if self._lock_file is None:
             self._acquire_object()
@@ -225,13 +230,13 @@ class WriterLock:
 
     def _check_above(self) -> None:
         """TargetInUseError when a location above the target is being written (its lock held),
-        unless by this thread (a writer calling a writer)."""
+        unless by this thread with ``reuse`` (a writer calling a writer)."""
         local = self.store.local_file()
         if local is not None:
             directory = os.path.abspath(local)
             while os.path.dirname(directory) != directory:
                 directory = os.path.dirname(directory)
-                if _held_by_this_thread(_lock_key(directory, directory)):
+                if self.reuse and _held_by_this_thread(_lock_key(directory, directory)):
                     return
                 owner = _file_lock_owner(os.path.join(directory, LOCK_NAME))
                 if owner is not False:
@@ -243,7 +248,7 @@ class WriterLock:
         store = self.store
         while True:
             store = store.parent()
-            if _held_by_this_thread(_lock_key(store.location, None)):
+            if self.reuse and _held_by_this_thread(_lock_key(store.location, None)):
                 return
             owner = store.get_json(LOCK_NAME)
             if isinstance(owner, dict) and time.time() - float(owner.get("heartbeat", 0)) < STALE_SECONDS:
@@ -355,7 +360,8 @@ def _open_lock_file(path: str, name: str) -> int:
     if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
         os.close(fd)
         kind = "not a regular file" if not stat.S_ISREG(info.st_mode) else "a file with other hard links"
-        raise ConfigurationError(f"{name}: lock: {kind}; refusing to write a lock into it (remove it if no writer runs)")
+        raise ConfigurationError(f"{name}: lock: {kind}; refusing to write a lock into it (remove it if no "
+                                 "writer runs)")
     return fd
 
 
@@ -382,15 +388,6 @@ def _file_lock_owner(path: str) -> Any:
             return False
         fcntl.flock(fd, fcntl.LOCK_UN)
     return False
-
-
-def _try(call: Any) -> str | None:
-    """The class name of what ``call()`` raised (None without): for the examples."""
-    try:
-        call()
-    except Exception as exc:
-        return type(exc).__name__
-    return None
 
 
 __all__ = ["INCOMPLETE_KEY", "LOCK_NAME", "WriterLock", "check_complete", "incomplete_marker", "mark_complete",
