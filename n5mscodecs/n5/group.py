@@ -43,7 +43,7 @@ from .create import create_array_dataset, write, write_array
 from .dataset import ArrayDataset, LabelMultisetDataset, read_attributes
 from .metadata import N5_VERSION
 from .store import Store, open_store
-from .writing import LOCK_NAME, check_complete
+from .writing import LOCK_NAME, check_complete, incomplete_marker, mark_datasets_below
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -296,13 +296,16 @@ def _new_container(store: Store) -> None:
 
 def _empty(store: Store) -> None:
     """Mode ``w`` on an existing location: only an N5 container, group or dataset is emptied,
-    its attributes replaced by a bare container's *first*, so that an interruption leaves an
-    empty-looking container, never a dataset over missing blocks."""
+    every dataset below it marked incomplete and its attributes replaced by a bare container's
+    *first*, so that an interruption leaves an empty-looking container and marked datasets,
+    never a dataset over missing blocks that reads as complete."""
     if not store.get_attributes() and not _named_container(store.url()):
         raise ConfigurationError(f"{store.display()}: refusing to empty (mode 'w') something that is not N5 "
                                  "(no attributes.json, not named *.n5)")
     if store.exists(LOCK_NAME):
         raise ConfigurationError(f"{store.display()}: a writer holds its lock ({LOCK_NAME}); refusing to empty it")
+    mark_datasets_below(store, incomplete_marker("n5.open(mode='w') (emptying the container)",
+                                                 "it was being removed; write it again"))
     store.set_attributes("", {"n5": N5_VERSION})
     store.clear("", {storage.ATTRIBUTES})
 

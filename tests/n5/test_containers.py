@@ -118,6 +118,36 @@ def test_mode_w_refuses_what_is_not_n5(tmp_path):
         n5.open(tmp_path / "busy.n5", mode="w")
 
 
+
+def test_mode_w_marks_every_dataset_below_before_it_removes_anything(tmp_path, monkeypatch):
+    """Issue 42: an emptying interrupted while it removes leaves no dataset that reads as complete
+    with part of its blocks gone: each is marked (as paintera.convert's overwrite marks them) first."""
+    from n5mscodecs.n5.store import LocalStore
+
+    root = n5.open(tmp_path / "c.n5", mode="w")
+    root.require_group("g").create_dataset("a", data=np.arange(16, dtype=np.uint16).reshape(4, 4), chunks=2)
+    root.create_dataset("b", data=np.ones((4, 4), np.uint8), chunks=2)
+    removed = []
+
+    def interrupted(self, key):  # the first block file goes, then the process dies
+        if removed:
+            raise KeyboardInterrupt("killed while emptying (injected)")
+        removed.append(key)
+        LocalStore.delete(self, key)
+
+    real_delete_tree = LocalStore.delete_tree
+    monkeypatch.setattr(LocalStore, "delete_tree", lambda self, key: interrupted(self, key + "/0/0")
+                        if key in ("b", "g") else real_delete_tree(self, key))
+    with pytest.raises(KeyboardInterrupt):
+        n5.open(tmp_path / "c.n5", mode="w")
+    monkeypatch.undo()
+    assert removed == ["b/0/0"] and not (tmp_path / "c.n5" / "b" / "0" / "0").exists()
+    for name in ("b", "g/a"):  # marked before the first byte went: refused, not read as fill values
+        assert INCOMPLETE_KEY in n5.read_attributes(tmp_path / "c.n5" / name)
+        with pytest.raises(IncompleteError, match="INCOMPLETE"):
+            n5.open(tmp_path / "c.n5" / name)
+    assert list(n5.open(tmp_path / "c.n5", mode="w")) == []  # emptying again finishes it
+
 def test_datasets_look_like_arrays(tmp_path):
     plain = n5.write_array(tmp_path / "c.n5" / "p", LABELS.astype(np.int16), chunks=4)
     opened = n5.open(tmp_path / "c.n5" / "p")
