@@ -45,6 +45,7 @@ import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
+from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.abc.store import Store as ZarrStore
 from zarr.storage import WrapperStore
 
@@ -68,10 +69,12 @@ from .attributes import (
 from .codecs import full_chunk
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import AsyncIterator, Iterable, Mapping
     from typing import Any
 
     from zarr import Array
+    from zarr.abc.store import ByteRequest
+    from zarr.core.buffer import Buffer, BufferPrototype
 
     from ..n5.storage import PathLike
     from ..n5.store import Store as N5LocationStore
@@ -82,11 +85,156 @@ _NOT_A_DATASET = object()  # attributes without dimensions: a group
 _U64 = np.dtype(np.uint64)
 
 
+def _sliced(data: bytes, byte_range: ByteRequest | None) -> bytes:
+    if byte_range is None:
+        return data
+    if isinstance(byte_range, RangeByteRequest):
+        return data[byte_range.start:byte_range.end]
+    if isinstance(byte_range, OffsetByteRequest):
+        return data[byte_range.offset:]
+    if isinstance(byte_range, SuffixByteRequest):
+        return data[max(0, len(data) - byte_range.suffix):]
+    raise TypeError(f"unexpected byte_range {byte_range!r}")
+
+
+class PackageStore(ZarrStore):
+    """A zarr store over this package's :class:`~n5mscodecs.n5.store.Store`: every read, write,
+    listing and removal is the package store's own call, run in a thread off zarr's event loop.
+    So zarr sees what :func:`n5mscodecs.n5.open` sees: for a local directory only regular files
+    are read (a FIFO or a device where a key should be is a :class:`~n5mscodecs.StorageError`,
+    never a hang), symbolic links are followed inside the container root and refused out of it;
+    for a URL every request has the package's connect and read time-outs and its retries of
+    transient failures, then a :class:`~n5mscodecs.StorageError` (see docs/remote.md).
+    :func:`open_n5_store` and :func:`open_labels` build one for a location, and
+    :class:`N5Store` builds one for a zarr ``LocalStore`` it is given; :class:`N5Store` bounds each
+    block's read by its dataset's largest block (``max_size``).
+
+    Parameters
+    ----------
+    store : n5mscodecs.n5.store.Store
+        The package's store of the container root (:func:`~n5mscodecs.n5.store.open_store`).
+    read_only : bool
+        Refuse writes (``http(s)`` stores always do).
+    """
+
+    supports_writes: bool = True
+    supports_deletes: bool = True
+    supports_listing: bool = True
+
+    def __init__(self, store: N5LocationStore, *, read_only: bool = False) -> None:
+        super().__init__(read_only=read_only or store.read_only)
+        self.store = store
+
+    @classmethod
+    def from_location(cls, location: PathLike, storage_options: Mapping[str, Any] | None = None, *,
+                      read_only: bool = False) -> PackageStore:
+        """The store of ``location`` (a local path, ``file://`` or a URL), local ones confined to
+        their container root (the nearest ``*.n5`` of the path and its parents, else the path)."""
+        from ..n5.store import open_store
+
+        path = storage.local_file(location)
+        if path is None:
+            return cls(open_store(location, storage_options), read_only=read_only)
+        return cls(open_store(path, boundary=storage.confinement_root(path)), read_only=read_only)
+
+    def with_read_only(self, read_only: bool = False) -> PackageStore:
+        return type(self)(self.store, read_only=read_only)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, PackageStore) and type(other.store) is type(self.store)
+                and other.store.url() == self.store.url())
+
+    def __repr__(self) -> str:
+        return f"PackageStore({self.store.display()!r})"
+
+    async def _open(self) -> None:
+        if not self.read_only and self.store.is_local:
+            await asyncio.to_thread(self.store.make_directory)
+        await super()._open()
+
+    async def get(self, key: str, prototype: BufferPrototype | None = None, byte_range: ByteRequest | None = None,
+                  *, max_size: int | None = None) -> Buffer | None:
+        """The bytes at ``key`` (None when there are none); more than ``max_size`` bytes is a
+        :class:`~n5mscodecs.StorageError`, as is (local) anything but a regular file."""
+        data = await asyncio.to_thread(self.store.get, key, max_size=max_size)
+        if data is None:
+            return None
+        return (prototype or default_buffer_prototype()).buffer.from_bytes(_sliced(data, byte_range))
+
+    async def get_partial_values(self, prototype: BufferPrototype,
+                                 key_ranges: Iterable[tuple[str, ByteRequest | None]]) -> list[Buffer | None]:
+        return list(await asyncio.gather(*(self.get(key, prototype, byte_range) for key, byte_range in key_ranges)))
+
+    def _exists(self, key: str) -> bool:
+        # a key is an object: a local directory is none (an object store's prefix cannot be told apart)
+        return self.store.is_file(key) if self.store.is_local else self.store.exists(key)
+
+    async def exists(self, key: str) -> bool:
+        return await asyncio.to_thread(self._exists, key)
+
+    async def set(self, key: str, value: Buffer) -> None:
+        self._check_writable()
+        await asyncio.to_thread(self.store.set, key, value.to_bytes())
+
+    async def set_if_not_exists(self, key: str, value: Buffer) -> None:
+        if not await self.exists(key):
+            await self.set(key, value)
+
+    def _delete(self, key: str) -> None:
+        if self.store.is_local and self.store.is_directory(key) and not self.store.is_link(key):
+            self.store.delete_tree(key)
+        else:
+            self.store.delete(key)
+
+    async def delete(self, key: str) -> None:
+        self._check_writable()
+        await asyncio.to_thread(self._delete, key)
+
+    async def delete_dir(self, prefix: str) -> None:
+        self._check_writable()
+        await asyncio.to_thread(self.store.delete_tree, prefix.rstrip("/"))
+
+    def _keys(self, prefix: str) -> list[str]:
+        top = self.store.url()
+        keys: list[str] = []
+        for directory, _, files in self.store.walk(prefix.rstrip("/")):
+            below = storage.relative(directory, top)
+            below = "" if below == "." else below + "/"
+            keys.extend(below + name for name in files if not name.startswith(storage.TEMPORARY_PREFIX))
+        return keys
+
+    async def list(self) -> AsyncIterator[str]:
+        for key in await asyncio.to_thread(self._keys, ""):
+            yield key
+
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        for key in await asyncio.to_thread(self._keys, prefix):
+            if key.startswith(prefix):
+                yield key
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        for name in await asyncio.to_thread(self.store.list_dir, prefix.rstrip("/")):
+            if not name.startswith(storage.TEMPORARY_PREFIX):
+                yield name
+
+
+def _package_store(store: ZarrStore) -> ZarrStore:
+    """``store``, or a :class:`PackageStore` of the same directory for a zarr ``LocalStore``
+    (whose reads would follow any link and read FIFOs and devices)."""
+    from zarr.storage import LocalStore
+
+    if type(store) is LocalStore:
+        return PackageStore.from_location(str(store.root), read_only=store.read_only)
+    return store
+
+
 def _wrapped_location(store: ZarrStore) -> tuple[str, Mapping[str, Any] | None] | None:
-    """``(location, storage_options)`` of the root of a zarr ``LocalStore`` or ``FsspecStore``
-    (None for other stores, or a file system whose URL cannot be rebuilt)."""
+    """``(location, storage_options)`` of the root of a :class:`PackageStore`, a zarr ``LocalStore``
+    or ``FsspecStore`` (None for other stores, or a file system whose URL cannot be rebuilt)."""
     from zarr.storage import FsspecStore, LocalStore
 
+    if isinstance(store, PackageStore):
+        return store.store.location, store.store.storage_options
     if isinstance(store, LocalStore):
         return str(store.root), None
     if isinstance(store, FsspecStore):
@@ -203,6 +351,7 @@ class N5Store(WrapperStore):
         if multisets != "labels" and (not auto_or_none or additional_assignment):
             raise ConfigurationError("assignment: a fragment-segment-assignment is applied by the labels view "
                                      "only (multisets='labels'); the multisets hold fragments")
+        store = _package_store(store)
         super().__init__(store)
         self.fill_label = int(fill_label)
         self.multisets = multisets
@@ -255,8 +404,15 @@ class N5Store(WrapperStore):
 
     # -- helpers ---------------------------------------------------------------
 
+    async def _get_bounded(self, key, prototype, max_size):
+        """The wrapped store's bytes at ``key``; at most ``max_size`` of them from a :class:`PackageStore`
+        (what a zarr store reads is its own business)."""
+        if isinstance(self._store, PackageStore):
+            return await self._store.get(key, prototype, max_size=max_size)
+        return await self._store.get(key, prototype)
+
     async def _read_json(self, key):
-        buffer = await self._store.get(key, default_buffer_prototype())
+        buffer = await self._get_bounded(key, default_buffer_prototype(), storage.MAX_JSON_BYTES)
         return None if buffer is None else json.loads(buffer.to_bytes())
 
     async def _has_children(self, prefix):
@@ -313,11 +469,12 @@ class N5Store(WrapperStore):
         if key == ZARR_JSON or key.endswith("/" + ZARR_JSON):
             document = await self._zarr_json(key[: -len(ZARR_JSON)])
             return None if document is None else prototype.buffer.from_bytes(json.dumps(document).encode())
-        buffer = await self._store.get(key, prototype, byte_range)
-        if buffer is None or byte_range is not None:
-            return buffer
+        if byte_range is not None:
+            return await self._store.get(key, prototype, byte_range)
         found = await self._dataset_of(key)
-        if found is None:
+        # a block is read up to the most its dataset can need, as n5.open reads it
+        buffer = await self._get_bounded(key, prototype, None if found is None else found[0].max_block_bytes())
+        if buffer is None or found is None:
             return buffer
         dataset, grid = found
         if isinstance(dataset, ArrayDataset):  # n5_default pads truncated blocks itself
@@ -441,25 +598,21 @@ class N5Store(WrapperStore):
 
 
 def _location_store(location, storage_options, read_only):
-    """zarr's store for ``location``: where :func:`~n5mscodecs.n5.store.open_store` picks a
-    local store, zarr's ``LocalStore``, else its ``FsspecStore``."""
-    path = storage.local_file(location)
-    if path is None:
-        from zarr.storage import FsspecStore
-
-        read_only = read_only or storage.read_only_location(location)
-        return FsspecStore.from_url(str(location), storage_options=dict(storage_options or {}), read_only=read_only)
-    from zarr.storage import LocalStore
-
-    return LocalStore(path, read_only=read_only)
+    """The zarr store of ``location``: a :class:`PackageStore` over the package's store of it
+    (time-outs, retries and ``StorageError`` for URLs; regular files only and confinement to
+    the container root for local paths)."""
+    return PackageStore.from_location(location, storage_options, read_only=read_only)
 
 
 def open_n5_store(location: PathLike, *, storage_options: Mapping[str, Any] | None = None, read_only: bool = False,
                   fill_label: int = BACKGROUND, multisets: str = "elements", assignment: Any = "auto",
                   additional_assignment: Any = None) -> N5Store:
-    """An :class:`N5Store` over an N5 container at a local path (zarr's ``LocalStore``) or a URL
-    (zarr's ``FsspecStore``: the same fsspec file systems and ``storage_options`` as
-    :mod:`n5mscodecs.n5`; ``http(s)`` is read-only). The labels view applies each dataset's
+    """An :class:`N5Store` over an N5 container at a local path or a URL, read and written
+    through the package's own store (a :class:`PackageStore`): the same fsspec file systems,
+    ``storage_options``, time-outs, retries and :class:`~n5mscodecs.StorageError` as
+    :mod:`n5mscodecs.n5` for a URL (``http(s)`` is read-only); for a local path only regular
+    files are read, links out of the container root are refused and each block is read up to
+    its dataset's bound. The labels view applies each dataset's
     fragment-segment-assignment (``assignment``, ``additional_assignment``: see
     :class:`N5Store`)."""
     read_only = read_only or multisets == "labels"
