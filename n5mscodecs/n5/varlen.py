@@ -172,6 +172,9 @@ def varlen_payload(
         # N5's Java writer marks a varlength block as default mode whenever its byte count
         # equals the product of the header dims; Java then reads that many bytes
         num_elements = voxels(header.shape)
+        if num_elements >= 2**31:   # Java's element count is an int
+            raise N5HeaderError(f"n5_varlen: mode-0 block dims {list(header.shape)} claim {num_elements} bytes, "
+                                "more than a Java int (2**31 - 1)")
     elif header.mode == MODE_VARLENGTH and header.num_elements is not None:
         num_elements = header.num_elements
     else:
