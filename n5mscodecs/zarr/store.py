@@ -29,6 +29,14 @@ Wraps any zarr store holding an N5 container (``attributes.json`` files):
   pairs over them. Finding it needs the container's location: a zarr ``LocalStore`` or
   ``FsspecStore`` has one, :func:`~n5mscodecs.zarr.open_n5_store` and :func:`~n5mscodecs.zarr.open_labels`
   pass theirs.
+- The package's store underneath: :func:`~n5mscodecs.zarr.open_n5_store`,
+  :func:`~n5mscodecs.zarr.open_labels` and ``N5Store(zarr.storage.LocalStore(path))`` read and write
+  through ``PackageStore`` (this module), which calls the store :func:`n5mscodecs.n5.open` uses, in
+  threads: local reads take regular files only (a FIFO or a device is a
+  :class:`~n5mscodecs.StorageError`, never a hang), follow links inside the container root and
+  refuse links out of it, and read a block up to the most its dataset can need; URLs get the
+  package's time-outs, retries and :class:`~n5mscodecs.StorageError`. Other zarr stores are read as
+  they read.
 - Boundary blocks: reads of blocks whose header overstates the cropped grid
   (label-utilities-spark) or holds a padded payload are served truncated, the
   way Java writes them; writes of boundary chunks are truncated to the grid so
@@ -306,7 +314,8 @@ class N5Store(WrapperStore):
     Parameters
     ----------
     store : zarr.abc.store.Store
-        The store holding the N5 container (e.g. ``zarr.storage.LocalStore``).
+        The store holding the N5 container (e.g. ``zarr.storage.LocalStore``, which is read
+        through the package's store: see the module docs).
     fill_label : int
         Missing blocks read as ``{fill_label: 1}``: ``{0: 1}`` by default, as
         Java's ``N5LabelMultisets`` and Paintera read them.
@@ -608,7 +617,7 @@ def open_n5_store(location: PathLike, *, storage_options: Mapping[str, Any] | No
                   fill_label: int = BACKGROUND, multisets: str = "elements", assignment: Any = "auto",
                   additional_assignment: Any = None) -> N5Store:
     """An :class:`N5Store` over an N5 container at a local path or a URL, read and written
-    through the package's own store (a :class:`PackageStore`): the same fsspec file systems,
+    through the package's own store (``n5mscodecs.zarr.store.PackageStore``): the same fsspec file systems,
     ``storage_options``, time-outs, retries and :class:`~n5mscodecs.StorageError` as
     :mod:`n5mscodecs.n5` for a URL (``http(s)`` is read-only); for a local path only regular
     files are read, links out of the container root are refused and each block is read up to

@@ -595,3 +595,116 @@ def test_a_dead_server_and_a_bad_client_configuration_fail_fast(short_timeouts):
     with pytest.raises(StorageError, match="not retried") as raised:
         storage.read_bytes("s3://bucket/x", {"endpoint_url": f"http://user:{SECRET}@127.0.0.1:{port}"})
     assert time.perf_counter() - started < 2 and SECRET not in str(raised.value)
+
+
+# --- zarr over URLs: the package's store, its time-outs, retries and StorageError (issue 42, item 8) -----
+
+def _outcome_within(seconds, call):
+    """The exception ``call()`` raised in a daemon thread (None if none); the test fails if the
+    call is still running after ``seconds`` (a regression must not hang the run)."""
+    outcome = []
+
+    def run():
+        try:
+            call()
+            outcome.append(None)
+        except BaseException as error:  # noqa: BLE001 - handed to the test
+            outcome.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        pytest.fail(f"still waiting after {seconds} s")
+    return outcome[0]
+
+
+def _zarr_openers(endpoint):
+    import n5mscodecs.zarr as nz
+
+    return {"http": lambda: nz.open_n5_store(f"{endpoint}/c.n5", read_only=True),
+            "s3": lambda: nz.open_n5_store("s3://bucket/c.n5", storage_options={"endpoint_url": endpoint}),
+            "labels": lambda: nz.open_labels(f"{endpoint}/c.n5", "labels")}
+
+
+@pytest.mark.parametrize("url", ["http", "s3", "labels"])
+def test_zarr_over_a_server_that_never_answers_fails_within_the_documented_time(silent_server, short_timeouts, url):
+    zarr = pytest.importorskip("zarr", minversion="3")
+    endpoint, _ = silent_server
+    opener = _zarr_openers(endpoint)[url]
+    started = time.perf_counter()
+    error = _outcome_within(storage.worst_case_seconds() + 10,
+                            lambda: opener() if url == "labels" else zarr.open_array(opener(), path="labels", mode="r"))
+    elapsed = time.perf_counter() - started
+    assert isinstance(error, StorageError) and "failed 3 times" in str(error), repr(error)
+    assert storage.READ_TIMEOUT <= elapsed <= storage.worst_case_seconds() + 2
+
+
+@pytest.mark.parametrize("url", ["http", "s3"])
+def test_zarr_over_a_dead_port_fails_fast_with_a_storage_error(short_timeouts, url):
+    import socket
+
+    zarr = pytest.importorskip("zarr", minversion="3")
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    opener = _zarr_openers(endpoint)[url]
+    started = time.perf_counter()
+    error = _outcome_within(30, lambda: zarr.open_array(opener(), path="labels", mode="r"))
+    assert isinstance(error, StorageError) and "failed 3 times" in str(error), repr(error)
+    assert time.perf_counter() - started < 3
+
+
+class _FlakyHandler(QuietHandler):
+    """Answers the first GET of each path with 503 and the second of each block with half its
+    body (the connection then closed), then serves it."""
+
+    seen: dict = {}
+
+    def do_GET(self):
+        count = _FlakyHandler.seen[self.path] = _FlakyHandler.seen.get(self.path, 0) + 1
+        if count == 1:
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        path = self.translate_path(self.path)
+        if count == 2 and self.path.rsplit("/", 1)[-1].isdigit() and os.path.isfile(path):
+            with open(path, "rb") as f:
+                data = f.read()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[: len(data) // 2])
+            self.close_connection = True
+            return
+        super().do_GET()
+
+
+@pytest.fixture
+def flaky_served(tmp_path):
+    handler = functools.partial(_FlakyHandler, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _FlakyHandler.seen = {}
+    yield tmp_path, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_zarr_over_http_retries_a_503_and_a_dropped_body(flaky_served, monkeypatch):
+    zarr = pytest.importorskip("zarr", minversion="3")
+    import n5mscodecs.zarr as nz
+
+    monkeypatch.setattr(storage, "RETRY_DELAY", 0.01)
+    root, base = flaky_served
+    n5.write(root / "c.n5" / "labels", LABELS, chunks=(8, 8, 8), compression="raw")
+    array = zarr.open_array(nz.open_n5_store(f"{base}/c.n5", read_only=True), path="labels", mode="r")
+    error = _outcome_within(60, lambda: np.testing.assert_array_equal(
+        LabelMultisetArray.from_elements(array[:]).argmax(), LABELS))
+    assert error is None, repr(error)
+    blocks = {path: count for path, count in _FlakyHandler.seen.items() if path.rsplit("/", 1)[-1].isdigit()}
+    assert len(blocks) == 3 * 3 * 2 and set(blocks.values()) == {3}  # a 503, half a body, then the block
+    assert _FlakyHandler.seen["/c.n5/labels/attributes.json"] >= 2  # its first answer was a 503 too
+    _FlakyHandler.seen = {}
+    assert np.array_equal(nz.open_labels(f"{base}/c.n5", "labels")[:], LABELS)  # the labels view too
