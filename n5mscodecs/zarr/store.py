@@ -102,7 +102,7 @@ def _sliced(data: bytes, byte_range: ByteRequest | None) -> bytes:
         return data[byte_range.offset:]
     if isinstance(byte_range, SuffixByteRequest):
         return data[max(0, len(data) - byte_range.suffix):]
-    raise TypeError(f"unexpected byte_range {byte_range!r}")
+    raise TypeError(f"Unexpected byte_range, got {byte_range!r}")  # zarr's own words (its store tests ask)
 
 
 class PackageStore(ZarrStore):
