@@ -82,7 +82,7 @@ if TYPE_CHECKING:
 
     from zarr import Array
     from zarr.abc.store import ByteRequest
-    from zarr.core.buffer import Buffer, BufferPrototype
+    from zarr.abc.buffer import Buffer, BufferPrototype
 
     from ..n5.storage import PathLike
     from ..n5.store import Store as N5LocationStore
