@@ -42,7 +42,7 @@ class CziChunked(Codec):
         have a 2-byte dtype.
     max_ratio : float
         Decoding without ``out``: the payload may declare at most ``max(16 MiB, max_ratio x
-        its size)`` decompressed bytes (default :data:`DEFAULT_MAX_RATIO`; a larger claim is a
+        its size)`` decompressed bytes (default ``DEFAULT_MAX_RATIO``; a larger claim is a
         :class:`~n5mscodecs.ChunkedFormatError` naming DecompressedSizes, before anything is
         allocated). Written to the configuration only when not the default.
 

@@ -167,7 +167,7 @@ class LabelMultisetArray:
         sequence together with ``shape``. Identical objects share one list. Ids must be
         integers; integer elements are read as :meth:`from_labels` reads labels, negative ids
         of mappings and pairs are refused unless ``reserved="accept"`` (see
-        :func:`~n5mscodecs.multiset.element.as_ids`).
+        ``n5mscodecs.multiset.element.as_ids``).
         """
         flat: np.ndarray | list[ElementLike]
         if isinstance(elements, np.ndarray) and elements.dtype == object:

@@ -89,7 +89,7 @@ class LabelMultiset(Mapping):
     def coerce(cls, value: ElementLike, *, reserved: ReservedRule = "reject") -> LabelMultiset:
         """Accept a LabelMultiset, a mapping, ``(id, count)`` pairs, one integer label,
         or None (the empty multiset, as numcodecs' vlen codecs write None as empty).
-        Ids must be integers (see :func:`as_ids` for negative ones and ``reserved``)."""
+        Ids must be integers (see ``as_ids`` for negative ones and ``reserved``)."""
         if isinstance(value, np.ndarray) and value.ndim == 0:
             value = value[()]  # zarr hands 0-d writes over as 0-d object arrays
         if isinstance(value, LabelMultiset):

@@ -164,7 +164,7 @@ def varlen_payload(
     (:func:`~n5mscodecs.payload.max_payload_size`); a larger claim is rejected before
     anything is decompressed. Without ``shape`` and ``max_voxels`` (nothing but the header
     says how large the block is), ``max_ratio`` bounds it by its own size (see
-    :data:`DEFAULT_MAX_RATIO`).
+    ``DEFAULT_MAX_RATIO``).
     """
     buf = read_bytes(data, "block")
     header = N5BlockHeader.from_bytes(buf)
@@ -253,7 +253,7 @@ def n5_varlen_decode(
     (see there for ``order`` and ``rule``). The voxel count comes from the header dims
     unless ``shape`` is given (dataset readers pass the cropped block shape, because some
     writers overstate the header dims of boundary blocks). Without ``shape``, ``max_ratio``
-    (the :class:`N5Varlen` codec passes :data:`DEFAULT_MAX_RATIO`) believes the header only as
+    (the :class:`~n5mscodecs.N5Varlen` codec passes ``DEFAULT_MAX_RATIO``) believes the header only as
     far as ``max_ratio`` times the block's bytes, at least 16 MiB; None (the default here):
     the header alone bounds the block.
 
@@ -303,9 +303,9 @@ class N5Varlen(Codec):
     max_ratio : float
         Decoding without ``shape=``/``out=``: the block's ``numElements`` and header dims may
         claim at most ``max(16 MiB, max_ratio x the block's bytes)`` (default
-        :data:`DEFAULT_MAX_RATIO`; see there for what real data needs).
-
-    Both are written to the configuration only when they differ from their defaults.
+        ``DEFAULT_MAX_RATIO``; see there for what real data needs). ``reserved`` and
+        ``max_ratio`` are written to the configuration only when they differ from their
+        defaults.
 
     Examples
     --------

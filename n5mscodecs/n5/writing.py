@@ -6,7 +6,7 @@
   label-to-block lookup's included) refuse it with :class:`~n5mscodecs.IncompleteError`
   (a killed writer would otherwise leave blocks that read as fill values without a
   word). An overwrite marks *every* dataset it is about to change (for a Paintera
-  source, every dataset below it, see :func:`mark_datasets_below`) *before* removing
+  source, every dataset below it, see ``mark_datasets_below``) *before* removing
   anything, and a stage that rewrites a dataset (the label-to-block lookup) marks it
   before its first byte changes; the marks are removed last. So an interruption leaves
   either the old data or a marked dataset, never a silently partial one. Java and other

@@ -81,8 +81,8 @@ if TYPE_CHECKING:
     from typing import Any
 
     from zarr import Array
-    from zarr.abc.store import ByteRequest
     from zarr.abc.buffer import Buffer, BufferPrototype
+    from zarr.abc.store import ByteRequest
 
     from ..n5.storage import PathLike
     from ..n5.store import Store as N5LocationStore
