@@ -82,7 +82,8 @@ class CommitSummary:
     offset: tuple[int, ...]          # N5 order
     shape: tuple[int, ...]           # the edit's, N5 order
     voxels_painted: int              # voxels the edit set (not INVALID, not ``ignore``)
-    blocks_read: list[int]           # per level: blocks read (the level's own and those below)
+    blocks_read: list[int]           # per level: stored blocks read to make its blocks (s0: the edited ones;
+    #                                  below: each rebuilt block's old self and the parts it could not reuse)
     blocks_written: list[int]        # per level: blocks rewritten or removed
     lookup_files: list[int]          # per level: label-to-block-mapping files rewritten
     max_id: int
@@ -385,32 +386,39 @@ def commit(
             old_ids = _old_ids(job, 0, grid)
             made = _edited_block(s0, grid, region, edit_source, offset, ignore, reserved, opened.plain)
             if made is None:
-                return grid, None
+                return grid, None, None
             block, _ = made
             if opened.plain:
-                return grid, (old_ids, _write_plain(job, 0, grid, block))
+                return grid, (old_ids, _write_plain(job, 0, grid, block)), None
             stored = write_block(job, 0, grid, block)
-            return grid, (old_ids, _unique(block) if stored else np.zeros(0, np.uint64))
+            return grid, (old_ids, _unique(block) if stored else np.zeros(0, np.uint64)), block
 
-        for grid, result in pool.map(edit_block, touched):
+        new_blocks: dict[tuple[int, ...], Any] = {}
+        for grid, result, block in pool.map(edit_block, touched):
             blocks_read[0] += 1
             if result is not None:
                 changed[grid] = result
+                new_blocks[grid] = block
         blocks_written[0] = len(changed)
         level_changes = [changed]
         for lower in range(1, n_levels):
             factors = job.factors[lower]
             parents = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in level_changes[-1]})
 
-            def rebuild(grid, lower=lower):
+            def rebuild(grid, lower=lower, below=new_blocks):
                 old_ids = _old_ids(job, lower, grid)
                 if opened.plain:
-                    return grid, (old_ids, _rebuild_plain(job, lower, grid, opened.max_num_entries[lower]))
-                ids, _ = rebuild_block(job, lower, grid, opened.max_num_entries[lower])
-                return grid, (old_ids, ids)
+                    return grid, (old_ids, _rebuild_plain(job, lower, grid, opened.max_num_entries[lower])), None, \
+                        len(children(job, lower, grid))
+                kids = {child: below[child] for child in children(job, lower, grid) if child in below}
+                ids, _, block, reads = rebuild_block(job, lower, grid, opened.max_num_entries[lower], kids)
+                return grid, (old_ids, ids), block, reads
 
-            level_changed = dict(pool.map(rebuild, parents))
-            blocks_read[lower] = sum(len(children(job, lower, grid)) for grid in parents)
+            level_changed, new_blocks = {}, {}
+            for grid, result, block, reads in pool.map(rebuild, parents):
+                level_changed[grid] = result
+                new_blocks[grid] = block
+                blocks_read[lower] += reads
             blocks_written[lower] = len(level_changed)
             level_changes.append(level_changed)
         # the lookup: patched for the ids that entered or left a block, or (finishing an

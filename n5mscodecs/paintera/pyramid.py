@@ -237,16 +237,51 @@ def _downsampled(job, level, grid, blocks, max_num_entries):
     return assemble(job.data(level).block_shape(grid), parts)
 
 
-def rebuild_block(job: PyramidJob, level: int, grid: Sequence[int], max_num_entries: int) -> tuple[np.ndarray, bool]:
-    """Make block ``grid`` of ``level`` (>= 1) again from the blocks of the level below as they
-    are stored, cut to ``max_num_entries``, and write it with its unique-labels block (a block
-    of all background is removed, unless the job writes such blocks). Returns ``(the block's
-    distinct ids, whether a block is stored)``."""
+def rebuild_block(job: PyramidJob, level: int, grid: Sequence[int], max_num_entries: int,
+                  changed: dict[tuple[int, ...], LabelMultisetArray] | None = None,
+                  ) -> tuple[np.ndarray, bool, LabelMultisetArray, int]:
+    """Make block ``grid`` of ``level`` (>= 1) again from the blocks of the level below, cut
+    to ``max_num_entries``, and write it with its unique-labels block (a block of all
+    background is removed, unless the job writes such blocks). ``changed``: the blocks below
+    that changed (grid -> new block); only they are downsampled again, the other parts are cut
+    out of the stored block (its bytes do not depend on how the lists are tabled: the encoder
+    stores identical lists once, in voxel order); a missing block is made from the level
+    below. Returns ``(the
+    block's distinct ids, whether a block is stored, the block, the number of stored blocks
+    read)``."""
     grid = tuple(int(g) for g in grid)
-    below = [(child, _stored_block(job, level - 1, child)) for child in children(job, level, grid)]
-    block = _downsampled(job, level, grid, below, max_num_entries)
-    stored = bool(_write_block(job, level, grid, block))
-    return (np.unique(block.ids) if stored else np.zeros(0, np.uint64)), stored
+    changed = changed or {}
+    kids = children(job, level, grid)
+    stored = job.data(level).read_block(grid) if any(child not in changed for child in kids) else None
+    parts, reads = [], int(stored is not None)
+    for child in kids:
+        if child in changed:
+            parts.append(_part(job, level, grid, child, changed[child], max_num_entries))
+        elif stored is not None:   # unchanged: its voxels' lists cut out of the stored block
+            region = _region(job, level, grid, child)
+            parts.append((region, stored[region].compact()))
+        else:
+            parts.append(_part(job, level, grid, child, _stored_block(job, level - 1, child), max_num_entries))
+            reads += 1
+    block = assemble(job.data(level).block_shape(grid), parts)
+    written = bool(_write_block(job, level, grid, block))
+    return (np.unique(block.ids) if written else np.zeros(0, np.uint64)), written, block, reads
+
+
+def _region(job, level, grid, child):
+    """Where block ``child`` of ``level - 1`` lands in block ``grid`` of ``level``."""
+    factors, below = job.factors[level], job.data(level - 1)
+    shape = tuple(-(-n // f) for n, f in zip(below.block_shape(child), factors))
+    origin = tuple((c - g * f) * b // f for c, g, f, b in zip(child, grid, factors, job.block_size))
+    return tuple(slice(o, o + n) for o, n in zip(origin, shape))
+
+
+def _part(job, level, grid, child, block, max_num_entries):
+    """``(region in the block of ``level``, the downsampled child block)``."""
+    factors = job.factors[level]
+    origin = tuple((c - g * f) * b // f for c, g, f, b in zip(child, grid, factors, job.block_size))
+    part = block.downsample(factors, max_num_entries, keep=job.keep, rule=job.rule, threads=1)
+    return tuple(slice(o, o + n) for o, n in zip(origin, part.shape)), part
 
 
 def write_block(job: PyramidJob, level: int, grid: Sequence[int], block: LabelMultisetArray) -> bool:
