@@ -32,28 +32,32 @@ def blocky_labels(size):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=11)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--offset", type=int, default=100, help="the edit's corner on every axis (not aligned)")
     args = parser.parse_args(argv)
-    medians = {}
+    times: dict[int, list[float]] = {}
+    summaries = {}
     with tempfile.TemporaryDirectory() as work:
+        sources = {}
         for size in args.sizes:
-            source = Path(work, f"s{size}.n5", "labels")
+            sources[size] = Path(work, f"s{size}.n5", "labels")
             started = time.perf_counter()
-            convert(blocky_labels(size), source, block_size=64, threads=args.threads)
+            convert(blocky_labels(size), sources[size], block_size=64, threads=args.threads)
             print(f"{size}^3: converted in {time.perf_counter() - started:.1f} s")
-            times = []
-            for repeat in range(args.repeat):
+        # the sizes' commits interleaved, so that a busy moment of the machine hits all of them
+        for repeat in range(args.repeat):
+            for size in args.sizes:
                 edit = np.full((64, 64, 64), 10**6 + repeat, np.uint64)
                 edit[::2] = 2 * 10**6 + repeat   # two new ids per commit
-                summary = commit(source, edit, (args.offset,) * 3, threads=args.threads)
-                times.append(summary.seconds)
-            medians[size] = statistics.median(times)
-            print(f"{size}^3: levels {len(summary.blocks_written)}, blocks read {summary.blocks_read}, "
-                  f"rewritten {summary.blocks_written}, lookup files {summary.lookup_files}; "
-                  f"commit median {medians[size] * 1000:.0f} ms (min {min(times) * 1000:.0f}, "
-                  f"max {max(times) * 1000:.0f}, {args.repeat} commits)")
+                summaries[size] = commit(sources[size], edit, (args.offset,) * 3, threads=args.threads)
+                times.setdefault(size, []).append(summaries[size].seconds)
+    medians = {size: statistics.median(values) for size, values in times.items()}
+    for size, summary in summaries.items():
+        print(f"{size}^3: levels {len(summary.blocks_written)}, blocks read {summary.blocks_read}, "
+              f"rewritten {summary.blocks_written}, lookup files {summary.lookup_files}; "
+              f"commit median {medians[size] * 1000:.0f} ms (min {min(times[size]) * 1000:.0f}, "
+              f"max {max(times[size]) * 1000:.0f}, {args.repeat} commits)")
     smallest, largest = min(medians), max(medians)
     if largest != smallest:
         print(f"ratio {largest}^3 / {smallest}^3: {medians[largest] / medians[smallest]:.2f} (target <= 1.3)")

@@ -552,7 +552,8 @@ def assemble(
     Each array's lists are appended once and its voxels placed at ``region``
     (a tuple of slices); a piece whose array is None gets the singleton
     ``{fill: 1}`` (one list shared by all such pieces). Lists are kept as
-    stored: this joins list tables, it does not merge equal lists.
+    stored: this joins list tables, it does not merge equal lists. Pieces are placed in
+    order, so where two overlap the later one wins (a block with parts laid over it).
     """
     pieces = list(pieces)
     tables, bases, n_lists, fill_list = [], [], 0, None

@@ -58,7 +58,7 @@ from ..n5.store import open_store
 from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
 from .convert import CONVERSION_KEY
 from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping, write_label_to_block_mapping
-from .pyramid import PyramidJob, children, rebuild_block, write_block
+from .pyramid import PyramidJob, children, remake_block, write_block
 from .sources import LabelSource, open_label_source
 
 if TYPE_CHECKING:
@@ -290,6 +290,38 @@ def _rebuild_plain(job, level, grid, max_num_entries):
     return _write_plain(job, level, grid, labels)
 
 
+def _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignore, reserved, blocks_read,
+                  blocks_written):
+    """The levels of a plain uint64 source, each written before the next is made from it."""
+    s0 = opened.datasets[0]
+
+    def edit_block(grid):
+        made = _edited_block(s0, grid, region, edit_source, offset, ignore, reserved, True)
+        if made is None:
+            return grid, None
+        return grid, (_old_ids(job, 0, grid), _write_plain(job, 0, grid, made[0]))
+
+    changed = {}
+    for grid, result in pool.map(edit_block, touched):
+        blocks_read[0] += 1
+        if result is not None:
+            changed[grid] = result
+    level_changes = [changed]
+    for lower in range(1, job.n_levels):
+        factors = job.factors[lower]
+        parents = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in level_changes[-1]})
+
+        def rebuild(grid, lower=lower):
+            old_ids = _old_ids(job, lower, grid)
+            return grid, (old_ids, _rebuild_plain(job, lower, grid, opened.max_num_entries[lower]))
+
+        level_changes.append(dict(pool.map(rebuild, parents)))
+        blocks_read[lower] = sum(len(children(job, lower, grid)) for grid in parents)
+    for level, level_changed in enumerate(level_changes):
+        blocks_written[level] = len(level_changed)
+    return level_changes
+
+
 def commit(
     source: PathLike,
     edit: LabelSource | np.ndarray | PathLike,
@@ -371,73 +403,78 @@ def commit(
     parameters = {"edit": edit_source.description(), "offset": list(offset),
                   "ignore": None if ignore is None else int(ignore), "rule": job.rule}
     n_levels = job.n_levels
-    blocks_read, blocks_written, lookup_files = [0] * n_levels, [0] * n_levels, [0] * n_levels
+    blocks_read, blocks_written = [0] * n_levels, [0] * n_levels
     with WriterLock(store), ThreadPoolExecutor(max_workers=store.request_threads(threads)) as pool:
         state = store.get_attributes().get(COMMIT_KEY)
         recovering = isinstance(state, dict)
         if isinstance(state, dict) and state.get("parameters") != parameters:
             raise IncompleteError(f"{store.display()}: an interrupted commit of {state.get('parameters')} is not "
                                   f"finished: {COMMIT_HINT} before another")
-        _mark(store, opened, parameters)
-        # s0: the painted voxels
-        changed: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
+        _mark(store, opened, parameters, pool)
+        # every changed block of every level is made first (each level from the blocks of the
+        # level above, in memory), then all are written at once: the writes (encoding,
+        # compression, files) are most of the cost, and every level's share runs in parallel
+        level_changes: list[dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]]] = []
+        if opened.plain:
+            level_changes = _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignore,
+                                          reserved, blocks_read, blocks_written)
+        else:
+            pending = []   # (level, grid, old ids, block, its ids or None)
 
-        def edit_block(grid):
-            old_ids = _old_ids(job, 0, grid)
-            made = _edited_block(s0, grid, region, edit_source, offset, ignore, reserved, opened.plain)
-            if made is None:
-                return grid, None, None
-            block, _ = made
-            if opened.plain:
-                return grid, (old_ids, _write_plain(job, 0, grid, block)), None
-            stored = write_block(job, 0, grid, block)
-            return grid, (old_ids, _unique(block) if stored else np.zeros(0, np.uint64)), block
+            def edit_block(grid):
+                made = _edited_block(s0, grid, region, edit_source, offset, ignore, reserved, False)
+                return grid, _old_ids(job, 0, grid), None if made is None else made[0]
 
-        new_blocks: dict[tuple[int, ...], Any] = {}
-        for grid, result, block in pool.map(edit_block, touched):
-            blocks_read[0] += 1
-            if result is not None:
-                changed[grid] = result
-                new_blocks[grid] = block
-        blocks_written[0] = len(changed)
-        level_changes = [changed]
-        for lower in range(1, n_levels):
-            factors = job.factors[lower]
-            parents = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in level_changes[-1]})
+            below: dict[tuple[int, ...], Any] = {}
+            for grid, old_ids, block in pool.map(edit_block, touched):
+                blocks_read[0] += 1
+                if block is not None:
+                    below[grid] = block
+                    pending.append((0, grid, old_ids, block, None))
+            for lower in range(1, n_levels):
+                factors = job.factors[lower]
+                parents = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in below})
 
-            def rebuild(grid, lower=lower, below=new_blocks):
-                old_ids = _old_ids(job, lower, grid)
-                if opened.plain:
-                    return grid, (old_ids, _rebuild_plain(job, lower, grid, opened.max_num_entries[lower])), None, \
-                        len(children(job, lower, grid))
-                kids = {child: below[child] for child in children(job, lower, grid) if child in below}
-                ids, _, block, reads = rebuild_block(job, lower, grid, opened.max_num_entries[lower], kids)
-                return grid, (old_ids, ids), block, reads
+                def remake(grid, lower=lower, below=below):
+                    kids = {child: below[child] for child in children(job, lower, grid) if child in below}
+                    block, labels, reads = remake_block(job, lower, grid, opened.max_num_entries[lower], kids)
+                    return grid, _old_ids(job, lower, grid), block, labels, reads
 
-            level_changed, new_blocks = {}, {}
-            for grid, result, block, reads in pool.map(rebuild, parents):
-                level_changed[grid] = result
-                new_blocks[grid] = block
-                blocks_read[lower] += reads
-            blocks_written[lower] = len(level_changed)
-            level_changes.append(level_changed)
+                below = {}
+                for grid, old_ids, block, labels, reads in pool.map(remake, parents):
+                    below[grid] = block
+                    blocks_read[lower] += reads
+                    pending.append((lower, grid, old_ids, block, labels))
+
+            def write(item):
+                level, grid, old_ids, block, labels = item
+                stored = write_block(job, level, grid, block, labels)
+                ids = (_unique(block) if labels is None else labels) if stored else np.zeros(0, np.uint64)
+                return level, grid, old_ids, ids
+
+            level_changes = [{} for _ in range(n_levels)]
+            for level_number, grid, old_ids, ids in pool.map(write, pending):
+                level_changes[level_number][grid] = (old_ids, ids)
+            for level_number, level_changed in enumerate(level_changes):
+                blocks_written[level_number] = len(level_changed)
         # the lookup: patched for the ids that entered or left a block, or (finishing an
         # interrupted commit, whose unique-labels may be new already) made again
-        for lvl, level_changed in enumerate(level_changes):
+        def lookup(lvl):
             if recovering:
-                lookup_files[lvl] = write_label_to_block_mapping(store, lvl, opened.lookup_block_size,
-                                                                 opened.lookup_compression, threads)
-                continue
+                return write_label_to_block_mapping(store, lvl, opened.lookup_block_size,
+                                                    opened.lookup_compression, 1)
             changes: dict[int, tuple[set, set]] = {}
-            for grid, (old_ids, new_ids) in level_changed.items():
+            for grid, (old_ids, new_ids) in level_changes[lvl].items():
                 for label in np.setdiff1d(old_ids, new_ids).tolist():
                     changes.setdefault(int(label), (set(), set()))[0].add(grid)
                 for label in np.setdiff1d(new_ids, old_ids).tolist():
                     changes.setdefault(int(label), (set(), set()))[1].add(grid)
-            lookup_files[lvl] = patch_label_to_block_mapping(store, lvl, changes, job.unique_labels(lvl),
-                                                             opened.lookup_block_size, opened.lookup_compression)
+            return patch_label_to_block_mapping(store, lvl, changes, job.unique_labels(lvl),
+                                                opened.lookup_block_size, opened.lookup_compression)
+
+        lookup_files = list(pool.map(lookup, range(n_levels)))   # the levels' lookups are independent
         max_id = _raise_max_id(store, level_changes[0], job.rule)
-        _unmark(store, opened)
+        _unmark(store, opened, pool)
     return CommitSummary(store.location, offset, tuple(edit_source.shape), painted_total, blocks_read,
                          blocks_written, lookup_files, max_id, time.perf_counter() - started, recovering)
 
@@ -465,25 +502,30 @@ def _datasets_changed(opened: _Source):
             + [f"label-to-block-mapping/s{k}" for k in range(n_levels)])
 
 
-def _mark(store, opened, parameters):
+def _mark(store, opened, parameters, pool):
     """The commit recorded in the source's attributes, then every dataset it changes marked
-    incomplete, before the first block changes."""
+    incomplete (by ``pool``), before the first block changes."""
     attributes = store.get_attributes()
     attributes[COMMIT_KEY] = {"complete": False, "parameters": parameters}
     attributes.setdefault("labelBlockLookup", LABEL_BLOCK_LOOKUP)
     store.set_attributes("", attributes)
     marker = incomplete_marker("n5ms commit", COMMIT_HINT)
-    for key in _datasets_changed(opened):
+
+    def mark(key):
         document = store.get_attributes(key)
         if document and INCOMPLETE_KEY not in document:
             write_marked(store.child(key), document, marker)
 
+    list(pool.map(mark, _datasets_changed(opened)))
 
-def _unmark(store, opened):
-    """The datasets' marks removed, the source's record of the commit last."""
-    for key in _datasets_changed(opened):
+
+def _unmark(store, opened, pool):
+    """The datasets' marks removed (by ``pool``), the source's record of the commit last."""
+    def unmark(key):
         if store.exists(f"{key}/{storage.ATTRIBUTES}"):
             mark_complete(store.child(key))
+
+    list(pool.map(unmark, _datasets_changed(opened)))
     attributes = store.get_attributes()
     attributes.pop(COMMIT_KEY, None)
     store.set_attributes("", attributes)

@@ -135,12 +135,13 @@ def normalized_factors(
     return tuple(result)
 
 
-def _write_block(job, level, grid, block):
+def _write_block(job, level, grid, block, labels=None):
     """unique-labels first, then the data block: a data block on disk means both are complete.
     Returns the number of blocks written (1, or 0 for a skipped block).
 
     Every list of ``block`` is in use (made from labels, by downsampling, or
-    assembled from such), so its ids are the block's labels. A block whose
+    assembled from such), so its ids are the block's labels (``labels``: those ids,
+    when the block's table also holds lists no voxel uses). A block whose
     voxels are all ``{0: 1}`` is not written (unless ``job.write_background``):
     it reads the same when missing, as the conversion helper's Java skips it,
     and it gets no unique-labels block either (its only id is background 0,
@@ -151,7 +152,7 @@ def _write_block(job, level, grid, block):
         data.store.delete(data.block_key(grid))   # a commit's edit may have made a stored block background
         unique_labels.store.delete(unique_labels.block_key(grid))
         return 0
-    unique_labels.write_varlength_block(grid, np.unique(block.ids))
+    unique_labels.write_varlength_block(grid, np.unique(block.ids) if labels is None else labels)
     data.write_block(grid, block, write_background=True)
     return 1
 
@@ -237,46 +238,40 @@ def _downsampled(job, level, grid, blocks, max_num_entries):
     return assemble(job.data(level).block_shape(grid), parts)
 
 
-def rebuild_block(job: PyramidJob, level: int, grid: Sequence[int], max_num_entries: int,
-                  changed: dict[tuple[int, ...], LabelMultisetArray] | None = None,
-                  ) -> tuple[np.ndarray, bool, LabelMultisetArray, int]:
-    """Make block ``grid`` of ``level`` (>= 1) again from the blocks of the level below, cut
-    to ``max_num_entries``, and write it with its unique-labels block (a block of all
-    background is removed, unless the job writes such blocks). ``changed``: the blocks below
-    that changed (grid -> new block); only they are downsampled again, the other parts are cut
-    out of the stored block (its bytes do not depend on how the lists are tabled: the encoder
-    stores identical lists once, in voxel order); a missing block is made from the level
-    below. Returns ``(the
-    block's distinct ids, whether a block is stored, the block, the number of stored blocks
-    read)``."""
+def remake_block(job: PyramidJob, level: int, grid: Sequence[int], max_num_entries: int,
+                 changed: dict[tuple[int, ...], LabelMultisetArray] | None = None,
+                 ) -> tuple[LabelMultisetArray, np.ndarray | None, int]:
+    """Block ``grid`` of ``level`` (>= 1) made again from the blocks of the level below, cut to
+    ``max_num_entries`` (not written: see :func:`write_block`). ``changed``: the blocks below
+    that changed (grid -> new block); only they are downsampled again and laid over the stored
+    block (its bytes do not depend on how the lists are tabled: the encoder stores the lists
+    voxels use, identical ones once, in voxel order); a missing block is made from the level
+    below. Returns ``(the block, its distinct ids when its table holds lists no voxel uses
+    (else None: the ids of its table), the number of stored blocks read)``."""
     grid = tuple(int(g) for g in grid)
     changed = changed or {}
     kids = children(job, level, grid)
+    shape = job.data(level).block_shape(grid)
     stored = job.data(level).read_block(grid) if any(child not in changed for child in kids) else None
-    parts, reads = [], int(stored is not None)
+    parts: list[tuple[tuple[slice, ...], LabelMultisetArray | None]]
+    if isinstance(stored, LabelMultisetArray):
+        # the changed parts laid over the stored block; lists no voxel uses any more stay in its
+        # table: the encoder writes only the lists voxels use, and the labels are their ids
+        parts = [(tuple(slice(0, n) for n in shape), stored)]
+        parts += [_part(job, level, grid, child, changed[child], max_num_entries) for child in kids
+                  if child in changed]
+        block = assemble(shape, parts)
+        return block, block.unique_labels(), 1
+    parts, reads = [], 0
     for child in kids:
-        if child in changed:
-            parts.append(_part(job, level, grid, child, changed[child], max_num_entries))
-        elif stored is not None:   # unchanged: its voxels' lists cut out of the stored block
-            region = _region(job, level, grid, child)
-            parts.append((region, stored[region].compact()))
-        else:
-            parts.append(_part(job, level, grid, child, _stored_block(job, level - 1, child), max_num_entries))
-            reads += 1
-    block = assemble(job.data(level).block_shape(grid), parts)
-    written = bool(_write_block(job, level, grid, block))
-    return (np.unique(block.ids) if written else np.zeros(0, np.uint64)), written, block, reads
+        below: Any = changed.get(child)
+        if below is None:
+            below, reads = _stored_block(job, level - 1, child), reads + 1
+        parts.append(_part(job, level, grid, child, below, max_num_entries))
+    return assemble(shape, parts), None, reads
 
 
-def _region(job, level, grid, child):
-    """Where block ``child`` of ``level - 1`` lands in block ``grid`` of ``level``."""
-    factors, below = job.factors[level], job.data(level - 1)
-    shape = tuple(-(-n // f) for n, f in zip(below.block_shape(child), factors))
-    origin = tuple((c - g * f) * b // f for c, g, f, b in zip(child, grid, factors, job.block_size))
-    return tuple(slice(o, o + n) for o, n in zip(origin, shape))
-
-
-def _part(job, level, grid, child, block, max_num_entries):
+def _part(job, level, grid, child, block, max_num_entries) -> tuple[tuple[slice, ...], LabelMultisetArray]:
     """``(region in the block of ``level``, the downsampled child block)``."""
     factors = job.factors[level]
     origin = tuple((c - g * f) * b // f for c, g, f, b in zip(child, grid, factors, job.block_size))
@@ -284,7 +279,9 @@ def _part(job, level, grid, child, block, max_num_entries):
     return tuple(slice(o, o + n) for o, n in zip(origin, part.shape)), part
 
 
-def write_block(job: PyramidJob, level: int, grid: Sequence[int], block: LabelMultisetArray) -> bool:
-    """Write ``block`` at ``grid`` of ``level`` with its unique-labels block, as the converter
-    does (see ``_write_block``); returns whether a block is stored."""
-    return bool(_write_block(job, level, tuple(int(g) for g in grid), block))
+def write_block(job: PyramidJob, level: int, grid: Sequence[int], block: LabelMultisetArray,
+                labels: np.ndarray | None = None) -> bool:
+    """Write ``block`` at ``grid`` of ``level`` with its unique-labels block (``labels``: its
+    ids, when its table holds lists no voxel uses), as the converter does (see
+    ``_write_block``); returns whether a block is stored (False: all background, removed)."""
+    return bool(_write_block(job, level, tuple(int(g) for g in grid), block, labels))

@@ -78,7 +78,7 @@ from .codecs import full_chunk
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Mapping
-    from typing import Any
+    from typing import Any, Literal
 
     from zarr import Array
     from zarr.abc.buffer import Buffer, BufferPrototype
@@ -128,6 +128,7 @@ class PackageStore(ZarrStore):
     supports_writes: bool = True
     supports_deletes: bool = True
     supports_listing: bool = True
+    supports_partial_writes: Literal[False] = False  # abstract in zarr < 3.1.3 (with set_partial_values)
 
     def __init__(self, store: N5LocationStore, *, read_only: bool = False) -> None:
         super().__init__(read_only=read_only or store.read_only)
@@ -176,6 +177,10 @@ class PackageStore(ZarrStore):
     def _exists(self, key: str) -> bool:
         # a key is an object: a local directory is none (an object store's prefix cannot be told apart)
         return self.store.is_file(key) if self.store.is_local else self.store.exists(key)
+
+    async def set_partial_values(self, key_start_values: Iterable[tuple[str, int, Any]]) -> None:
+        """Not supported (zarr < 3.1.3 declares it; later releases dropped it)."""
+        raise NotImplementedError("PackageStore: partial writes are not supported")
 
     async def exists(self, key: str) -> bool:
         return await asyncio.to_thread(self._exists, key)

@@ -128,13 +128,20 @@ def test_interrupted_commit_is_flagged_and_finished_by_running_it_again(tmp_path
     paintera.convert(labels, source, **options)
     edit = np.full((12, 12, 6), 321, np.uint64)
 
-    def killed(*args, **kwargs):
-        raise KeyboardInterrupt
+    written = []
+    original = commit_module.write_block
 
-    monkeypatch.setattr(commit_module, "rebuild_block", killed)
+    def killed(*args, **kwargs):   # the run is killed after its third block
+        if len(written) == 3:
+            raise KeyboardInterrupt
+        written.append(args[1:3])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(commit_module, "write_block", killed)
     with pytest.raises(KeyboardInterrupt):
         paintera.commit(source, edit, (3, 3, 3))
     monkeypatch.undo()
+    assert len(written) == 3
     with pytest.raises(IncompleteError):
         paintera.open_pyramid(source)
     with pytest.raises(IncompleteError, match="run the same commit again"):
