@@ -45,6 +45,7 @@ from .. import n5
 from ..errors import ConfigurationError
 from ..n5.store import Store, open_store
 from ..n5.writing import WriterLock, mark_complete
+from .conventions import is_label_source
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -320,11 +321,6 @@ class FragmentSegmentAssignment:
 # where the dataset is
 
 
-def _is_label_source(attributes: Mapping[str, Any]) -> bool:
-    paintera = attributes.get("painteraData")
-    return isinstance(paintera, dict) and paintera.get("type") == "label"
-
-
 def _parent(store: Store) -> Store | None:
     try:
         return store.parent()
@@ -337,15 +333,15 @@ def _owner(store: Store) -> tuple[Store, Store]:
     source above a level or ``data`` group (or the source itself), else ``X`` and its
     sibling ``X.fragment-segment-assignment``."""
     attributes = store.get_attributes()
-    if _is_label_source(attributes):
+    if is_label_source(attributes):
         return store, store.child(ASSIGNMENT_DATASET)
     parent = _parent(store)
     if parent is not None:
-        if store.name == "data" and _is_label_source(parent.get_attributes()):
+        if store.name == "data" and is_label_source(parent.get_attributes()):
             return parent, parent.child(ASSIGNMENT_DATASET)
         grandparent = _parent(parent)
         if (grandparent is not None and parent.name == "data" and "dimensions" in attributes
-                and _is_label_source(grandparent.get_attributes())):
+                and is_label_source(grandparent.get_attributes())):
             return grandparent, grandparent.child(ASSIGNMENT_DATASET)
         if "dimensions" in attributes and parent.get_attributes().get("multiScale") and grandparent is not None:
             sibling = grandparent.child(parent.name + SIBLING_SUFFIX)

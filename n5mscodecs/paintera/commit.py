@@ -56,6 +56,7 @@ from ..n5 import storage
 from ..n5.metadata import max_id
 from ..n5.store import open_store
 from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
+from .conventions import is_label_source
 from .convert import CONVERSION_KEY
 from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping, write_label_to_block_mapping
 from .pyramid import PyramidJob, children, remake_block, write_block
@@ -136,8 +137,7 @@ class _Source:
 def _open_source(store: Store, rule: Rule | None) -> _Source:
     name = store.display()
     attributes = store.get_attributes()
-    paintera = attributes.get("painteraData")
-    if not (isinstance(paintera, dict) and paintera.get("type") == "label"):
+    if not is_label_source(attributes):
         raise ConfigurationError(f"{name}: not a Paintera label source (no painteraData of type label)")
     state = attributes.get(CONVERSION_KEY)
     if isinstance(state, dict) and not state.get("complete", True):
@@ -218,16 +218,22 @@ def _edit_values(labels: np.ndarray, ignore: int | None, reserved: ReservedRule,
     return painted, values
 
 
-def _edited_block(dataset, grid, region, edit: LabelSource, offset, ignore, reserved, plain):
-    """``(new block, old block or None)`` of s0 block ``grid`` with the edit's voxels in it, or
-    None when the edit paints none of its voxels."""
+def _edit_window(dataset, grid, region, edit: LabelSource, offset, ignore, reserved):
+    """``(slices of s0 block ``grid`` the edit covers, painted mask, uint64 labels)`` there."""
     block_region = dataset.block_region(grid)
     inside = tuple(slice(max(b.start, r.start), min(b.stop, r.stop)) for b, r in zip(block_region, region))
     edit_part = edit.read(tuple(slice(s.start - o, s.stop - o) for s, o in zip(inside, offset)))
     painted, values = _edit_values(np.asarray(edit_part), ignore, reserved, f"edit {edit.path or 'array'}")
+    local = tuple(slice(s.start - b.start, s.stop - b.start) for s, b in zip(inside, block_region))
+    return local, painted, values
+
+
+def _edited_block(dataset, grid, region, edit: LabelSource, offset, ignore, reserved, plain):
+    """``(new block, old block or None)`` of s0 block ``grid`` with the edit's voxels in it, or
+    None when the edit paints none of its voxels."""
+    local, painted, values = _edit_window(dataset, grid, region, edit, offset, ignore, reserved)
     if not painted.any():
         return None
-    local = tuple(slice(s.start - b.start, s.stop - b.start) for s, b in zip(inside, block_region))
     old = dataset.read_block(grid)
     shape = dataset.block_shape(grid)
     if plain:
@@ -396,10 +402,7 @@ def commit(
     # every painted value is checked before the first write (the edit is read twice: it is small)
     painted_total = 0
     for grid in touched:
-        block_region = s0.block_region(grid)
-        inside = tuple(slice(max(b.start, r.start), min(b.stop, r.stop)) for b, r in zip(block_region, region))
-        part = np.asarray(edit_source.read(tuple(slice(s.start - o, s.stop - o) for s, o in zip(inside, offset))))
-        painted_total += int(_edit_values(part, ignore, reserved, f"edit {edit_source.path or 'array'}")[0].sum())
+        painted_total += int(_edit_window(s0, grid, region, edit_source, offset, ignore, reserved)[1].sum())
     parameters = {"edit": edit_source.description(), "offset": list(offset),
                   "ignore": None if ignore is None else int(ignore), "rule": job.rule}
     n_levels = job.n_levels

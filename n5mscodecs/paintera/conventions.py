@@ -28,8 +28,14 @@ from ..errors import ConfigurationError
 from ..n5.compression import writing_compressor
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from typing import Any
+
+
+def is_label_source(attributes: Mapping[str, Any]) -> bool:
+    """Whether group ``attributes`` are a Paintera label source's (``painteraData`` of type label)."""
+    paintera = attributes.get("painteraData")
+    return isinstance(paintera, dict) and paintera.get("type") == "label"
 
 
 def level_placement(
@@ -157,4 +163,4 @@ def _non_negative(key, text):
     return value
 
 
-__all__ = ["COMPRESSION_LEVEL_KEYS", "default_factors", "level_placement", "parse_compression"]
+__all__ = ["COMPRESSION_LEVEL_KEYS", "default_factors", "is_label_source", "level_placement", "parse_compression"]

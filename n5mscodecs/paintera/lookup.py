@@ -152,8 +152,8 @@ def patch_label_to_block_mapping(
 
 
 def _mapping_entries(body: bytes, ndim: int, name: str) -> dict[int, bytes]:
-    """``{id: the entry's bytes}`` of one label-to-block-mapping file, checked as
-    :func:`parse_mapping_file` checks it, without decoding the intervals."""
+    """``{id: the entry's bytes}`` of one label-to-block-mapping file, every count checked
+    against the bytes left, without decoding the intervals (see :func:`parse_mapping_file`)."""
     entries, position, interval = {}, 0, 16 * ndim
     while position < len(body):
         if len(body) - position < 12:
@@ -206,17 +206,7 @@ def parse_mapping_file(body: bytes, ndim: int, name: str) -> dict[int, list[tupl
     :func:`label_to_block_mapping_blocks`); every count is checked against the bytes left,
     so a crafted file is a :class:`~n5mscodecs.LookupFormatError` naming ``name`` and the byte."""
     result = {}
-    position, interval = 0, 16 * ndim
-    while position < len(body):
-        if len(body) - position < 12:
-            raise LookupFormatError(f"{name}: id and count at byte {position} need 12 bytes, "
-                                    f"{len(body) - position} left")
-        label, n = struct.unpack_from(">qi", body, position)
-        position += 12
-        if n < 0 or n * interval > len(body) - position:
-            raise LookupFormatError(f"{name}: id {label} at byte {position - 12}: count {n} of "
-                                    f"{interval}-byte intervals does not fit the {len(body) - position} bytes left")
-        values = np.frombuffer(body, ">i8", count=n * 2 * ndim, offset=position).reshape(n, 2 * ndim)
-        position += interval * n
+    for label, entry in _mapping_entries(body, ndim, name).items():
+        values = np.frombuffer(entry, ">i8", offset=12).reshape(-1, 2 * ndim)
         result[label] = [(tuple(int(x) for x in v[:ndim]), tuple(int(x) for x in v[ndim:])) for v in values]
     return result

@@ -47,7 +47,7 @@ from ..multiset import BACKGROUND
 from ..n5 import storage
 from ..n5.store import open_store
 from .assignment import resolve_assignment
-from .conventions import level_placement
+from .conventions import is_label_source, level_placement
 from .convert import CONVERSION_KEY, FINISH_HINT
 
 if TYPE_CHECKING:
@@ -171,7 +171,7 @@ def _open_level(level: Store, fill_label, allow_plain=False):
 def _pyramid(path, group: Store, names, fill_label, source_attributes=None):
     """The pyramid of ``names`` (levels of the multiscale ``group``); ``path`` is what was opened."""
     where = group.display()
-    plain = source_attributes is not None and _is_label_source(source_attributes)
+    plain = source_attributes is not None and is_label_source(source_attributes)
     datasets = [_open_level(group.child(name), fill_label, plain) for name in names]
     ndim = datasets[0].ndim
     kinds = {type(d) for d in datasets}
@@ -224,11 +224,6 @@ def _attributes_above(store: Store) -> dict:
     return parent.get_attributes()
 
 
-def _is_label_source(attributes):
-    paintera = attributes.get("painteraData")
-    return isinstance(paintera, dict) and paintera.get("type") == "label"
-
-
 def interrupted(attributes: dict) -> bool:
     """Whether ``attributes`` are those of an unfinished ``n5ms convert`` target."""
     state = attributes.get(CONVERSION_KEY)
@@ -272,7 +267,7 @@ def _find_label_pyramids(store: Store) -> list[tuple[str, str]]:
             subdirectories[:] = []
             if attributes.get("isLabelMultiset"):
                 found.append((directory, key))
-        elif _is_label_source(attributes):
+        elif is_label_source(attributes):
             subdirectories[:] = []
             found.append((directory, key))
         elif _label_levels(here):
@@ -371,10 +366,10 @@ def _open_pyramid(store: Store, fill_label: int) -> LabelPyramid:
             parent = store.parent()
             grandparent = _attributes_above(parent)
             return _pyramid(path, parent, [store.name], fill_label,
-                            grandparent if _is_label_source(grandparent) else None)
+                            grandparent if is_label_source(grandparent) else None)
         return _single(store, attributes, fill_label)
     if "painteraData" in attributes:
-        if not _is_label_source(attributes):
+        if not is_label_source(attributes):
             kind = attributes["painteraData"].get("type") if isinstance(attributes["painteraData"], dict) else None
             raise ConfigurationError(f"{name}: a Paintera {kind or 'unknown'} source, not a label source")
         data = store.child("data")
@@ -385,7 +380,7 @@ def _open_pyramid(store: Store, fill_label: int) -> LabelPyramid:
     names = _level_names(store)
     if names:  # a multiscale group: Paintera's data group (its levels may be plain integers), or sK label multisets
         above = _attributes_above(store) if store.name == "data" else {}
-        source = above if _is_label_source(above) else None
+        source = above if is_label_source(above) else None
         return _pyramid(path, store, names, fill_label, source)
     # a container or group: the one pyramid below it (only N5 groups and *.n5 directories are searched)
     searched = attributes or path.rstrip("/").lower().endswith(".n5")

@@ -229,13 +229,8 @@ def _stored_block(job, level, grid):
 
 def _downsampled(job, level, grid, blocks, max_num_entries):
     """Block ``grid`` of ``level`` from the ``(grid, block)`` blocks of the level below it is made from."""
-    factors = job.factors[level]
-    parts = []
-    for child, block in blocks:
-        origin = tuple((c - g * f) * b // f for c, g, f, b in zip(child, grid, factors, job.block_size))
-        part = block.downsample(factors, max_num_entries, keep=job.keep, rule=job.rule, threads=1)
-        parts.append((tuple(slice(o, o + n) for o, n in zip(origin, part.shape)), part))
-    return assemble(job.data(level).block_shape(grid), parts)
+    return assemble(job.data(level).block_shape(grid),
+                    [_part(job, level, grid, child, block, max_num_entries) for child, block in blocks])
 
 
 def remake_block(job: PyramidJob, level: int, grid: Sequence[int], max_num_entries: int,
