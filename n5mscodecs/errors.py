@@ -76,8 +76,10 @@ class TargetInUseError(ConfigurationError):
     """Another process is writing the same target (it holds the target's writer lock)."""
 
 
-class ReadOnlyError(N5msCodecsError, ValueError):
-    """A write through a read-only view (the uint64 labels view of label multisets)."""
+class ReadOnlyError(ConfigurationError):
+    """A write through something read-only: a read-only store (``open_store(...,
+    read_only=True)``, mode ``r``, an ``http(s)`` URL) and every group, dataset and
+    attributes object built on it, or the uint64 labels view of label multisets."""
 
 
 class InputTypeError(N5msCodecsError, TypeError, ValueError):

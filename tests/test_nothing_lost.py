@@ -381,7 +381,7 @@ def test_argmax_of_a_sparse_dataset_visits_only_its_blocks(tmp_path, capsys):
                   "dimensions": [8192, 8192, 1024], "isLabelMultiset": True}
     path = tmp_path / "sparse.n5" / "s0"
     n5.write_attributes(path, attributes)
-    dataset = n5.open(path)
+    dataset = n5.open(path, "r+")
     rng = np.random.default_rng(3)
     positions = {tuple(int(g) for g in rng.integers(0, (128, 128, 16))) for _ in range(27)}
     for k, position in enumerate(sorted(positions)):

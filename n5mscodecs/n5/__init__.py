@@ -25,6 +25,7 @@ from .default import n5_default_decode, n5_default_encode
 from .group import Group, dataset_paths, open, open_dataset
 from .header import N5BlockHeader
 from .metadata import N5_VERSION, DatasetMetadata, compression_attributes
+from .store import FsspecStore, LocalStore, Store, open_store
 from .varlen import CodecChain, N5Varlen, n5_block_header, n5_varlen_decode, n5_varlen_decode_labels, n5_varlen_encode
 from .writing import mark_complete
 
@@ -40,6 +41,10 @@ __all__ = [
     "dataset_paths",
     "open",
     "open_dataset",
+    "open_store",
+    "Store",
+    "LocalStore",
+    "FsspecStore",
     "read_attributes",
     "write",
     "write_array",

@@ -1,16 +1,58 @@
-"""``.attrs`` of N5 groups and datasets: a MutableMapping backed by ``attributes.json``."""
+"""``.attrs`` of N5 groups and datasets: a MutableMapping backed by ``attributes.json``.
+
+Values are stored as JSON, as h5py and zarr users expect of numpy values: numpy scalars
+become Python numbers (``np.float32(0.5)`` -> ``0.5``), numpy arrays become (nested) lists,
+tuples lists. What JSON cannot hold is refused before anything is written, naming the
+attribute: NaN and +-Infinity (not JSON: Python's ``json`` would write ``NaN`` tokens that
+strict parsers, JavaScript's and Gson's default writer refuse; store ``None`` or a string
+instead), keys that are not strings (JSON object keys are; ``json`` would turn ``1`` into
+``"1"`` silently), and objects of other types.
+
+>>> _json_value("resolution", np.array([4, 4, 40], np.int64)), _json_value("v", {"scale": np.float32(0.5)})
+([4, 4, 40], {'scale': 0.5})
+"""
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+import math
+from collections.abc import Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError, ReadOnlyError
+import numpy as np
+
+from ..errors import ConfigurationError, InputTypeError
+from .storage import ATTRIBUTES
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterator
 
     from .store import Store
+
+
+def _json_value(name: str, value: Any) -> Any:
+    """``value`` as plain JSON types (numpy scalars and arrays converted); NaN, Infinity, non-string
+    keys and other objects refused naming ``name`` (the attribute, with the path inside it)."""
+    if isinstance(value, np.ndarray | np.generic):
+        value = value.tolist()  # Python scalars (np.generic) or nested lists of them
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ConfigurationError(f"attribute {name}: {value} is not a JSON number (JSON has no NaN or "
+                                     "Infinity); store None or a string instead")
+        return value
+    if isinstance(value, Mapping):
+        converted = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InputTypeError(f"attribute {name}: key {key!r} is a {type(key).__name__}; JSON object keys "
+                                     "are strings")
+            converted[key] = _json_value(f"{name}/{key}", item)
+        return converted
+    if isinstance(value, list | tuple):
+        return [_json_value(f"{name}[{i}]", item) for i, item in enumerate(value)]
+    raise InputTypeError(f"attribute {name}: a {type(value).__name__} is not JSON (numbers, strings, booleans, "
+                         "None, lists, dicts and numpy scalars or arrays are)")
 
 
 class Attributes(MutableMapping[str, Any]):
@@ -19,7 +61,9 @@ class Attributes(MutableMapping[str, Any]):
     Every access reads the document (another writer may have changed it); every change
     reads it, changes one key and writes it back whole, atomically. The keys in
     ``reserved`` (a dataset's N5 fields: ``dimensions``, ``blockSize``, ...) are neither
-    listed nor writable here: they change only when a dataset is written.
+    listed nor writable here: they change only when a dataset is written. Values are
+    converted to JSON as the module notes say (numpy values accepted; NaN, Infinity and
+    non-string keys refused, naming the attribute).
 
     Parameters
     ----------
@@ -32,17 +76,18 @@ class Attributes(MutableMapping[str, Any]):
     """
 
     def __init__(self, store: Store, *, reserved: Collection[str] = (), read_only: bool = False) -> None:
-        self.store = store
+        self.store = store.read_only_view() if read_only else store
         self.reserved = frozenset(reserved)
-        self.read_only = read_only
+        self.read_only = self.store.read_only
 
     def _document(self) -> dict[str, Any]:
         return self.store.get_attributes()
 
     def _check_key(self, key: str) -> None:
-        if self.read_only:
-            raise ReadOnlyError(f"{self.store.display()}: opened read-only (mode 'r'); "
-                                "open it with mode='r+' or 'a' to change its attributes")
+        if not isinstance(key, str):
+            raise InputTypeError(f"{self.store.display()}: attribute key {key!r} is a {type(key).__name__}; "
+                                 "attribute keys are strings (JSON object keys)")
+        self.store.check_writable(ATTRIBUTES, "change attributes")
         if key in self.reserved:
             raise ConfigurationError(f"{self.store.display()}: {key!r} is an N5 field of the dataset, "
                                      "not a user attribute")
@@ -67,6 +112,7 @@ class Attributes(MutableMapping[str, Any]):
         changes = dict(other, **kwargs)
         for key in changes:
             self._check_key(key)
+        changes = {key: _json_value(key, value) for key, value in changes.items()}  # checked before writing
         if changes:
             self.store.set_attributes("", {**self._document(), **changes})
 

@@ -26,7 +26,7 @@ from .compression import max_compressed_size
 from .default import n5_default_decode, n5_default_encode, place_block
 from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 from .metadata import RESERVED_KEYS, DatasetMetadata, max_id
-from .store import Store, open_store
+from .store import READ_ONLY_MODE, Store, open_store
 from .varlen import CodecChain, n5_varlen_encode, varlen_payload
 from .writing import INCOMPLETE_KEY
 
@@ -84,9 +84,11 @@ class _Dataset:
     :mod:`n5mscodecs.n5.store`); without it one is opened for ``path`` and
     ``storage_options``, confined to the container root."""
 
-    def __init__(self, path: PathLike, attributes: Mapping[str, Any] | DatasetMetadata, *,
+    def __init__(self, path: PathLike | Store, attributes: Mapping[str, Any] | DatasetMetadata, *,
                  storage_options: StorageOptions = None, allow_outside_root: bool = False,
                  read_only: bool = False, store: Store | None = None) -> None:
+        if isinstance(path, Store):
+            path, store = path.url(), path
         self.path = os.fspath(path)
         self.name = storage.display(self.path)  # for messages
         if isinstance(attributes, DatasetMetadata):
@@ -98,10 +100,11 @@ class _Dataset:
         self.shape, self.chunks, self.compressor = self.metadata.shape, self.metadata.chunks, self.metadata.compressor
         self.allow_outside_root = bool(allow_outside_root)
         # block reads stay inside the container root (the dataset itself outside any *.n5)
-        self.store = store or open_store(self.path, storage_options, boundary=storage.confinement_root(self.path),
-                                         read_outside=self.allow_outside_root)
+        store = store or open_store(self.path, storage_options, boundary=storage.confinement_root(self.path),
+                                    read_outside=self.allow_outside_root)
+        self.store = store.read_only_view(READ_ONLY_MODE) if read_only else store
         self.storage_options = self.store.storage_options  # the store's (fsspec's for a URL); never printed
-        self.read_only = bool(read_only)
+        self.read_only = self.store.read_only
 
     @property
     def dtype(self) -> np.dtype:
@@ -135,8 +138,7 @@ class _Dataset:
                 f"compression={self.metadata.compression_name}{f' view={view}' if view else ''}>")
 
     def _check_writable(self) -> None:
-        if self.read_only:
-            raise ReadOnlyError(f"{self.name}: opened read-only (mode 'r'); open it with mode='r+' or 'a' to write")
+        self.store.check_writable("", "write")
 
     @functools.cached_property
     def grid_shape(self) -> tuple[int, ...]:

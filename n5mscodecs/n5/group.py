@@ -30,23 +30,24 @@ dataset (:class:`~n5mscodecs.n5.LabelMultisetDataset` or
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import ConfigurationError
-from ..multiset import BACKGROUND
+from ..errors import ArgumentError, ConfigurationError, InputTypeError, N5msCodecsError, StorageError
+from ..multiset import BACKGROUND, LabelMultisetArray
 from . import storage
 from .attributes import Attributes
-from .create import create_array_dataset, write, write_array
+from .create import check_fill_value, compression_argument, create_array_dataset, write, write_array
 from .dataset import ArrayDataset, LabelMultisetDataset, read_attributes
-from .metadata import N5_VERSION
-from .store import Store, open_store
-from .writing import LOCK_NAME, check_complete, incomplete_marker, mark_datasets_below
+from .metadata import N5_VERSION, shape_argument
+from .store import READ_ONLY_MODE, Store, open_store
+from .writing import LOCK_NAME, WriterLock, check_complete, incomplete_marker, mark_datasets_below
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
     from typing import Any, TypeAlias
 
     from numpy.typing import ArrayLike, DTypeLike
@@ -63,14 +64,36 @@ MODES = ("r", "r+", "a", "w", "w-")
 DEFAULT_CHUNK = 64
 
 
+class UnreadableAttributesWarning(UserWarning):
+    """:func:`dataset_paths` met an ``attributes.json`` it cannot read (the message names it and says why)."""
+
+
 def dataset_paths(group: Where, *, storage_options: StorageOptions = None) -> Iterator[str]:
     """The datasets (directories whose attributes have ``dimensions``) below ``group`` (a
-    location, or its store), in order."""
+    location, or its store), in order.
+
+    A directory whose ``attributes.json`` cannot be read (not JSON, not an object, not a
+    regular file) may be a dataset: it is yielded too, with an :class:`UnreadableAttributesWarning`
+    naming the file and the reason (opening it raises the same error, so that a caller such as
+    ``n5ms info`` reports it), and the walk goes on below it, except into directories named by
+    digits only (what a dataset's block directories are called)."""
     store = group if isinstance(group, Store) else open_store(group, storage_options)
     for directory, subdirectories, _ in store.walk():
-        if "dimensions" in read_attributes(directory, storage_options=store.storage_options):
+        try:
+            attributes = read_attributes(directory, storage_options=store.storage_options)
+        except N5msCodecsError as exc:  # ConfigurationError (garbage) or StorageError (not a regular file)
+            warnings.warn(str(exc), UnreadableAttributesWarning, stacklevel=2)
+            subdirectories[:] = [name for name in subdirectories if not name.isdigit()]
+            yield directory
+            continue
+        if "dimensions" in attributes:
             subdirectories[:] = []  # block directories
             yield directory
+
+
+def _default_chunks(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The block size chosen for ``chunks=None``/``True``: ``DEFAULT_CHUNK`` per axis, clipped to the shape."""
+    return tuple(max(1, min(DEFAULT_CHUNK, n)) for n in shape)
 
 
 def _parts(key: str) -> list[str]:
@@ -115,16 +138,41 @@ class Group(Mapping[str, "Group | Dataset"]):
 
     def __init__(self, store: Store, *, read_only: bool = False, container: str | None = None,
                  dataset_options: Mapping[str, Any] | None = None) -> None:
-        self.store = store
+        self.store = store.read_only_view(READ_ONLY_MODE) if read_only else store
         self.path = store.url()
         self.name = store.display()
         self.storage_options = store.storage_options  # the store's (fsspec's for a URL); never printed
-        self.read_only = read_only
+        self.read_only = self.store.read_only
         self.container = container
         self.dataset_options = dict(dataset_options or {})
 
     def __repr__(self) -> str:
         return f"<Group {self.name!r} mode={'r' if self.read_only else 'r+'}>"
+
+    def __enter__(self) -> Group:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Nothing to do, as z5py's ``File.close``: a group holds nothing open (every access reads
+        or writes storage at once, attributes included), so it stays usable after ``close()`` and
+        after a ``with`` block; ``with n5.open(...) as root:`` works as with h5py and z5py."""
+
+    @property
+    def parent(self) -> Group:
+        """The group above, as h5py's ``parent``; the container root's (the group with the
+        ``{"n5": ...}`` version, or the top of its store's confinement) is the root itself, as
+        h5py's root group is its own parent."""
+        if "n5" in self.store.get_attributes():
+            return self
+        try:
+            store = self.store.parent()
+        except StorageError:  # above the container root
+            return self
+        return Group(store, read_only=self.read_only, container=self.container,
+                     dataset_options=self.dataset_options)
 
     @property
     def attrs(self) -> Attributes:
@@ -151,8 +199,7 @@ class Group(Mapping[str, "Group | Dataset"]):
 
     def _new_child(self, name: str) -> Store:
         """The store of a child to create: refused in read-only mode or below a dataset."""
-        if self.read_only:
-            raise ConfigurationError(f"{self.name}: opened read-only (mode 'r'); open it with mode='r+' or 'a'")
+        self.store.check_writable(name, "create")
         parts = _parts(name)
         dataset = self._dataset_above(parts)
         if dataset is not None:
@@ -194,27 +241,58 @@ class Group(Mapping[str, "Group | Dataset"]):
         """``(name, dataset)`` of the direct child datasets."""
         return ((name, child) for name, child in self.items() if not isinstance(child, Group))
 
+    def _descendants(self, prefix: str = "") -> Iterator[tuple[str, Group | Dataset | N5msCodecsError, bool]]:
+        """``(relative name, child, last)`` of every group and dataset below, depth first and
+        sorted (a group before what it holds; ``last``: the last of its siblings). A child that
+        cannot be opened (its ``attributes.json`` unreadable, an incomplete dataset) comes
+        with the error instead, and nothing below it."""
+        names = self._names()
+        for i, name in enumerate(names):
+            try:
+                child: Group | Dataset | N5msCodecsError = self[name]
+            except N5msCodecsError as exc:  # StorageError too (not a regular file)
+                child = exc
+            yield prefix + name, child, i == len(names) - 1
+            if isinstance(child, Group):
+                yield from child._descendants(f"{prefix}{name}/")
+
     def tree(self) -> str:
         """The group's hierarchy as text, one line per group or dataset (datasets with their
-        shape, kind, chunks and compression), as ``zarr``'s and ``z5py``'s ``tree()``."""
+        shape, kind, chunks and compression), as ``zarr``'s and ``z5py``'s ``tree()``. A child
+        that cannot be opened is shown as ``name  unreadable: reason`` and the listing goes on."""
         lines = ["/"]
-
-        def walk(group: Group, prefix: str) -> None:
-            names = group._names()
-            for i, name in enumerate(names):
-                last = i == len(names) - 1
-                child = group[name]
-                branch, indent = ("└── ", "    ") if last else ("├── ", "│   ")
-                if isinstance(child, Group):
-                    lines.append(f"{prefix}{branch}{name}")
-                    walk(child, prefix + indent)
-                else:
-                    kind = "label multisets" if isinstance(child, LabelMultisetDataset) else str(child.dtype)
-                    lines.append(f"{prefix}{branch}{name}  {child.shape} {kind}, chunks {child.chunks}, "
-                                 f"{child.metadata.compression_name}")
-
-        walk(self, "")
+        indents: list[str] = []  # of the ancestors of the current line
+        for path, child, last in self._descendants():
+            depth = path.count("/")
+            del indents[depth:]
+            branch, indent = ("└── ", "    ") if last else ("├── ", "│   ")
+            line = "".join(indents) + branch + path.rsplit("/", 1)[-1]
+            if isinstance(child, N5msCodecsError):
+                line += f"  unreadable: {child}"
+            elif not isinstance(child, Group):
+                kind = "label multisets" if isinstance(child, LabelMultisetDataset) else str(child.dtype)
+                line += f"  {child.shape} {kind}, chunks {child.chunks}, {child.metadata.compression_name}"
+            lines.append(line)
+            indents.append(indent)
         return "\n".join(lines)
+
+    def visit(self, func: Callable[[str], Any]) -> Any:
+        """Call ``func(name)`` for every group and dataset below, as h5py's ``visit``: names
+        relative to this group (``"a"``, ``"a/b"``), depth first, sorted; it stops at the first
+        call that returns something other than None and returns that. A child that cannot be
+        opened raises its error (:meth:`tree` lists such children instead)."""
+        return self.visititems(lambda name, _: func(name))
+
+    def visititems(self, func: Callable[[str, Group | Dataset], Any]) -> Any:
+        """:meth:`visit` with ``func(name, object)``, the group or dataset opened, as h5py's
+        ``visititems``."""
+        for path, child, _ in self._descendants():
+            if isinstance(child, N5msCodecsError):
+                raise child
+            result = func(path, child)
+            if result is not None:
+                return result
+        return None
 
     def create_group(self, name: str) -> Group:
         """A new child group ``name`` (nested paths create their parents); an existing one is a
@@ -236,21 +314,45 @@ class Group(Mapping[str, "Group | Dataset"]):
             return child
         return self.create_group(name)
 
-    def create_dataset(self, name: str, *, shape: Iterable[int] | None = None, dtype: DTypeLike | None = None,
-                       data: ArrayLike | None = None, chunks: int | Iterable[int] | None = None,
-                       compression: CompressorConfig = "gzip", attributes: Mapping[str, Any] | None = None,
-                       overwrite: bool = False, threads: int | None = None) -> ArrayDataset:
+    def create_dataset(self, name: str, shape: int | Iterable[int] | None = None, dtype: DTypeLike | None = None,
+                       data: ArrayLike | None = None, *, chunks: bool | int | Iterable[int] | None = None,
+                       compression: CompressorConfig | int | None = "gzip", level: Any = None,
+                       compression_opts: Any = None, fill_value: Any = None, fillvalue: Any = None,
+                       attributes: Mapping[str, Any] | None = None, overwrite: bool = False,
+                       threads: int | None = None) -> ArrayDataset:
         """A plain numeric dataset ``name``: written from ``data``, or empty with ``shape`` and
-        ``dtype`` (fill it with ``ds[...] = ...``). ``chunks``: one int for every axis or one per
-        axis (default 64, clipped to the shape). As :func:`~n5mscodecs.n5.write_array`:
-        an existing dataset is replaced only with ``overwrite``."""
+        ``dtype`` (fill it with ``ds[...] = ...``). As :func:`~n5mscodecs.n5.write_array`: an
+        existing dataset is replaced only with ``overwrite``. The arguments take h5py's, zarr's
+        and z5py's spellings:
+
+        - ``shape``: one int (``10`` is ``(10,)``) or one per axis; with ``data`` it must be
+          the data's shape (:class:`~n5mscodecs.ArgumentError` naming ``shape``).
+        - ``chunks``: one int for every axis or one per axis; None or True choose (64 per axis,
+          clipped to the shape); False is refused (N5 datasets are always chunked).
+        - ``compression``: any N5 compression spelling (``"gzip"``, ``{"type": "zstd", "level":
+          3}``), None for raw, an int for a gzip level (h5py); ``level`` (z5py) or
+          ``compression_opts`` (h5py) set its level, see
+          :func:`~n5mscodecs.n5.create.compression_argument`.
+        - ``fill_value`` (zarr, z5py) / ``fillvalue`` (h5py): N5 has no fill value field (missing
+          blocks read as 0), so only 0 or None is accepted.
+        """
+        check_fill_value(fill_value=fill_value, fillvalue=fillvalue)
+        compression = compression_argument(compression, level, compression_opts)
+        if chunks is False:
+            raise ArgumentError("chunks", "N5 datasets are always chunked; pass None or True to choose, or the "
+                                          "block size")
         target = self._new_child(name)
+        if shape is not None:
+            shape = shape_argument(shape)
         if data is not None:
+            if shape is not None and shape != np.shape(data):
+                raise ArgumentError("shape", f"{shape} is not the shape of data {np.shape(data)} (pass one of "
+                                             "them, or the same)")
             shape = np.shape(data)
         if shape is None:
             raise ConfigurationError("create_dataset: pass data, or shape and dtype")
         shape = tuple(int(n) for n in shape)
-        chunks = tuple(max(1, min(DEFAULT_CHUNK, n)) for n in shape) if chunks is None else chunks
+        chunks = _default_chunks(shape) if chunks is None or chunks is True else chunks
         options: dict[str, Any] = {"compression": compression, "attributes": attributes, "overwrite": overwrite,
                                    "container": self.container}
         if data is not None:
@@ -261,6 +363,59 @@ class Group(Mapping[str, "Group | Dataset"]):
         else:
             dataset = create_array_dataset(target, shape, chunks, dtype, **options)
         return dataset
+
+    def require_dataset(self, name: str, shape: int | Iterable[int], dtype: DTypeLike, exact: bool = False,
+                        **options: Any) -> Dataset:
+        """The dataset ``name``, created (``create_dataset(name, shape, dtype, **options)``) when
+        missing, as h5py's ``require_dataset``: an existing one must have ``shape``, and a
+        ``dtype`` that casts safely to its own (``exact``: the same dtype); else an
+        :class:`~n5mscodecs.InputTypeError` (a TypeError, as h5py's) naming the field. A group
+        there is one too."""
+        if name not in self:
+            return self.create_dataset(name, shape, dtype, **options)
+        child = self[name]
+        if isinstance(child, Group):
+            raise InputTypeError(f"{child.name} is a group, not a dataset")
+        shape, dtype = shape_argument(shape), np.dtype(dtype)
+        if shape != child.shape:
+            raise InputTypeError(f"{child.name}: shape {shape} does not match the existing dataset's {child.shape}")
+        if dtype != child.dtype if exact else not np.can_cast(dtype, child.dtype):
+            rule = "is not" if exact else "does not cast safely to"
+            raise InputTypeError(f"{child.name}: dtype {dtype} {rule} the existing dataset's {child.dtype}")
+        return child
+
+    def __setitem__(self, name: str, value: ArrayLike | LabelMultisetArray) -> None:
+        """``group[name] = value``: a new dataset ``name`` written from ``value``, as h5py's: a
+        :class:`~n5mscodecs.LabelMultisetArray` becomes a label multiset dataset
+        (:meth:`create_label_multiset_dataset`), anything else ``create_dataset(name,
+        data=value)``; default chunks and compression. An existing ``name`` is refused
+        (FileExistsError, as h5py refuses it): ``del group[name]`` first."""
+        if name in self:
+            raise FileExistsError(f"{self.store.display(name)} exists; remove it first (del group[name]) or use "
+                                  "create_dataset(name, data=..., overwrite=True)")
+        if isinstance(value, LabelMultisetArray):
+            self.create_label_multiset_dataset(name, value, _default_chunks(value.shape))
+        else:
+            self.create_dataset(name, data=value)
+
+    def __delitem__(self, name: str) -> None:
+        """``del group[name]``: remove the child group (with everything below it) or dataset
+        ``name``, as h5py and zarr do. Refused in mode ``r`` (:class:`~n5mscodecs.ReadOnlyError`).
+        As every writer (see :mod:`n5mscodecs.n5.writing`), it holds the child's writer lock (a
+        writer of the child, or of a location above it, makes it a
+        :class:`~n5mscodecs.TargetInUseError`) and marks every dataset below incomplete before
+        removing anything, so that an interruption leaves no dataset reading as complete with
+        part of its blocks gone. A symbolic link there is refused, not followed."""
+        self.store.check_writable(name, "remove")
+        parts = _parts(name)
+        key = "/".join(parts)
+        if self._dataset_above(parts) is not None or not self.store.is_directory(key):
+            raise KeyError(name)
+        store = self.store.child(key)
+        with WriterLock(store):
+            mark_datasets_below(store, incomplete_marker(f"del group[{name!r}]",
+                                                         "it was being removed; remove it again (del group[name])"))
+            store.delete_tree("")
 
     def create_label_multiset_dataset(self, name: str, data: MultisetsLike, chunks: int | Iterable[int], *,
                                       compression: CompressorConfig = "gzip",
@@ -289,6 +444,23 @@ def _named_container(path: str) -> bool:
     return os.path.basename(path.rstrip("/")).lower().endswith(".n5")
 
 
+def _plain_group(store: Store, path: str) -> bool:
+    """Whether the directory ``store`` without attributes (or with ``{}``) is a group: it has an
+    ``attributes.json`` (``create_group`` writes ``{}``) or lies in a container (z5py and Java
+    write plain groups without one), and it is not inside a dataset (a block directory)."""
+    if not store.is_directory() or not (store.exists(storage.ATTRIBUTES) or storage.container_root(path)):
+        return False
+    above = store
+    while "n5" not in above.get_attributes():  # up to the container root
+        try:
+            above = above.parent()
+        except StorageError:  # the top of the store's confinement
+            break
+        if "dimensions" in above.get_attributes():
+            return False
+    return True
+
+
 def _new_container(store: Store) -> None:
     store.make_directory()
     store.set_attributes("", {"n5": N5_VERSION})
@@ -310,7 +482,7 @@ def _empty(store: Store) -> None:
     store.clear("", {storage.ATTRIBUTES})
 
 
-def open(path: PathLike, mode: str = "r", *,  # noqa: A001 - mirrors zarr.open / h5py.File naming
+def open(path: PathLike | Store, mode: str = "r", *,  # noqa: A001 - mirrors zarr.open / h5py.File naming
          fill_label: int = BACKGROUND, multisets: str = "elements", rule: Rule = "spec",
          storage_options: StorageOptions = None, allow_incomplete: bool = False,
          allow_outside_root: bool = False) -> Group | Dataset:
@@ -318,9 +490,11 @@ def open(path: PathLike, mode: str = "r", *,  # noqa: A001 - mirrors zarr.open /
 
     Parameters
     ----------
-    path : str
-        A local path (or an ``os.PathLike``) or a URL (``s3://``, ``gs://``, ``http(s)://``, ``file://``; the
-        ``remote`` extra).
+    path : str, os.PathLike or Store
+        A local path or a URL (``s3://``, ``gs://``, ``http(s)://``, ``file://``; the ``remote`` extra),
+        or a store (:func:`~n5mscodecs.n5.open_store`; ``storage_options`` and
+        ``allow_outside_root`` are then the store's). Mode ``r`` reads through a read-only
+        view of the store: every write of what it returns raises :class:`~n5mscodecs.ReadOnlyError`.
     mode : {"r", "r+", "a", "w", "w-"}
         As zarr and h5py (see :mod:`n5mscodecs.n5.group`); ``w`` and ``w-`` create a container.
     fill_label : int
@@ -352,10 +526,13 @@ def open(path: PathLike, mode: str = "r", *,  # noqa: A001 - mirrors zarr.open /
     """
     if mode not in MODES:
         raise ConfigurationError(f"mode must be one of {MODES}, got {mode!r}")
-    path = os.fspath(path)
     # the store is chosen here, once; reads below stay inside the container root
-    store = open_store(path, storage_options, boundary=storage.confinement_root(path),
-                       read_outside=allow_outside_root)
+    if not isinstance(path, Store):
+        path = os.fspath(path)
+        path = open_store(path, storage_options, boundary=storage.confinement_root(path),
+                          read_outside=allow_outside_root)
+    store = path.read_only_view(READ_ONLY_MODE) if mode == "r" else path
+    path = store.location
     if store.is_file():
         raise ConfigurationError(f"{store.display()}: a file, not an N5 dataset (a directory with an attributes.json)")
     dataset_options: dict[str, Any] = {"fill_label": fill_label, "multisets": multisets, "rule": rule,
@@ -373,14 +550,15 @@ def open(path: PathLike, mode: str = "r", *,  # noqa: A001 - mirrors zarr.open /
     if "dimensions" in attributes:
         return _open_dataset(store, attributes, read_only=mode == "r",
                              **dataset_options)
-    if not (attributes or _named_container(path) and store.is_directory()):
+    if not (attributes or _plain_group(store, path)):
         if mode != "a":
-            raise ConfigurationError(f"{store.display()}: not an N5 dataset or group (no attributes.json)")
+            why = "no attributes.json, not inside an *.n5 container" if store.exists() else "does not exist"
+            raise ConfigurationError(f"{store.display()}: not an N5 dataset or group ({why})")
         _new_container(store)
     return Group(store, read_only=mode == "r", container=storage.container_root(path) or path, **group_options)
 
 
-def open_dataset(path: PathLike, mode: str = "r", **options: Any) -> Dataset:
+def open_dataset(path: PathLike | Store, mode: str = "r", **options: Any) -> Dataset:
     """:func:`open` for a location that must hold a dataset (a group is a
     :class:`~n5mscodecs.ConfigurationError`, "not an N5 dataset")."""
     opened = open(path, "r+" if mode == "a" else mode, **options)

@@ -26,16 +26,17 @@ See :mod:`n5mscodecs.n5.storage` for the confinement and retry rules.
 from __future__ import annotations
 
 import abc
+import copy
 import json
 import os
 import posixpath
 import secrets
 import shutil
 import stat
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._threads import default_threads
-from ..errors import ConfigurationError, StorageError
+from ..errors import ConfigurationError, ReadOnlyError, StorageError
 from . import storage
 
 if TYPE_CHECKING:
@@ -47,6 +48,12 @@ if TYPE_CHECKING:
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+#: Why a store opened in mode ``r`` refuses writes (the message of its ReadOnlyError).
+READ_ONLY_MODE = "opened read-only (mode 'r'); open it with mode='r+' or 'a'"
+
+StoreT = TypeVar("StoreT", bound="Store")
 
 
 def _parts(key: str) -> list[str]:
@@ -69,6 +76,8 @@ class Store(abc.ABC):
 
     location: str
     read_only: bool = False
+    #: why writes are refused, for the message of ReadOnlyError
+    read_only_reason: str = "opened read-only"
     #: fsspec's options of an object store (None for a local one), for the public functions
     #: that still take a location and its options
     storage_options: StorageOptions = None
@@ -112,17 +121,56 @@ class Store(abc.ABC):
         """The bytes at ``key``, None when there are none; more than ``max_size`` bytes, or (local)
         something other than a regular file, is a :class:`~n5mscodecs.StorageError`."""
 
-    @abc.abstractmethod
+    def check_writable(self, key: str = "", operation: str = "write") -> None:
+        """:class:`~n5mscodecs.ReadOnlyError` naming ``key`` and ``operation`` when the store is read-only."""
+        if self.read_only:
+            raise ReadOnlyError(f"{self.display(key)}: {operation}: read-only ({self.read_only_reason})")
+
+    def read_only_view(self, reason: str = "opened read-only") -> Store:
+        """This store, refusing every change (:class:`~n5mscodecs.ReadOnlyError`): how mode ``r``
+        makes every group, dataset, attributes object and writer built on it read-only."""
+        if self.read_only:
+            return self
+        view = copy.copy(self)
+        view.read_only, view.read_only_reason = True, reason
+        return view
+
+    def _derived(self, store: StoreT) -> StoreT:
+        """``store`` (a child or the parent), read-only when this one is."""
+        store.read_only, store.read_only_reason = self.read_only, self.read_only_reason
+        return store
+
     def set(self, key: str, data: bytes | bytearray | memoryview) -> None:
         """Write ``data`` at ``key`` atomically (creating parents)."""
+        self.check_writable(key, "write")
+        self._set(key, data)
 
-    @abc.abstractmethod
     def delete(self, key: str) -> None:
         """Remove the object at ``key`` if there is one."""
+        self.check_writable(key, "remove")
+        self._delete(key)
 
-    @abc.abstractmethod
     def delete_tree(self, key: str) -> None:
         """Remove ``key`` and everything below it (nothing to do when it does not exist)."""
+        self.check_writable(key, "remove")
+        self._delete_tree(key)
+
+    def make_directory(self, key: str = "") -> None:
+        """Create the directory ``key`` (object stores have none: nothing to do)."""
+        self.check_writable(key, "create")
+        self._make_directory(key)
+
+    @abc.abstractmethod
+    def _set(self, key: str, data: bytes | bytearray | memoryview) -> None: ...
+
+    @abc.abstractmethod
+    def _delete(self, key: str) -> None: ...
+
+    @abc.abstractmethod
+    def _delete_tree(self, key: str) -> None: ...
+
+    @abc.abstractmethod
+    def _make_directory(self, key: str) -> None: ...
 
     @abc.abstractmethod
     def exists(self, key: str = "") -> bool:
@@ -150,10 +198,6 @@ class Store(abc.ABC):
         directories are locations (see :meth:`url`); pruning ``subdirectories`` in place skips them."""
 
     @abc.abstractmethod
-    def make_directory(self, key: str = "") -> None:
-        """Create the directory ``key`` (object stores have none: nothing to do)."""
-
-    @abc.abstractmethod
     def total_size(self, key: str = "") -> int:
         """Bytes stored below ``key``."""
 
@@ -163,6 +207,7 @@ class Store(abc.ABC):
 
     def clear(self, key: str = "", keep: Collection[str] = ()) -> None:
         """Remove everything directly below ``key`` (and below that) except the names in ``keep``."""
+        self.check_writable(key, "remove")
         for name in self.list_dir(key):
             if name not in keep:
                 child = posixpath.join(key, name) if key else name
@@ -229,16 +274,18 @@ class LocalStore(Store):
         Let reads follow symbolic links out of the boundary (writes never do).
     """
 
-    def __init__(self, location: PathLike, *, boundary: str | None = None, read_outside: bool = False) -> None:
+    def __init__(self, location: PathLike, *, boundary: str | None = None, read_outside: bool = False,
+                 read_only: bool = False) -> None:
         self.location = os.fspath(location)
         self.boundary = boundary
         self.read_outside = read_outside
+        self.read_only = read_only
 
     def _path(self, key: str) -> str:
         return os.path.join(storage.local_path(self.location), *_parts(key))
 
     def child(self, key: str) -> LocalStore:
-        return LocalStore(self.url(key), boundary=self.boundary, read_outside=self.read_outside)
+        return self._derived(LocalStore(self.url(key), boundary=self.boundary, read_outside=self.read_outside))
 
     def parent(self) -> LocalStore:
         path = os.path.abspath(self._path(""))
@@ -247,7 +294,8 @@ class LocalStore(Store):
             if not path.startswith(root.rstrip(os.sep) + os.sep):  # at or above the root
                 raise StorageError(f"{self.display()}: its parent lies outside the container root "
                                    f"{storage.display(root)}; refusing to go above it")
-        return LocalStore(storage.parent(self.location), boundary=self.boundary, read_outside=self.read_outside)
+        return self._derived(LocalStore(storage.parent(self.location), boundary=self.boundary,
+                                        read_outside=self.read_outside))
 
     def local_file(self, key: str = "") -> str:
         return self._path(key)
@@ -290,7 +338,7 @@ class LocalStore(Store):
             raise StorageError(f"{self.display(key)}: read: more than the {max_size} bytes it can need")
         return data
 
-    def set(self, key: str, data: bytes | bytearray | memoryview) -> None:
+    def _set(self, key: str, data: bytes | bytearray | memoryview) -> None:
         target = self._confine(key, "write")
         directory = os.path.dirname(target)
         os.makedirs(directory, exist_ok=True)
@@ -312,14 +360,14 @@ class LocalStore(Store):
             os.unlink(tmp)
             raise
 
-    def delete(self, key: str) -> None:
+    def _delete(self, key: str) -> None:
         path = self._confine(key, "remove")
         try:
             os.unlink(path)
         except FileNotFoundError:
             pass
 
-    def delete_tree(self, key: str) -> None:
+    def _delete_tree(self, key: str) -> None:
         path = self._confine(key, "remove")
         if os.path.islink(path):
             raise StorageError(f"{self.display(key)}: remove: a symbolic link; refusing to remove what it leads to")
@@ -423,7 +471,7 @@ class LocalStore(Store):
                 identity = (info.st_dev, info.st_ino)
             yield from self._walk(path, ancestors | {identity})
 
-    def make_directory(self, key: str = "") -> None:
+    def _make_directory(self, key: str = "") -> None:
         os.makedirs(self._confine(key, "create"), exist_ok=True)
 
     def total_size(self, key: str = "") -> int:
@@ -451,32 +499,32 @@ class FsspecStore(Store):
         fsspec's options (endpoint, credentials, ``anon``); never shown in messages.
     """
 
-    def __init__(self, location: str, storage_options: StorageOptions = None, *, _resolved: Any = None) -> None:
+    def __init__(self, location: str, storage_options: StorageOptions = None, *, read_only: bool = False,
+                 _resolved: Any = None) -> None:
         self.location = location
         self.storage_options = storage_options
         # the file system is resolved once; children share it
         self.fs, self.path = _resolved if _resolved is not None else storage.filesystem(location, storage_options)
-        self.read_only = storage.read_only_location(location)
+        self.read_only = read_only or storage.read_only_location(location)
+        if storage.read_only_location(location):
+            self.read_only_reason = "http(s) locations are read-only"
 
     def _key_path(self, key: str) -> str:
         return posixpath.join(self.path, *_parts(key))
 
     def child(self, key: str) -> FsspecStore:
-        return FsspecStore(self.url(key), self.storage_options, _resolved=(self.fs, self._key_path(key)))
+        return self._derived(FsspecStore(self.url(key), self.storage_options, _resolved=(self.fs, self._key_path(key))))
 
     def parent(self) -> FsspecStore:
         path = posixpath.dirname(self.path.rstrip("/"))
         if not path.strip("/"):  # a bucket (or the file system's root) has no parent to read
             raise StorageError(f"{self.display()}: no parent location above it")
-        return FsspecStore(storage.parent(self.location), self.storage_options, _resolved=(self.fs, path))
+        return self._derived(FsspecStore(storage.parent(self.location), self.storage_options,
+                                         _resolved=(self.fs, path)))
 
     def _request(self, key: str, operation: str, request):
         return storage.retrying(self.url(key), operation, request)
 
-    def _writable(self, key: str) -> str:
-        if self.read_only:
-            raise ConfigurationError(f"{self.display(key)}: http(s) locations are read-only")
-        return self._key_path(key)
 
     def get(self, key: str = "", *, max_size: int | None = None) -> bytes | None:
         path = self._key_path(key)
@@ -491,19 +539,19 @@ class FsspecStore(Store):
             raise StorageError(f"{self.display(key)}: read: more than the {max_size} bytes it can need")
         return data
 
-    def set(self, key: str, data: bytes | bytearray | memoryview) -> None:
-        path, data = self._writable(key), bytes(data)
+    def _set(self, key: str, data: bytes | bytearray | memoryview) -> None:
+        path, data = self._key_path(key), bytes(data)
         self._request(key, "write", lambda: self.fs.pipe_file(path, data))
 
-    def delete(self, key: str) -> None:
-        path = self._writable(key)
+    def _delete(self, key: str) -> None:
+        path = self._key_path(key)
         try:
             self._request(key, "remove", lambda: self.fs.rm_file(path))
         except FileNotFoundError:
             pass
 
-    def delete_tree(self, key: str) -> None:
-        path = self._writable(key)
+    def _delete_tree(self, key: str) -> None:
+        path = self._key_path(key)
         try:
             self._request(key, "remove", lambda: self.fs.rm(path, recursive=True))
         except FileNotFoundError:
@@ -537,7 +585,7 @@ class FsspecStore(Store):
             subdirectories.sort()
             yield prefix + directory, subdirectories, sorted(files)
 
-    def make_directory(self, key: str = "") -> None:
+    def _make_directory(self, key: str = "") -> None:
         return None  # object stores have no directories
 
     def total_size(self, key: str = "") -> int:
@@ -548,11 +596,41 @@ class FsspecStore(Store):
         return storage.REMOTE_REQUESTS if threads is None else default_threads(threads)
 
 
-def open_store(location: PathLike, storage_options: StorageOptions = None, *, boundary: str | None = None,
-               read_outside: bool = False) -> Store:
-    """The store of ``location``: a :class:`FsspecStore` for a URL (with ``storage_options``),
-    else a :class:`LocalStore` (``boundary``/``read_outside``: its confinement)."""
+def open_store(location: PathLike | Store, storage_options: StorageOptions = None, *, read_only: bool = False,
+               boundary: str | None = None, read_outside: bool = False) -> Store:
+    """The store of a location: where every public entry point turns a location into a store.
+
+    Parameters
+    ----------
+    location : str, os.PathLike or Store
+        A local path (or ``file://`` URL): a :class:`LocalStore`; another URL (``s3://``,
+        ``gs://``, ``http(s)://``, ``memory://``; the ``remote`` extra): an :class:`FsspecStore`.
+        A store is returned as it is (read-only when ``read_only``).
+    storage_options : Mapping, optional
+        fsspec's options for a URL (endpoint, credentials, ``anon``); never shown in messages.
+    read_only : bool
+        Refuse every write, removal and directory made through the store, and through every
+        group, dataset and attributes object built on it (:class:`~n5mscodecs.ReadOnlyError`).
+    boundary : str, optional
+        The container root keys of a local store are confined to (default: the nearest of a
+        key's location and its parents named ``*.n5``).
+    read_outside : bool
+        Let reads follow symbolic links out of the boundary (writes never do).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from n5mscodecs import n5
+    >>> store = n5.open_store(tempfile.mkdtemp() + "/c.n5")
+    >>> group = n5.open(store, mode="w")
+    >>> n5.open(n5.open_store(store.location, read_only=True)).create_group("a")
+    Traceback (most recent call last):
+    ...
+    n5mscodecs.errors.ReadOnlyError: ...: read-only (opened read-only)
+    """
+    if isinstance(location, Store):
+        return location.read_only_view() if read_only else location
     location = os.fspath(location)
     if storage.is_url(location):
-        return FsspecStore(location, storage_options)
-    return LocalStore(location, boundary=boundary, read_outside=read_outside)
+        return FsspecStore(location, storage_options, read_only=read_only)
+    return LocalStore(location, boundary=boundary, read_outside=read_outside, read_only=read_only)

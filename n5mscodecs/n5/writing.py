@@ -210,6 +210,7 @@ class WriterLock:
         """Take the lock, or TargetInUseError naming the process that holds it (with ``reuse``,
         this thread already holding it takes it once more). A lock held on a location above the
         target (by a writer of the group holding it) refuses it too."""
+        self.store.check_writable(LOCK_NAME, "lock")
         me = threading.get_ident()
         with _HELD_LOCK:
             holder = _HELD.get(self._key)
