@@ -172,7 +172,7 @@ def _labels_piece(dataset, region_zyx, positions):
 
 
 def _multisets_piece(dataset, region_zyx, positions):
-    """Label multisets (z, y, x) of ``region_zyx`` as zarr's object elements; gaps ``{0: 1}``."""
+    """Label multisets (z, y, x) of ``region_zyx``; gaps ``{0: 1}``."""
     origin = [s.start for s in region_zyx[::-1]]
     parts = []
     for position in positions:
@@ -180,7 +180,7 @@ def _multisets_piece(dataset, region_zyx, positions):
         block = read_listed_block(dataset.read_block, dataset, position)
         parts.append((tuple(slice(b.start - o, b.stop - o) for b, o in zip(box, origin)), block))
     shape = tuple(s.stop - s.start for s in region_zyx[::-1])
-    return assemble(shape, parts, fill=0).T.to_elements()
+    return assemble(shape, parts, fill=0).T
 
 
 def _chunk_written(array, region_zyx, unit):
@@ -411,6 +411,8 @@ def _level_array(zarr, group, path, shape, chunks, shards, multisets, zarr_forma
 def _write_level(array, dataset, chunks, shards, multisets, resuming, threads, progress, description, target: Store,
                  lookup=None, present=None):
     """Write every chunk or shard of one level that holds a present block; returns (written, total)."""
+    if multisets:
+        from ..zarr import write_label_multisets
     present = set(dataset.present_blocks()) if present is None else present
     units = _write_units(array.shape, chunks, shards)
     work = [(region, blocks) for region in units if (blocks := _blocks_in(region, dataset, present))]
@@ -418,8 +420,8 @@ def _write_level(array, dataset, chunks, shards, multisets, resuming, threads, p
         region, blocks = item
         if resuming and _chunk_written(array, region, shards or chunks):
             return 0
-        if multisets:
-            array[region] = _multisets_piece(dataset, region, blocks)
+        if multisets:  # the chunk bytes straight from the columnar form: no element objects
+            write_label_multisets(array, _multisets_piece(dataset, region, blocks), region, threads=1)
         else:  # the fragment-segment-assignment, when given, on the argmax labels
             labels = _labels_piece(dataset, region, blocks)
             array[region] = labels if lookup is None else lookup.apply(labels, in_place=True)

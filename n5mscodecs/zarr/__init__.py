@@ -33,6 +33,7 @@ from .codecs import (
 )
 from .defaults import install as _install_defaults
 from .dtype import LabelMultisetDType
+from .multisets import read_labels, read_multisets, write_label_multisets
 from .store import N5Store, open_labels, open_n5_store
 from .threads import zarr_threads
 
@@ -62,4 +63,7 @@ __all__ = [
     "LabelMultisetZarrCodec",
     "chunk_to_multisets",
     "zarr_threads",
+    "write_label_multisets",
+    "read_multisets",
+    "read_labels",
 ]

@@ -109,16 +109,21 @@ class _MultisetCodec(_WorkerThreadCodec, ArrayBytesCodec):
     def compute_encoded_size(self, input_byte_length, chunk_spec):
         raise NotImplementedError(f"{self.codec_name} output size depends on the data")
 
-    def _decode(self, data, chunk_spec, labels):
-        """The block in one view, C-ordered: labels (uint64) or multisets."""
-        return decode_payload(data, chunk_spec.shape, self.layout, labels=labels, threads=1, order="C")
+    def decode_chunk(self, data: np.ndarray, shape: tuple[int, ...], labels: bool) -> np.ndarray | LabelMultisetArray:
+        """One chunk's bytes (after the bytes-to-bytes codecs) in one view, C-ordered: labels
+        (uint64) or multisets; a truncated N5 block keeps its own shape. What zarr's reads and
+        :func:`~n5mscodecs.zarr.read_multisets` decode with."""
+        return decode_payload(data, shape, self.layout, labels=labels, threads=1, order="C")
 
-    def _encode(self, multisets):
-        return encode_payload(multisets, self.layout, threads=1)
+    def encode_chunk(self, data: LabelMultisetArray | np.ndarray) -> bytes | bytearray:
+        """One chunk's bytes (before the bytes-to-bytes codecs) from its multisets or integer
+        labels (the chunk's shape). What zarr's writes and
+        :func:`~n5mscodecs.zarr.write_label_multisets` encode with."""
+        return encode_payload(data, self.layout, threads=1)
 
     def _decode_sync(self, chunk_bytes, chunk_spec):
         labels = is_labels_view(chunk_spec.dtype)
-        decoded = self._decode(chunk_bytes.as_numpy_array(), chunk_spec, labels)
+        decoded = self.decode_chunk(chunk_bytes.as_numpy_array(), tuple(chunk_spec.shape), labels)
         return labels_to_chunk(decoded, chunk_spec) if labels else multisets_to_chunk(decoded, chunk_spec)
 
     def _encode_sync(self, chunk_array, chunk_spec):
@@ -127,7 +132,7 @@ class _MultisetCodec(_WorkerThreadCodec, ArrayBytesCodec):
                 f"{self.codec_name}: a uint64 array is the read-only labels view of label multisets; "
                 "write through the label_multiset data type (e.g. N5Store(store) without multisets='labels')"
             )
-        encoded = self._encode(chunk_to_multisets(chunk_array))
+        encoded = self.encode_chunk(chunk_to_multisets(chunk_array))
         return chunk_spec.prototype.buffer.from_bytes(bytes(encoded))
 
 
@@ -176,22 +181,22 @@ class N5VarlenZarrCodec(_MultisetCodec):
     def to_dict(self):
         return {"name": self.codec_name, "configuration": {"codecs": list(self.codecs)}}
 
-    def _decode(self, data, chunk_spec, labels):
-        self._check_header(data, chunk_spec)
+    def decode_chunk(self, data, shape, labels):
+        self._check_header(data, shape)
         return n5_varlen_decode(data, self._chain, labels=labels, threads=1, order="C")
 
-    def _encode(self, multisets):
-        return n5_varlen_encode(multisets, self._chain, threads=1)
+    def encode_chunk(self, data):
+        return n5_varlen_encode(data, self._chain, threads=1)
 
-    def _check_header(self, data, chunk_spec):
+    def _check_header(self, data, shape):
         header = n5_block_header(data)
-        if len(header.shape) != len(chunk_spec.shape):
+        if len(header.shape) != len(shape):
             raise N5HeaderError(
-                f"n5_varlen: block has ndim {len(header.shape)}, the array {len(chunk_spec.shape)}"
+                f"n5_varlen: block has ndim {len(header.shape)}, the array {len(shape)}"
             )
-        if any(h > c for h, c in zip(header.shape, chunk_spec.shape)):
+        if any(h > c for h, c in zip(header.shape, shape)):
             raise N5HeaderError(
-                f"n5_varlen: block dims {header.shape} exceed the chunk shape {chunk_spec.shape}"
+                f"n5_varlen: block dims {header.shape} exceed the chunk shape {shape}"
             )
 
 

@@ -1,0 +1,386 @@
+"""Read and write a zarr ``label_multiset`` array's chunks without element objects.
+
+zarr-python hands an object data type's chunks over as numpy object arrays: writing
+integer labels first makes one Python object per voxel, reading makes one element per
+list and an object array per chunk. These functions move the columnar form instead:
+:func:`write_label_multisets` encodes each chunk straight from integer labels or a
+:class:`~n5mscodecs.LabelMultisetArray` with the array's own codecs (the same encode
+functions zarr's path calls, so the chunk bytes are the same) and stores them under the
+array's chunk keys; :func:`read_multisets` and :func:`read_labels` decode a region to a
+LabelMultisetArray or to uint64 argmax labels.
+
+They cover zarr v3 arrays whose codecs are a label multiset serializer
+(``label_multiset``, ``n5_label_multiset``, ``n5_varlen``) followed by bytes-to-bytes
+codecs, and v2-format arrays with the ``label_multiset_vlen`` object codec. Other
+arrays (sharded ones, array-to-array codecs) go through zarr's own indexing: the same
+results, at zarr's cost.
+"""
+
+from __future__ import annotations
+
+import struct
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from zarr.abc.codec import BytesBytesCodec
+
+from .._threads import default_threads
+from ..errors import ArgumentError, ConfigurationError, LabelMultisetFormatError
+from ..multiset import LabelMultiset, LabelMultisetArray, assemble
+from ..multiset.array import _entry_positions, check_rule, first_encounter
+from ..payload import LabelMultisetVLen
+from ..payload.layout import ZARR_LAYOUT, decode_payload, multiset_input
+from ._compat import ArraySpec, default_buffer_prototype, sync
+from .codecs import _MultisetCodec, full_chunk
+from .dtype import LabelMultisetDType, fill_value_id
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    import zarr
+
+    from ..multiset.array import MultisetsLike, Rule
+
+__all__ = ["read_labels", "read_multisets", "write_label_multisets"]
+
+#: A region as zarr's basic indexing takes it: slices (step 1), ints and one Ellipsis.
+Region = Any
+
+
+@dataclass(frozen=True)
+class _Box:
+    """One chunk's part of a region: its grid position, its slices inside the chunk and
+    inside the region, and whether the region covers all of the chunk inside the array."""
+
+    coords: tuple[int, ...]
+    in_chunk: tuple[slice, ...]
+    in_region: tuple[slice, ...]
+    complete: bool
+
+
+def _region(shape: tuple[int, ...], region: Region) -> tuple[tuple[slice, ...], tuple[int, ...]]:
+    """``(slices, dropped axes)`` of a basic selection: every slice with bounds inside
+    ``shape`` and step 1; an int selects one index and drops its axis (as numpy does)."""
+    items = () if region is None else region if isinstance(region, tuple) else (region,)
+    if sum(item is Ellipsis for item in items) > 1:
+        raise ArgumentError("region", "at most one Ellipsis")
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items = items[:at] + (slice(None),) * (len(shape) - len(items) + 1) + items[at + 1:]
+    if len(items) > len(shape):
+        raise ArgumentError("region", f"{len(items)} indices for an array of {len(shape)} dimensions")
+    items += (slice(None),) * (len(shape) - len(items))
+    slices, dropped = [], []
+    for axis, (item, n) in enumerate(zip(items, shape)):
+        if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            index = int(item) + n if item < 0 else int(item)
+            if not 0 <= index < n:
+                raise ArgumentError("region", f"index {int(item)} is out of bounds for axis {axis} of size {n}")
+            slices.append(slice(index, index + 1))
+            dropped.append(axis)
+        elif isinstance(item, slice):
+            start, stop, step = item.indices(n)
+            if step != 1:
+                raise ArgumentError("region", f"slices of step 1 only, got step {step} on axis {axis}")
+            slices.append(slice(start, max(start, stop)))
+        else:
+            raise ArgumentError("region", f"slices, ints and Ellipsis only, got {item!r} on axis {axis}")
+    return tuple(slices), tuple(dropped)
+
+
+def _boxes(region: tuple[slice, ...], shape: tuple[int, ...], chunks: tuple[int, ...]) -> list[_Box]:
+    """The chunks ``region`` touches, each with its part of the region."""
+    ranges = [range(s.start // c, -(-s.stop // c)) if s.stop > s.start else range(0)
+              for s, c in zip(region, chunks)]
+    boxes = []
+    for coords in np.ndindex(*(len(r) for r in ranges)):
+        position = tuple(r[i] for r, i in zip(ranges, coords))
+        lows = [g * c for g, c in zip(position, chunks)]
+        highs = [min(low + c, n) for low, c, n in zip(lows, chunks, shape)]
+        starts = [max(low, s.start) for low, s in zip(lows, region)]
+        stops = [min(high, s.stop) for high, s in zip(highs, region)]
+        boxes.append(_Box(
+            position,
+            tuple(slice(a - low, b - low) for a, b, low in zip(starts, stops, lows)),
+            tuple(slice(a - s.start, b - s.start) for a, b, s in zip(starts, stops, region)),
+            starts == lows and stops == highs))
+    return boxes
+
+
+class _ChunkFormat:
+    """How one ``label_multiset`` array's chunks become bytes and back, and where they live."""
+
+    def __init__(self, array: zarr.Array) -> None:
+        metadata = array.metadata
+        self.store_path = array.store_path
+        self.shape = tuple(array.shape)
+        self.chunks = tuple(array.chunks)
+        dtype = metadata.dtype if metadata.zarr_format == 2 else metadata.data_type
+        self.fill: LabelMultiset = dtype.default_scalar() if metadata.fill_value is None else metadata.fill_value
+        self.fill_id = fill_value_id(self.fill)
+        self.write_empty_chunks = array.config.write_empty_chunks
+        self.spec = ArraySpec(shape=self.chunks, dtype=dtype, fill_value=self.fill, config=array.config,
+                              prototype=default_buffer_prototype())
+        self.encode_key: Callable[[tuple[int, ...]], str] = metadata.encode_chunk_key
+        if metadata.zarr_format == 2:
+            self.order = metadata.order
+            self.compressor = metadata.compressor
+        else:
+            self.serializer: _MultisetCodec = metadata.codecs[0]
+            self.bytes_codecs = tuple(metadata.codecs[1:])
+
+    @staticmethod
+    def of(array: zarr.Array) -> _ChunkFormat | None:
+        """The format of ``array``'s chunks; None where zarr's own indexing must do the work
+        (sharding, array-to-array codecs, other v2 filters)."""
+        metadata = array.metadata
+        dtype = metadata.dtype if metadata.zarr_format == 2 else metadata.data_type
+        if not isinstance(dtype, LabelMultisetDType):
+            raise ConfigurationError(f"array: needs the label_multiset data type, {array.path or 'the array'} has "
+                                     f"{dtype}")
+        if metadata.zarr_format == 2:
+            filters = metadata.filters or ()
+            fast = len(filters) == 1 and isinstance(filters[0], LabelMultisetVLen)
+        else:
+            codecs = metadata.codecs
+            fast = isinstance(codecs[0], _MultisetCodec) and all(isinstance(c, BytesBytesCodec) for c in codecs[1:])
+        return _ChunkFormat(array) if fast else None
+
+    @property
+    def v2(self) -> bool:
+        return not hasattr(self, "serializer")
+
+    def _path(self, coords):
+        return self.store_path / self.encode_key(coords)
+
+    def read(self, coords: tuple[int, ...], labels: bool) -> LabelMultisetArray | np.ndarray | None:
+        """The chunk at ``coords``, C order over the full chunk shape (truncated N5 blocks padded
+        with the fill value): labels or multisets; None when it is not stored."""
+        stored = sync(self._path(coords).get(prototype=default_buffer_prototype()))
+        if stored is None:
+            return None
+        if self.v2:
+            decoded = self._decode_v2(stored.as_numpy_array(), labels)
+        else:
+            for codec in reversed(self.bytes_codecs):
+                (stored,) = sync(codec.decode([(stored, self.spec)]))
+            decoded = self.serializer.decode_chunk(stored.as_numpy_array(), self.chunks, labels)
+        if isinstance(decoded, LabelMultisetArray):
+            return decoded.padded(self.chunks, self.fill)
+        return full_chunk(decoded, self.chunks, self.fill_id)
+
+    def _decode_v2(self, data, labels):
+        if self.compressor is not None:
+            data = np.frombuffer(memoryview(self.compressor.decode(data)).cast("B"), np.uint8)
+        n_voxels = int(np.prod(self.chunks))
+        # label_multiset_vlen: the voxel count (uint32 LE), then the zarr-native payload
+        if data.size < 4 or struct.unpack("<I", data[:4].tobytes())[0] != n_voxels:
+            raise LabelMultisetFormatError(f"label_multiset_vlen: the chunk does not hold {n_voxels} voxels")
+        decoded = decode_payload(data[4:], (n_voxels,), ZARR_LAYOUT, labels=labels, threads=1)
+        return decoded.reshape(self.chunks, order=self.order)
+
+    def write(self, coords: tuple[int, ...], chunk: LabelMultisetArray | np.ndarray) -> None:
+        """Store a full chunk (labels or multisets); one equal to the fill value everywhere is
+        removed instead, unless the array writes empty chunks (as zarr does)."""
+        path = self._path(coords)
+        if not self.write_empty_chunks and self._all_fill(chunk):
+            sync(path.delete())
+            return
+        prototype = default_buffer_prototype()
+        if self.v2:
+            # the object codec encodes a LabelMultisetArray in C order, labels in their memory order
+            if isinstance(chunk, LabelMultisetArray):
+                encoded = LabelMultisetVLen().encode(chunk if self.order == "C" else chunk.T)
+            else:
+                encoded = LabelMultisetVLen().encode(np.asarray(chunk, order=self.order))
+            if self.compressor is not None:
+                encoded = self.compressor.encode(encoded)
+            buffer = prototype.buffer.from_bytes(bytes(memoryview(encoded).cast("B")))
+        else:
+            buffer = prototype.buffer.from_bytes(bytes(self.serializer.encode_chunk(chunk)))
+            for codec in self.bytes_codecs:
+                (buffer,) = sync(codec.encode([(buffer, self.spec)]))
+        sync(path.set(buffer))
+
+    def _all_fill(self, chunk):
+        """Whether every voxel is the fill value (as zarr compares elements: the merged mapping)."""
+        if not isinstance(chunk, LabelMultisetArray):
+            return bool(np.all(chunk == self.fill_id))
+        used = np.zeros(chunk.n_lists, bool)
+        used[chunk.index.reshape(-1)] = True
+        lengths = chunk.list_lengths()
+        if np.any(lengths[used] == 0):
+            return False
+        entry_list = np.repeat(np.arange(chunk.n_lists), lengths)
+        entries = used[entry_list]
+        if np.any(chunk.ids[entries] != self.fill_id):
+            return False
+        totals = np.bincount(entry_list[entries], chunk.counts[entries].astype(np.float64), chunk.n_lists)
+        return bool(np.all(totals[used] == 1))
+
+
+def _own_lists(part: LabelMultisetArray) -> LabelMultisetArray:
+    """``part`` with only the lists its voxels use, when its table is larger than itself (a
+    chunk of a large array shares the whole table: encoding compares every list of it)."""
+    if part.n_lists <= part.size:
+        return part
+    index, kept = first_encounter(np.ascontiguousarray(part.index.reshape(-1)).astype(np.uint64))
+    kept = kept.astype(np.int64)
+    offsets = np.zeros(kept.size + 1, np.int64)
+    np.cumsum(part.list_lengths()[kept], out=offsets[1:])
+    take = _entry_positions(part.list_offsets, kept, offsets)
+    return LabelMultisetArray(index.reshape(part.shape), offsets, part.ids[take], part.counts[take], validate=False)
+
+
+def _run(tasks: Iterable[Any], work: Callable[[Any], Any], threads: int | None) -> list[Any]:
+    """``work`` of every task, on up to ``threads`` threads (default: one per core)."""
+    tasks = list(tasks)
+    n = min(default_threads(threads), len(tasks))
+    if n <= 1:
+        return [work(task) for task in tasks]
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(work, tasks))
+
+
+def write_label_multisets(array: zarr.Array, data: MultisetsLike, region: Region = None, *,
+                          threads: int | None = None) -> None:
+    """``array[region] = data`` for a ``label_multiset`` array, without element objects.
+
+    Each chunk the region touches is encoded straight from ``data`` (integer labels, a
+    :class:`~n5mscodecs.LabelMultisetArray`, or an object array of elements) with the
+    array's own codecs and stored under its chunk key: the same chunk bytes as
+    ``array[region] = data``, which first makes one Python object per voxel. Chunks the
+    region covers only in part are merged with what is stored (or the fill value); a chunk
+    equal to the fill value everywhere is removed, unless the array writes empty chunks.
+    Sharded arrays and arrays with array-to-array codecs are written through zarr.
+
+    Parameters
+    ----------
+    array : zarr.Array
+        A zarr v3 ``label_multiset`` array or a v2-format one (``label_multiset_vlen``).
+    data : LabelMultisetArray or array_like
+        Integer labels (each voxel the singleton ``{label: 1}``; negative labels and labels
+        above MAX_ID are refused) or multisets, of the region's shape or broadcast to it
+        (as numpy does: ``write_label_multisets(a, 0, region)``).
+    region : tuple, optional
+        Basic selection (slices of step 1, ints, Ellipsis); default: the whole array.
+    threads : int, optional
+        Chunks encoded at a time (default: one per core).
+
+    Examples
+    --------
+    >>> import numpy as np, zarr
+    >>> from n5mscodecs.zarr import LabelMultisetDType, read_multisets
+    >>> a = zarr.create_array({}, shape=(4, 6), chunks=(2, 4), dtype=LabelMultisetDType())
+    >>> write_label_multisets(a, np.arange(24).reshape(4, 6))
+    >>> write_label_multisets(a, 7, (3, slice(4, 6)))         # an int fills the region
+    >>> read_multisets(a, (slice(2, 4), slice(3, 6))).argmax().tolist()
+    [[15, 16, 17], [21, 7, 7]]
+    """
+    chunk_format = _ChunkFormat.of(array)
+    slices, dropped = _region(tuple(array.shape), region)
+    if isinstance(data, (LabelMultiset, dict)):  # one element for the whole region
+        data = np.array([data], dtype=object).reshape(())
+    values = multiset_input(np.asarray(data) if np.isscalar(data) else data)
+    if isinstance(values, np.ndarray) and values.dtype == object:
+        values = LabelMultisetArray.coerce(values)
+    region_shape = tuple(s.stop - s.start for s in slices)
+    expected = tuple(n for axis, n in enumerate(region_shape) if axis not in dropped)
+    try:  # numpy's broadcasting, as zarr's assignment does
+        index = np.broadcast_to(values.index if isinstance(values, LabelMultisetArray) else values, expected)
+    except ValueError:
+        raise ArgumentError("data", f"shape {values.shape} does not fit the region's {expected}") from None
+    index = index.reshape(region_shape)
+    if isinstance(values, LabelMultisetArray):
+        values = LabelMultisetArray(index, values.list_offsets, values.ids, values.counts, validate=False)
+    else:
+        values = index
+    if chunk_format is None:
+        array[slices] = values.to_elements() if isinstance(values, LabelMultisetArray) else values
+        return
+    chunks = chunk_format.chunks
+
+    def write(box: _Box) -> None:
+        part = values[box.in_region]
+        if isinstance(part, LabelMultisetArray):
+            part = _own_lists(part)
+        if box.complete and part.shape == chunks:
+            chunk_format.write(box.coords, part)
+            return
+        stored = None if box.complete else chunk_format.read(box.coords, labels=False)
+        part = part if isinstance(part, LabelMultisetArray) else LabelMultisetArray.from_labels(part)
+        whole = tuple(slice(0, c) for c in chunks)
+        chunk_format.write(box.coords, assemble(chunks, [(whole, stored), (box.in_chunk, part)],
+                                                fill=chunk_format.fill_id))
+
+    _run(_boxes(slices, chunk_format.shape, chunks), write, threads)
+
+
+def _read(array, region, labels, threads, rule="spec"):
+    """The region as multisets or labels; ``(result, dropped axes)``."""
+    chunk_format = _ChunkFormat.of(array)
+    slices, dropped = _region(tuple(array.shape), region)
+    shape = tuple(s.stop - s.start for s in slices)
+    if chunk_format is None:
+        multisets = LabelMultisetArray.from_elements(np.asarray(array[slices], dtype=object).reshape(shape))
+        return (multisets.argmax(rule) if labels else multisets), dropped
+    boxes = _boxes(slices, chunk_format.shape, chunk_format.chunks)
+    if not labels:
+        parts = _run(boxes, lambda box: chunk_format.read(box.coords, labels=False), threads)
+        pieces = [(box.in_region, None if part is None else part[box.in_chunk]) for box, part in zip(boxes, parts)]
+        return assemble(shape, pieces, fill=chunk_format.fill_id), dropped
+    out = np.empty(shape, np.uint64)
+
+    def read(box: _Box) -> None:
+        if rule == "spec":
+            chunk = chunk_format.read(box.coords, labels=True)
+            out[box.in_region] = chunk_format.fill_id if chunk is None else chunk[box.in_chunk]
+        else:
+            chunk = chunk_format.read(box.coords, labels=False)
+            out[box.in_region] = chunk_format.fill_id if chunk is None else chunk[box.in_chunk].argmax(rule, 1)
+
+    _run(boxes, read, threads)
+    return out, dropped
+
+
+def read_multisets(array: zarr.Array, region: Region = None, *, threads: int | None = None) -> LabelMultisetArray:
+    """``array[region]`` of a ``label_multiset`` array as a :class:`~n5mscodecs.LabelMultisetArray`,
+    decoded chunk by chunk without element objects (missing chunks: the fill value).
+
+    ``region`` is a basic selection as for :func:`write_label_multisets` (ints drop their
+    axis); ``threads``: chunks decoded at a time (default: one per core). Lists are kept as
+    stored, one table per chunk (:meth:`~n5mscodecs.LabelMultisetArray.compact` merges equal
+    ones).
+
+    >>> import numpy as np, zarr
+    >>> from n5mscodecs.zarr import LabelMultisetDType
+    >>> a = zarr.create_array({}, shape=(4, 4), chunks=(2, 2), dtype=LabelMultisetDType())
+    >>> a[0:1, 0:2] = np.array([[{3: 2, 5: 1}, {4: 1}]], dtype=object)
+    >>> m = read_multisets(a, (0, slice(0, 3)))
+    >>> m[0], m[2]
+    (LabelMultiset({3: 2, 5: 1}), LabelMultiset({18446744073709551614: 1}))
+    """
+    multisets, dropped = _read(array, region, False, threads)
+    return multisets.reshape(tuple(n for axis, n in enumerate(multisets.shape) if axis not in dropped))
+
+
+def read_labels(array: zarr.Array, region: Region = None, *, threads: int | None = None,
+                rule: Rule = "spec") -> np.ndarray:
+    """``array[region]`` of a ``label_multiset`` array as uint64 argmax labels, decoded straight
+    from each chunk's bytes (no lists, no element objects; missing chunks: the fill value's id).
+
+    ``rule`` as for :meth:`~n5mscodecs.LabelMultisetArray.argmax` ("spec": highest count, ties to
+    the smaller id; "java": Paintera's). ``region`` and ``threads`` as for :func:`read_multisets`.
+
+    >>> import numpy as np, zarr
+    >>> from n5mscodecs.zarr import LabelMultisetDType
+    >>> a = zarr.create_array({}, shape=(4, 4), chunks=(2, 2), dtype=LabelMultisetDType(), fill_value="0x0")
+    >>> a[1:2, 0:2] = np.array([[{3: 2, 5: 1}, {4: 1, 6: 1}]], dtype=object)
+    >>> read_labels(a, (slice(0, 2), slice(0, 3))).tolist()
+    [[0, 0, 0], [3, 4, 0]]
+    """
+    check_rule(rule)
+    labels, dropped = _read(array, region, True, threads, rule)
+    return labels.reshape(tuple(n for axis, n in enumerate(labels.shape) if axis not in dropped))
