@@ -179,3 +179,29 @@ def test_errors(tmp_path):
     with pytest.raises(ValueError, match="rule"):
         read_labels(array, rule="max")
     assert _chunk_files(tmp_path / "a") == {}  # nothing was written
+
+
+def test_ome_zarr_multisets_same_chunk_files(tmp_path, monkeypatch):
+    """to_ome_zarr(multisets=True) writes the chunk files zarr's object path wrote before it."""
+    from n5mscodecs import paintera
+    from n5mscodecs.demo import voronoi_labels
+
+    labels = voronoi_labels((36, 30, 20), 25, seed=3)
+    labels[0:8, 0:8, 0:8] = 0   # a background block: equal to the fill value {0: 1}, not stored
+    source = tmp_path / "p.n5" / "labels"
+    paintera.convert(labels, source, block_size=8, factors=[2, 2])
+    paintera.to_ome_zarr(source, tmp_path / "new.zarr", multisets=True, compressors=[ZstdCodec(level=3)])
+
+    calls = []
+
+    def object_path(array, data, region, threads=None):
+        calls.append(region)
+        array[region] = data.to_elements()
+
+    monkeypatch.setattr(nz, "write_label_multisets", object_path)
+    paintera.to_ome_zarr(source, tmp_path / "old.zarr", multisets=True, compressors=[ZstdCodec(level=3)])
+    new = {k: v for k, v in _chunk_files(tmp_path / "new.zarr").items() if "/c/" in k}
+    assert len(calls) >= len(new) > 0
+    assert {k.split("/")[0] for k in new} == {"s0", "s1", "s2"}
+    assert "s0/c/0/0/0" not in new and "s0/c/0/0/1" in new
+    assert new == {k: v for k, v in _chunk_files(tmp_path / "old.zarr").items() if "/c/" in k}
