@@ -25,13 +25,13 @@ from .attributes import Attributes
 from .compression import max_compressed_size
 from .default import n5_default_decode, n5_default_encode, place_block
 from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
-from .metadata import RESERVED_KEYS, DatasetMetadata, max_id
+from .metadata import RESERVED_KEYS, DatasetMetadata, max_id, shape_argument
 from .store import READ_ONLY_MODE, Store, open_store
 from .varlen import CodecChain, n5_varlen_encode, varlen_payload
-from .writing import INCOMPLETE_KEY
+from .writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
     from typing import Any
 
     from numpy.typing import ArrayLike
@@ -177,15 +177,125 @@ class _Dataset:
         """Grid positions of the blocks that exist, sorted (found by listing: a grid can be
         astronomically large)."""
         found: list[tuple[int, ...]] = []
-        top = self.store.url()
         for directory, subdirectories, files in self.store.walk():
-            parts = storage.relative(directory, top).split("/")
-            parts = [] if parts == ["."] else parts
+            parts = directory.split("/") if directory else []
             if len(parts) == self.ndim - 1 and all(p.isdigit() for p in parts):
                 # a directory where a block should be is listed too: reading it is an error
                 names = files + subdirectories
                 found.extend(tuple(int(p) for p in [*parts, f]) for f in names if f.isdigit())
         return sorted(found)
+
+    def chunk_exists(self, grid_position: int | Sequence[int]) -> bool:
+        """Whether the block at ``grid_position`` (one int per axis; an int for a 1-d dataset) is
+        stored, as z5py's ``chunk_exists``; a position off the grid is a
+        :class:`~n5mscodecs.ConfigurationError`."""
+        position = (grid_position,) if isinstance(grid_position, int | np.integer) else tuple(grid_position)
+        return self.has_block(position)
+
+    def iter_chunks(self, selection: Selection = ()) -> Iterator[tuple[slice, ...]]:
+        """The regions (one slice per axis) of the *stored* blocks, sorted by grid position, each
+        cut to ``selection`` (a basic selection without steps; default everything), as h5py's
+        ``iter_chunks`` gives them. Unlike h5py, blocks never written (which read as the fill
+        value) are skipped: N5 grids are often sparse and astronomically large, and the stored
+        blocks are found by one listing (see :meth:`present_blocks`)."""
+        starts, stops, steps, _ = grid.normalize_selection(selection, self.shape)
+        if any(step != 1 for step in steps):
+            raise IndexError(f"{self.name}: iter_chunks: a selection with steps is not supported")
+        grid_shape = self.grid_shape
+        for position in self.present_blocks():
+            if len(position) != self.ndim or any(g >= n for g, n in zip(position, grid_shape)):
+                continue  # not a block of this grid
+            cut = tuple(slice(max(region.start, start), min(region.stop, stop))
+                        for region, start, stop in zip(self.block_region(position), starts, stops))
+            if all(piece.start < piece.stop for piece in cut):
+                yield cut
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the whole dataset uncompressed, as zarr's ``nbytes``: ``size`` times the
+        item size (for label multisets, that of their uint64 labels)."""
+        return self.size * self.dtype.itemsize
+
+    @property
+    def compression(self) -> dict[str, Any]:
+        """The ``compression`` attribute, as in ``attributes.json`` (``{"type": "raw"}`` when none)."""
+        return dict(self.metadata.compression)
+
+    def _open_options(self) -> dict[str, Any]:
+        """The keywords :func:`~n5mscodecs.n5.open` opened this dataset with (for its :attr:`parent`)."""
+        return {"allow_outside_root": self.allow_outside_root}
+
+    @property
+    def parent(self) -> Any:
+        """The :class:`~n5mscodecs.n5.Group` holding the dataset, as h5py's ``parent``, opened
+        with this dataset's mode and options; a dataset at the top of what its store may reach
+        (not inside an ``*.n5`` container) has none: a :class:`~n5mscodecs.StorageError`."""
+        from .group import Group  # groups build on datasets
+
+        return Group(self.store.parent(), read_only=self.read_only, dataset_options=self._open_options())
+
+    #: the header mode of the dataset's blocks
+    _block_mode = MODE_DEFAULT
+
+    def _reopened(self, metadata: DatasetMetadata) -> _Dataset:
+        """A writable dataset of this kind over the same store with ``metadata`` (label multisets: elements)."""
+        raise NotImplementedError
+
+    def _fit(self, block: Any, shape: tuple[int, ...]) -> Any:
+        """``block`` (decoded) cut or padded (with what a missing block holds) to ``shape``."""
+        raise NotImplementedError
+
+    def _refit_block(self, before: _Dataset, grid_position: tuple[int, ...]) -> None:
+        """Rewrite a stored block at this geometry's cropped shape; ``before`` is the geometry it
+        may have been written for. Its header says which: a block already at its new shape (a
+        resize interrupted after it) is left, as are blocks of another mode (a plain dataset's
+        varlength side data)."""
+        data = self.read_block_bytes(grid_position)
+        if data is None:
+            return
+        header = N5BlockHeader.from_bytes(data)
+        shape = self.block_shape(grid_position)
+        if header.shape == shape or header.mode != self._block_mode:
+            return
+        # a block at least as large decodes at the new shape (cropped); a smaller one at the old
+        source = self if all(h >= n for h, n in zip(header.shape, shape)) else before
+        block = source.decode_named(source.decode_block, data, grid_position)
+        self.write_block(grid_position, self._fit(block, shape))
+
+    def resize(self, shape: int | Iterable[int]) -> None:
+        """Change the shape (``dimensions``; the number of axes stays) in place, as zarr 3's
+        ``Array.resize``: blocks entirely outside the new shape are removed. Blocks whose
+        cropped shape changes (the last along a resized axis) are rewritten at their new
+        shape, as Java writes boundary blocks (zarr keeps them as they are): voxels cut off
+        are gone, and voxels added read as what a missing block holds, also after growing
+        again. Refused in mode ``r`` (:class:`~n5mscodecs.ReadOnlyError`).
+
+        As every writer (see :mod:`n5mscodecs.n5.writing`), it holds the dataset's writer lock
+        and marks the dataset incomplete, with the new ``dimensions``, before anything changes,
+        removing the mark last: after an interruption, readers refuse the dataset until it is
+        opened with ``allow_incomplete=True`` and resized again (the mark remembers the shape
+        it had)."""
+        self._check_writable()
+        shape = shape_argument(shape, "shape", self.ndim)
+        with WriterLock(self.store):
+            stored = self.store.get_attributes()
+            marker = stored.pop(INCOMPLETE_KEY, None)
+            old = DatasetMetadata.from_json(stored, self.name)
+            if isinstance(marker, dict) and "resize_from" in marker:  # an interrupted resize
+                old = dataclasses.replace(old, shape=shape_argument(marker["resize_from"], "resize_from", self.ndim))
+            new = DatasetMetadata.from_json({**stored, "dimensions": list(shape)}, self.name)
+            write_marked(self.store, new.to_json(), {
+                **incomplete_marker("resize", "open it with allow_incomplete=True and resize it again"),
+                "resize_from": list(old.shape)})
+            before, after = self._reopened(old), self._reopened(new)
+            for position in self.present_blocks():
+                if any(g >= n for g, n in zip(position, after.grid_shape)):
+                    self.store.delete("/".join(map(str, position)))
+                elif all(g < n for g, n in zip(position, before.grid_shape)):
+                    after._refit_block(before, position)
+            mark_complete(self.store)
+        self.metadata, self.attributes, self.shape = new, new.to_json(), new.shape
+        self.__dict__.pop("grid_shape", None)  # a cached property of the old shape
 
     def max_block_bytes(self) -> int:
         """The most bytes a block file of this dataset can need (its decompressed bound, its
@@ -346,6 +456,31 @@ class LabelMultisetDataset(_Dataset):
     def labels(self) -> bool:
         """Whether this is the labels view."""
         return self.multisets == "labels"
+
+    @property
+    def fill_value(self) -> int:
+        """The label missing blocks read as (``fill_label``: the background id 0 by default)."""
+        return self.fill_label
+
+    def _open_options(self) -> dict[str, Any]:
+        return {**super()._open_options(), "fill_label": self.fill_label, "multisets": self.multisets,
+                "rule": self.rule}
+
+    _block_mode = MODE_VARLENGTH
+
+    def _reopened(self, metadata: DatasetMetadata) -> LabelMultisetDataset:
+        return LabelMultisetDataset(self.path, metadata, fill_label=self.fill_label,
+                                    allow_outside_root=self.allow_outside_root, store=self.store)
+
+    def _fit(self, block: LabelMultisetArray, shape: tuple[int, ...]) -> LabelMultisetArray:
+        elements = LabelMultisetArray.full(shape, BACKGROUND).to_elements()
+        overlap = tuple(slice(0, min(a, b)) for a, b in zip(block.shape, shape))
+        elements[overlap] = block.to_elements()[overlap]
+        return LabelMultisetArray.from_elements(elements)
+
+    def resize(self, shape: int | Iterable[int]) -> None:
+        super().resize(shape)
+        self._views.clear()  # views of the old shape
 
     @property
     def dtype(self) -> np.dtype:
@@ -523,6 +658,16 @@ class ArrayDataset(_Dataset):
         super().__init__(path, attributes, storage_options=storage_options, allow_outside_root=allow_outside_root,
                          read_only=read_only, store=store)
         self.fill_value = fill_value
+
+    def _reopened(self, metadata: DatasetMetadata) -> ArrayDataset:
+        return ArrayDataset(self.path, metadata, fill_value=self.fill_value,
+                            allow_outside_root=self.allow_outside_root, store=self.store)
+
+    def _fit(self, block: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        out = np.full(shape, self.fill_value, self.dtype)
+        overlap = tuple(slice(0, min(a, b)) for a, b in zip(block.shape, shape))
+        out[overlap] = block[overlap]
+        return out
 
     @property
     def dtype(self) -> np.dtype:

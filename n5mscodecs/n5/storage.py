@@ -474,7 +474,7 @@ def remove_temporary_files(location: Where, options: StorageOptions = None) -> i
     for directory, _, files in store.walk():
         for name in files:
             if name.startswith(TEMPORARY_PREFIX):
-                remove(join(directory, name))
+                store.delete(f"{directory}/{name}" if directory else name)
                 removed += 1
     return removed
 

@@ -195,7 +195,8 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def walk(self, key: str = "") -> Iterator[tuple[str, list[str], list[str]]]:
         """``(directory, subdirectories, files)`` below ``key``, top-down and sorted, as ``os.walk``;
-        directories are locations (see :meth:`url`); pruning ``subdirectories`` in place skips them."""
+        directories are keys of this store (``key`` itself first; ``""`` is the root);
+        pruning ``subdirectories`` in place skips them."""
 
     @abc.abstractmethod
     def total_size(self, key: str = "") -> int:
@@ -415,7 +416,10 @@ class LocalStore(Store):
         except OSError as exc:
             raise StorageError(f"{storage.display(top)}: list: {exc.strerror or exc}") from None
         if stat.S_ISDIR(info.st_mode):
-            yield from self._walk(top, frozenset({(info.st_dev, info.st_ino)}))
+            root = self._path("")
+            for directory, subdirectories, files in self._walk(top, frozenset({(info.st_dev, info.st_ino)})):
+                below = os.path.relpath(directory, root)
+                yield ("" if below == "." else below.replace(os.sep, "/")), subdirectories, files
 
     def _walk(self, directory: str,
               ancestors: frozenset[tuple[int, int]]) -> Iterator[tuple[str, list[str], list[str]]]:
@@ -479,7 +483,7 @@ class LocalStore(Store):
         for directory, _, files in self.walk(key):
             for name in files:
                 try:
-                    total += os.path.getsize(os.path.join(directory, name))
+                    total += os.path.getsize(self._path(directory + "/" + name))
                 except FileNotFoundError:  # removed meanwhile (a writer's temporary file)
                     continue
         return total
@@ -574,16 +578,16 @@ class FsspecStore(Store):
         return sorted(posixpath.basename(p.rstrip("/")) for p in names)
 
     def walk(self, key: str = "") -> Iterator[tuple[str, list[str], list[str]]]:
-        location, path = self.url(key), self._key_path(key)
-        # the scheme and any netloc prefix fsspec strips from a URL, put back on what it lists
-        prefix = location[: len(location) - len(path)] if location.endswith(path) else location.split("://")[0] + "://"
+        root, path = self.path.rstrip("/"), self._key_path(key)
+
         def refuse(error: OSError) -> None:  # fsspec's default omits what it cannot list
             if not isinstance(error, FileNotFoundError):
                 raise StorageError(f"{self.display(key)}: list: {error}") from None
 
         for directory, subdirectories, files in self.fs.walk(path, on_error=refuse):
             subdirectories.sort()
-            yield prefix + directory, subdirectories, sorted(files)
+            below = directory.rstrip("/")[len(root):].strip("/") if directory.startswith(root) else directory
+            yield below, subdirectories, sorted(files)
 
     def _make_directory(self, key: str = "") -> None:
         return None  # object stores have no directories

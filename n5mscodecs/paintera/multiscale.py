@@ -44,7 +44,6 @@ import numpy as np
 from .. import n5
 from ..errors import ConfigurationError, IncompleteError, StorageError
 from ..multiset import BACKGROUND
-from ..n5 import storage
 from ..n5.store import open_store
 from .assignment import resolve_assignment
 from .conventions import is_label_source, level_placement
@@ -255,10 +254,8 @@ def find_label_pyramids(path: PathLike, *, storage_options: StorageOptions = Non
 def _find_label_pyramids(store: Store) -> list[tuple[str, str]]:
     """:func:`find_label_pyramids` below the location of ``store``: each pyramid's location and key."""
     found: list[tuple[str, str]] = []
-    top = None
-    for directory, subdirectories, _ in store.walk():
-        top = directory if top is None else top  # the walk starts at the store's own location
-        key = "" if directory == top else storage.relative(directory, top)
+    for key, subdirectories, _ in store.walk():
+        directory = store.url(key)
         here = store.child(key) if key else store
         attributes = here.get_attributes()
         if interrupted(attributes):

@@ -105,14 +105,14 @@ def write_zarr_json(
     """
     written, skipped = [], []
     root = open_store(container, storage_options)  # opened once; each directory is a child of it
-    for directory, subdirs, files in root.walk():
+    for key, subdirs, files in root.walk():
+        directory = root.url(key)
         if ATTRIBUTES not in files:
             continue
         if ZARR_JSON in files and not overwrite:
             skipped.append(directory)
             continue
-        key = storage.relative(directory, root.location)
-        node = root if key == "." else root.child(key)
+        node = root.child(key) if key else root
         attributes = node.get_attributes()
         if "dimensions" in attributes:  # a malformed dataset is an error naming it, not a skip
             validate_attributes(attributes, storage.display(directory))

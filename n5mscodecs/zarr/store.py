@@ -208,11 +208,9 @@ class PackageStore(ZarrStore):
         await asyncio.to_thread(self.store.delete_tree, prefix.rstrip("/"))
 
     def _keys(self, prefix: str) -> list[str]:
-        top = self.store.url()
         keys: list[str] = []
         for directory, _, files in self.store.walk(prefix.rstrip("/")):
-            below = storage.relative(directory, top)
-            below = "" if below == "." else below + "/"
+            below = directory + "/" if directory else ""
             keys.extend(below + name for name in files if not name.startswith(storage.TEMPORARY_PREFIX))
         return keys
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from n5mscodecs import n5
-from n5mscodecs.errors import ConfigurationError, StorageError
+from n5mscodecs.errors import ConfigurationError, ReadOnlyError, StorageError
 from n5mscodecs.n5.store import FsspecStore, LocalStore, open_store
 
 
@@ -52,6 +52,10 @@ def test_listing_walking_and_trees(store):
     assert store.is_directory("g/d") and not store.is_directory("top") and not store.is_directory("nothing")
     walked = {os.path.basename(d.rstrip("/")): files for d, _, files in store.walk("g/d")}
     assert walked == {"d": [], "0": ["0", "1"], "1": ["0"]}
+    # keys of the store, never locations: what get/set/child take
+    assert [(d, s, f) for d, s, f in store.walk("g")] == [
+        ("g", ["d"], ["attributes.json"]), ("g/d", ["0", "1"], []), ("g/d/0", [], ["0", "1"]), ("g/d/1", [], ["0"])]
+    assert [d for d, _, _ in store.walk()][:2] == ["", "g"] and [d for d, _, _ in store.child("g").walk()][0] == ""
     assert store.total_size("g/d") == 6
     store.clear("g", keep={"attributes.json"})
     assert store.list_dir("g") == ["attributes.json"]
@@ -207,3 +211,24 @@ def test_parent_of_a_bucket_is_refused():
     pytest.importorskip("fsspec")
     with pytest.raises(StorageError, match="no parent"):
         open_store(f"memory://{uuid.uuid4().hex}").parent()
+
+
+def test_a_read_only_store_refuses_every_change(store):
+    store.set("g/attributes.json", b'{"a": 1}')
+    store.set("g/0/0", b"block")
+    view = open_store(store, read_only=True)
+    assert view.read_only and not store.read_only and open_store(view) is view
+    writes = [
+        lambda s: s.set("g/0/0", b"other"), lambda s: s.set("new", b"x"), lambda s: s.delete("g/0/0"),
+        lambda s: s.delete_tree("g"), lambda s: s.make_directory("h"), lambda s: s.clear("g"),
+        lambda s: s.set_attributes("g", {"b": 2}), lambda s: s.set_json("x.json", {}),
+    ]
+    # the view, its children and its parent's children all refuse, naming the key
+    for target in (view, view.child("g").parent(), view.child("g")):
+        for write in writes:
+            with pytest.raises(ReadOnlyError, match="read-only"):
+                write(target if target is not view.child("g") else view)
+    with pytest.raises(ReadOnlyError, match=r"g/0/0: write: read-only"):
+        view.child("g").set("0/0", b"x")
+    assert store.get("g/0/0") == b"block" and store.get_attributes("g") == {"a": 1} and not store.exists("new")
+    assert view.get("g/0/0") == b"block" and [d for d, _, _ in view.walk()] == ["", "g", "g/0"]
