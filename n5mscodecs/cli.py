@@ -15,11 +15,13 @@ import os
 import re
 import sys
 import time
+import warnings
 
 from . import __version__, demo, paintera, preview
 from ._extras import require
 from .errors import ArgumentError, ConfigurationError, MissingExtraError, N5msCodecsError
 from .n5 import storage
+from .n5.group import UnreadableAttributesWarning
 from .n5.store import Store, open_store
 from .paintera.convert import FINISH_HINT
 
@@ -388,7 +390,9 @@ def cmd_preview(args):
 # info
 
 def cmd_info(args):
-    found = paintera.survey(args.path, check=args.check, storage_options=args.storage_options)
+    with warnings.catch_warnings():  # an unreadable attributes.json is reported as its entry, below
+        warnings.simplefilter("ignore", UnreadableAttributesWarning)
+        found = paintera.survey(args.path, check=args.check, storage_options=args.storage_options)
     incomplete, bad, checked = [], [], 0
     if found.heading is not None:
         print(f"{storage.display(found.path)}: {found.heading[0]}")

@@ -4,13 +4,14 @@ and the overwrite guards every writer goes through (see :mod:`n5mscodecs.n5.writ
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ConfigurationError
+from ..errors import ArgumentError, ConfigurationError
 from ..multiset import LabelMultisetArray
 from . import storage
 from .dataset import ArrayDataset, LabelMultisetDataset
@@ -19,8 +20,7 @@ from .store import Store, open_store
 from .writing import LOCK_NAME, WriterLock, incomplete_marker, mark_complete, write_marked
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping
-    from typing import Any
+    from collections.abc import Iterable, Iterator
 
     from numpy.typing import ArrayLike, DTypeLike
 
@@ -40,6 +40,70 @@ def block_size(chunks: int | Iterable[int], ndim: int, name: str = "chunks") -> 
     if len(sizes) != ndim or any(c < 1 or c != v for c, v in zip(sizes, values)):
         raise ConfigurationError(f"{name}: {ndim} integers >= 1 required (or one for every axis), got {chunks!r}")
     return sizes
+
+
+#: The configuration key a compressor's level goes to (h5py's ``compression_opts``, z5py's ``level=``).
+LEVEL_KEYS = {"gzip": "level", "zlib": "level", "zstd": "level", "bzip2": "blockSize", "xz": "preset",
+              "blosc": "clevel"}
+
+
+def compression_argument(compression: CompressorConfig | int | None, level: Any = None,
+                         compression_opts: Any = None) -> CompressorConfig:
+    """``compression`` as h5py, z5py and zarr users spell it, as an N5 compression spelling:
+    None is raw (no compression); an int is a gzip level (h5py's ``compression=4``);
+    ``level`` (z5py) or ``compression_opts`` (h5py) is the compressor's level (an int, put
+    under its key in ``LEVEL_KEYS``: gzip's ``level``, xz's ``preset``, ...) or a dict of its
+    options. :class:`~n5mscodecs.ArgumentError` names the argument it refuses.
+
+    >>> compression_argument("gzip", level=9), compression_argument(None), compression_argument("xz", None, 3)
+    ({'type': 'gzip', 'level': 9}, 'raw', {'type': 'xz', 'preset': 3})
+    """
+    if compression is None:
+        compression = "raw"
+    elif isinstance(compression, bool):
+        raise ArgumentError("compression", "a compression name, an N5 compression dict or a gzip level, got "
+                                           f"{compression!r}")
+    elif isinstance(compression, int | np.integer):
+        if compression_opts is not None or level is not None:
+            raise ArgumentError("compression_opts", "an int compression is already the gzip level")
+        compression, level = "gzip", compression
+    given = [(name, value) for name, value in (("level", level), ("compression_opts", compression_opts))
+             if value is not None]
+    if not given:
+        return compression
+    if len(given) > 1:
+        raise ArgumentError("compression_opts", "pass level (z5py) or compression_opts (h5py), not both")
+    argument, value = given[0]
+    if isinstance(compression, str):
+        config: dict[str, Any] = {"type": compression}
+    elif isinstance(compression, dict) and "type" in compression:
+        config = dict(compression)
+    else:
+        raise ArgumentError(argument, f"only with a compression named by a string or an N5 {{'type': ...}} "
+                                      f"dict, got {compression!r}")
+    kind = config["type"]
+    if isinstance(value, Mapping):
+        options = dict(value)
+    elif isinstance(value, int | np.integer) and not isinstance(value, bool):
+        if kind not in LEVEL_KEYS:
+            raise ArgumentError(argument, f"{kind} compression has no level (compressors with one: "
+                                          f"{', '.join(sorted(LEVEL_KEYS))})")
+        options = {LEVEL_KEYS[kind]: int(value)}
+    else:
+        raise ArgumentError(argument, f"an int level or a dict of the compression's options, got {value!r}")
+    clash = sorted(key for key in options if key in config and config[key] != options[key])
+    if clash:
+        raise ArgumentError(argument, f"{clash} given twice with different values (in compression too)")
+    return {**config, **options}
+
+
+def check_fill_value(**given: Any) -> None:
+    """N5 has no fill value field (missing blocks read as 0): each of ``given`` (``fill_value``,
+    h5py's ``fillvalue``) must be None or 0, else :class:`~n5mscodecs.ArgumentError` naming it."""
+    for name, value in given.items():
+        if value is not None and not (np.ndim(value) == 0 and value == 0):
+            raise ArgumentError(name, f"N5 has no fill value field (missing blocks read as 0): only 0 or None "
+                                      f"is accepted, got {value!r}")
 
 
 def _finish_hint(writer):

@@ -245,7 +245,7 @@ class _Dataset:
         """``block`` (decoded) cut or padded (with what a missing block holds) to ``shape``."""
         raise NotImplementedError
 
-    def _refit_block(self, before: _Dataset, grid_position: tuple[int, ...]) -> None:
+    def _refit_block(self: Any, before: Any, grid_position: tuple[int, ...]) -> None:
         """Rewrite a stored block at this geometry's cropped shape; ``before`` is the geometry it
         may have been written for. Its header says which: a block already at its new shape (a
         resize interrupted after it) is left, as are blocks of another mode (a plain dataset's
@@ -279,14 +279,15 @@ class _Dataset:
         shape = shape_argument(shape, "shape", self.ndim)
         with WriterLock(self.store):
             stored = self.store.get_attributes()
-            marker = stored.pop(INCOMPLETE_KEY, None)
+            previous = stored.pop(INCOMPLETE_KEY, None)
             old = DatasetMetadata.from_json(stored, self.name)
-            if isinstance(marker, dict) and "resize_from" in marker:  # an interrupted resize
-                old = dataclasses.replace(old, shape=shape_argument(marker["resize_from"], "resize_from", self.ndim))
+            if isinstance(previous, dict) and "resize_from" in previous:  # an interrupted resize
+                old = dataclasses.replace(old, shape=shape_argument(previous["resize_from"], "resize_from",
+                                                                    self.ndim))
             new = DatasetMetadata.from_json({**stored, "dimensions": list(shape)}, self.name)
-            write_marked(self.store, new.to_json(), {
-                **incomplete_marker("resize", "open it with allow_incomplete=True and resize it again"),
-                "resize_from": list(old.shape)})
+            marker = {**incomplete_marker("resize", "open it with allow_incomplete=True and resize it again"),
+                      "resize_from": list(old.shape)}  # the geometry a block may still have, for resizing again
+            write_marked(self.store, new.to_json(), marker)
             before, after = self._reopened(old), self._reopened(new)
             for position in self.present_blocks():
                 if any(g >= n for g, n in zip(position, after.grid_shape)):

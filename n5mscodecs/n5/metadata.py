@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ConfigurationError
+from ..errors import ArgumentError, ConfigurationError
 from ..multiset.array import check_rule
 from .compression import compressor_from_config, writing_compressor
 from .varlen import MAX_NDIM
@@ -64,6 +64,26 @@ def _integers(name: str, field: str, values: Any, low: int, high: int) -> tuple[
 
 def _optional_int(value: Any) -> int | None:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def shape_argument(shape: Any, name: str = "shape", ndim: int | None = None) -> tuple[int, ...]:
+    """``shape`` as h5py and zarr take it (one int, or one per axis) as a tuple of ints >= 0;
+    :class:`~n5mscodecs.ArgumentError` naming ``name`` otherwise (also when it does not have
+    ``ndim`` axes, if given).
+
+    >>> shape_argument(10), shape_argument([4, np.int64(3)])
+    ((10,), (4, 3))
+    """
+    try:
+        values = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+        sizes = tuple(int(n) for n in values)
+    except (TypeError, ValueError):
+        raise ArgumentError(name, f"an int or a sequence of ints required, got {shape!r}") from None
+    if any(isinstance(v, bool) or n < 0 or n != v for n, v in zip(sizes, values)):
+        raise ArgumentError(name, f"integers >= 0 required, got {shape!r}")
+    if ndim is not None and len(sizes) != ndim:
+        raise ArgumentError(name, f"{ndim} values required (one per axis), got {shape!r}")
+    return sizes
 
 
 def max_id(labels: ArrayLike, rule: Rule = "spec") -> int:
