@@ -402,7 +402,7 @@ class Group(Mapping[str, "Group | Dataset"]):
         """``del group[name]``: remove the child group (with everything below it) or dataset
         ``name``, as h5py and zarr do. Refused in mode ``r`` (:class:`~n5mscodecs.ReadOnlyError`).
         As every writer (see :mod:`n5mscodecs.n5.writing`), it holds the child's writer lock (a
-        writer of the child, or of a location above it, makes it a
+        writer of the child, of a location above it or of one below it makes it a
         :class:`~n5mscodecs.TargetInUseError`) and marks every dataset below incomplete before
         removing anything, so that an interruption leaves no dataset reading as complete with
         part of its blocks gone. A symbolic link there is refused, not followed."""
@@ -413,6 +413,10 @@ class Group(Mapping[str, "Group | Dataset"]):
             raise KeyError(name)
         store = self.store.child(key)
         with WriterLock(store):
+            for key, _, files in store.walk():
+                if key and LOCK_NAME in files:  # a writer below (began before ours): refused while it runs
+                    with WriterLock(store.child(key), reuse=True):  # (a stale lock is taken and dropped)
+                        pass
             mark_datasets_below(store, incomplete_marker(f"del group[{name!r}]",
                                                          "it was being removed; remove it again (del group[name])"))
             store.delete_tree("")

@@ -3,6 +3,7 @@ with their meaning, checked against the files on disk (json, struct), not only r
 
 import json
 import struct
+import threading
 import warnings
 
 import numpy as np
@@ -201,6 +202,22 @@ def test_delitem_takes_the_writer_lock_and_marks_before_removing(tmp_path, monke
     with WriterLock(tmp_path / "c.n5" / "b"):  # a writer of the group itself
         with pytest.raises(TargetInUseError):
             del root["b"]
+    holding, release = threading.Event(), threading.Event()
+
+    def writer_below():  # another writer, of a dataset below, that began first
+        with WriterLock(tmp_path / "c.n5" / "b" / "x"):
+            holding.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=writer_below)
+    thread.start()
+    try:
+        assert holding.wait(30)
+        with pytest.raises(TargetInUseError, match="another thread"):
+            del root["b"]
+    finally:
+        release.set()
+        thread.join()
     assert np.array_equal(n5.open(tmp_path / "c.n5" / "b" / "x")[:], VALUES)  # nothing removed
 
     def killed(self, key):
@@ -213,6 +230,7 @@ def test_delitem_takes_the_writer_lock_and_marks_before_removing(tmp_path, monke
     assert INCOMPLETE_KEY in document(tmp_path / "c.n5" / "b" / "x")  # marked before anything went
     with pytest.raises(IncompleteError):
         n5.open(tmp_path / "c.n5" / "b" / "x")
+    (tmp_path / "c.n5" / "b" / "x" / ".n5ms-lock").write_text("{}")  # a killed writer's: nobody holds it
     del root["b"]
     assert "b" not in root
 
