@@ -16,7 +16,7 @@ from ..multiset import LabelMultisetArray
 from . import storage
 from .dataset import ArrayDataset, LabelMultisetDataset
 from .metadata import N5_VERSION, DatasetMetadata, max_id
-from .store import Store, open_store
+from .store import Store, open_target
 from .writing import LOCK_NAME, WriterLock, incomplete_marker, mark_complete, write_marked
 
 if TYPE_CHECKING:
@@ -53,7 +53,8 @@ def compression_argument(compression: CompressorConfig | int | None, level: Any 
     None is raw (no compression); an int is a gzip level (h5py's ``compression=4``);
     ``level`` (z5py) or ``compression_opts`` (h5py) is the compressor's level (an int, put
     under its key in ``LEVEL_KEYS``: gzip's ``level``, xz's ``preset``, ...) or a dict of its
-    options. :class:`~n5mscodecs.ArgumentError` names the argument it refuses.
+    options. An ``ArgumentError`` (a :class:`~n5mscodecs.ConfigurationError`) names the
+    argument it refuses.
 
     >>> compression_argument("gzip", level=9), compression_argument(None), compression_argument("xz", None, 3)
     ({'type': 'gzip', 'level': 9}, 'raw', {'type': 'xz', 'preset': 3})
@@ -99,7 +100,8 @@ def compression_argument(compression: CompressorConfig | int | None, level: Any 
 
 def check_fill_value(**given: Any) -> None:
     """N5 has no fill value field (missing blocks read as 0): each of ``given`` (``fill_value``,
-    h5py's ``fillvalue``) must be None or 0, else :class:`~n5mscodecs.ArgumentError` naming it."""
+    h5py's ``fillvalue``) must be None or 0, else an ``ArgumentError`` (a
+    :class:`~n5mscodecs.ConfigurationError`) naming it."""
     for name, value in given.items():
         if value is not None and not (np.ndim(value) == 0 and value == 0):
             raise ArgumentError(name, f"N5 has no fill value field (missing blocks read as 0): only 0 or None "
@@ -110,21 +112,13 @@ def _finish_hint(writer):
     return f"finish it by writing it again ({writer} with overwrite=True)"
 
 
-def _target_store(path: Where, options: StorageOptions) -> Store:
-    """The store a writer writes the dataset ``path`` through: ``path`` when it is a store
-    (a group's child), else opened here, once, confined to the container root."""
-    if isinstance(path, Store):
-        return path
-    return open_store(path, options, boundary=storage.confinement_root(path))
-
-
 def _prepare(store, document, marker, overwrite, container):
     """The container root (or None) of the dataset ``store``, whose attributes ``document`` are
     written, marked incomplete when ``marker`` is given. The root is found (or ``container``
     checked) first; an existing dataset is replaced only with ``overwrite``, and its attributes
     are replaced by the marked new ones *before* its blocks are removed, so that an
     interruption leaves a dataset every reader refuses, never old attributes over new blocks."""
-    root = storage.container_root(store.location, container)
+    root = store.container_root(container)
     present = set(store.list_dir()) - {LOCK_NAME}  # the lock of a writer calling us
     if present:
         if not overwrite:
@@ -174,15 +168,15 @@ def _refuse_source_overlap(path, data):
         storage.refuse_overlap(path, source)
 
 
-def write_container_version(root: PathLike | None, options: StorageOptions = None) -> None:
+def write_container_version(root: Store | None) -> None:
     """Give the container root ``root`` the attribute ``{"n5": N5_VERSION}``, as Java's N5 writers
     do (other N5 readers, e.g. z5py, refuse a container without it), keeping its other attributes
     and any version already there. Nothing to do for ``root=None``."""
     if root is None:
         return
-    attributes = storage.read_attributes(root, options)
+    attributes = root.get_attributes()
     if "n5" not in attributes:
-        storage.write_attributes(root, {"n5": N5_VERSION, **attributes}, options)
+        root.set_attributes("", {"n5": N5_VERSION, **attributes})
 
 
 def _write_blocks(dataset, data, threads, **options):
@@ -205,7 +199,7 @@ def write(
     threads: int | None = None,
     write_background_blocks: bool = False,
     storage_options: StorageOptions = None,
-    container: PathLike | None = None,
+    container: PathLike | Store | None = None,
     reserved: ReservedRule = "reject",
 ) -> LabelMultisetDataset:
     """Write a label multiset dataset the way Java does.
@@ -236,7 +230,7 @@ def write(
     nearest of ``path`` and its parents whose name ends with ``.n5``. With
     neither, no root attribute is written; pass ``container=`` then.
     """
-    store = _target_store(path, storage_options)
+    store = open_target(path, storage_options, container)
     _refuse_source_overlap(store.location, data)
     data = LabelMultisetArray.coerce(data, reserved=reserved)
     chunks = block_size(chunks, data.ndim)
@@ -246,7 +240,7 @@ def write(
     marker = incomplete_marker("n5mscodecs.n5.write", _finish_hint("n5.write"))
     with writer_lock(store):
         root = _prepare(store, document, marker, overwrite, container)
-        write_container_version(root, store.storage_options)
+        write_container_version(root)
         dataset = LabelMultisetDataset(store.location, metadata, store=store)
         _write_blocks(dataset, data, threads, write_background=write_background_blocks)
         mark_complete(store)  # re-read: the root version may sit in the same file
@@ -263,7 +257,7 @@ def create_array_dataset(
     attributes: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     storage_options: StorageOptions = None,
-    container: PathLike | None = None,
+    container: PathLike | Store | None = None,
     incomplete: str | None = None,
 ) -> ArrayDataset:
     """Create an empty plain numeric N5 dataset; fill it with ``write_block``. The container
@@ -277,10 +271,10 @@ def create_array_dataset(
                                      attributes=attributes)
     document = metadata.to_json()
     marker = None if incomplete is None else incomplete_marker(incomplete, _finish_hint(incomplete))
-    store = _target_store(path, storage_options)
+    store = open_target(path, storage_options, container)
     with writer_lock(store):
         root = _prepare(store, document, marker, overwrite, container)
-        write_container_version(root, store.storage_options)
+        write_container_version(root)
     return ArrayDataset(store.location, metadata, store=store)
 
 
@@ -294,12 +288,12 @@ def write_array(
     overwrite: bool = False,
     threads: int | None = None,
     storage_options: StorageOptions = None,
-    container: PathLike | None = None,
+    container: PathLike | Store | None = None,
 ) -> ArrayDataset:
     """Write a plain numeric N5 dataset (default-mode, truncated boundary blocks); the
     container root gets the N5 version attribute as in :func:`write`, and the dataset is
     marked incomplete until its last block is written, as there."""
-    store = _target_store(path, storage_options)
+    store = open_target(path, storage_options, container)
     _refuse_source_overlap(store.location, data)
     data = np.asarray(data)
     with writer_lock(store):  # held from the creation to the last block (create_array_dataset reuses it)

@@ -64,15 +64,16 @@ def validate_attributes(attributes: Any, name: str) -> tuple[tuple[int, ...], tu
     return metadata.shape, metadata.chunks, metadata.compressor
 
 
-def read_attributes(path: PathLike, *, storage_options: StorageOptions = None) -> dict[str, Any]:
+def read_attributes(path: PathLike | Store, *, storage_options: StorageOptions = None) -> dict[str, Any]:
     """The parsed ``attributes.json`` of the group or dataset at ``path`` (a local path or a URL;
     {} when there is none)."""
-    return storage.read_attributes(path, storage_options)
+    return open_store(path, storage_options).get_attributes()
 
 
-def write_attributes(path: PathLike, document: Mapping[str, Any], *, storage_options: StorageOptions = None) -> None:
+def write_attributes(path: PathLike | Store, document: Mapping[str, Any], *,
+                     storage_options: StorageOptions = None) -> None:
     """Write the ``attributes.json`` of the group or dataset at ``path`` (atomically)."""
-    storage.write_attributes(path, document, storage_options)
+    open_store(path, storage_options).set_attributes("", document)
 
 
 class _Dataset:
@@ -88,8 +89,8 @@ class _Dataset:
                  storage_options: StorageOptions = None, allow_outside_root: bool = False,
                  read_only: bool = False, store: Store | None = None) -> None:
         if isinstance(path, Store):
-            path, store = path.url(), path
-        self.path = os.fspath(path)
+            store = path
+        self.path = path.url() if isinstance(path, Store) else os.fspath(path)
         self.name = storage.display(self.path)  # for messages
         if isinstance(attributes, DatasetMetadata):
             self.metadata = attributes
@@ -197,7 +198,7 @@ class _Dataset:
         cut to ``selection`` (a basic selection without steps; default everything), as h5py's
         ``iter_chunks`` gives them. Unlike h5py, blocks never written (which read as the fill
         value) are skipped: N5 grids are often sparse and astronomically large, and the stored
-        blocks are found by one listing (see :meth:`present_blocks`)."""
+        blocks are found by one listing (``present_blocks()``)."""
         starts, stops, steps, _ = grid.normalize_selection(selection, self.shape)
         if any(step != 1 for step in steps):
             raise IndexError(f"{self.name}: iter_chunks: a selection with steps is not supported")

@@ -41,7 +41,7 @@ from ..multiset import BACKGROUND, LabelMultisetArray
 from . import storage
 from .attributes import Attributes
 from .create import check_fill_value, compression_argument, create_array_dataset, write, write_array
-from .dataset import ArrayDataset, LabelMultisetDataset, read_attributes
+from .dataset import ArrayDataset, LabelMultisetDataset
 from .metadata import N5_VERSION, shape_argument
 from .store import READ_ONLY_MODE, Store, open_store
 from .writing import LOCK_NAME, WriterLock, check_complete, incomplete_marker, mark_datasets_below
@@ -65,7 +65,7 @@ DEFAULT_CHUNK = 64
 
 
 class UnreadableAttributesWarning(UserWarning):
-    """:func:`dataset_paths` met an ``attributes.json`` it cannot read (the message names it and says why)."""
+    """:func:`~n5mscodecs.n5.dataset_paths` met an ``attributes.json`` it cannot read (the message names it and says why)."""
 
 
 def dataset_paths(group: Where, *, storage_options: StorageOptions = None) -> Iterator[str]:
@@ -73,22 +73,23 @@ def dataset_paths(group: Where, *, storage_options: StorageOptions = None) -> It
     location, or its store), in order.
 
     A directory whose ``attributes.json`` cannot be read (not JSON, not an object, not a
-    regular file) may be a dataset: it is yielded too, with an :class:`UnreadableAttributesWarning`
-    naming the file and the reason (opening it raises the same error, so that a caller such as
-    ``n5ms info`` reports it), and the walk goes on below it, except into directories named by
-    digits only (what a dataset's block directories are called)."""
+    regular file) may be a dataset: it is yielded too, with an
+    :class:`~n5mscodecs.n5.group.UnreadableAttributesWarning` naming the file and the reason
+    (opening it raises the same error, so that a caller such as ``n5ms info`` reports it), and
+    the walk goes on below it, except into directories named by digits only (what a dataset's
+    block directories are called)."""
     store = group if isinstance(group, Store) else open_store(group, storage_options)
-    for directory, subdirectories, _ in store.walk():
+    for key, subdirectories, _ in store.walk():
         try:
-            attributes = read_attributes(directory, storage_options=store.storage_options)
+            attributes = store.get_attributes(key)
         except N5msCodecsError as exc:  # ConfigurationError (garbage) or StorageError (not a regular file)
             warnings.warn(str(exc), UnreadableAttributesWarning, stacklevel=2)
             subdirectories[:] = [name for name in subdirectories if not name.isdigit()]
-            yield directory
+            yield store.url(key)
             continue
         if "dimensions" in attributes:
             subdirectories[:] = []  # block directories
-            yield directory
+            yield store.url(key)
 
 
 def _default_chunks(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -128,15 +129,15 @@ class Group(Mapping[str, "Group | Dataset"]):
         The group's store (:func:`~n5mscodecs.n5.store.open_store`), handed down to its children.
     read_only : bool
         Refuse every change (mode ``r``).
-    container : str, optional
-        The container root: where writers put the ``{"n5": ...}`` version (default: the
+    container : Store or str, optional
+        The container root (its store): where writers put the ``{"n5": ...}`` version (default: the
         nearest ``*.n5`` of ``path`` and its parents, as :func:`~n5mscodecs.n5.write`).
     dataset_options : Mapping, optional
         Keywords for opening datasets (``fill_label``, ``multisets``, ``rule``,
         ``allow_incomplete``, ``allow_outside_root``).
     """
 
-    def __init__(self, store: Store, *, read_only: bool = False, container: str | None = None,
+    def __init__(self, store: Store, *, read_only: bool = False, container: Store | str | None = None,
                  dataset_options: Mapping[str, Any] | None = None) -> None:
         self.store = store.read_only_view(READ_ONLY_MODE) if read_only else store
         self.path = store.url()
@@ -326,7 +327,8 @@ class Group(Mapping[str, "Group | Dataset"]):
         and z5py's spellings:
 
         - ``shape``: one int (``10`` is ``(10,)``) or one per axis; with ``data`` it must be
-          the data's shape (:class:`~n5mscodecs.ArgumentError` naming ``shape``).
+          the data's shape (an ``ArgumentError``, a :class:`~n5mscodecs.ConfigurationError`,
+          naming ``shape``).
         - ``chunks``: one int for every axis or one per axis; None or True choose (64 per axis,
           clipped to the shape); False is refused (N5 datasets are always chunked).
         - ``compression``: any N5 compression spelling (``"gzip"``, ``{"type": "zstd", "level":
@@ -452,7 +454,7 @@ def _plain_group(store: Store, path: str) -> bool:
     """Whether the directory ``store`` without attributes (or with ``{}``) is a group: it has an
     ``attributes.json`` (``create_group`` writes ``{}``) or lies in a container (z5py and Java
     write plain groups without one), and it is not inside a dataset (a block directory)."""
-    if not store.is_directory() or not (store.exists(storage.ATTRIBUTES) or storage.container_root(path)):
+    if not store.is_directory() or not (store.exists(storage.ATTRIBUTES) or store.container_root() is not None):
         return False
     above = store
     while "n5" not in above.get_attributes():  # up to the container root
@@ -549,7 +551,7 @@ def open(path: PathLike | Store, mode: str = "r", *,  # noqa: A001 - mirrors zar
             _empty(store)
         else:
             _new_container(store)
-        return Group(store, container=path, **group_options)
+        return Group(store, container=store, **group_options)
     attributes = store.get_attributes()
     if "dimensions" in attributes:
         return _open_dataset(store, attributes, read_only=mode == "r",
@@ -559,7 +561,7 @@ def open(path: PathLike | Store, mode: str = "r", *,  # noqa: A001 - mirrors zar
             why = "no attributes.json, not inside an *.n5 container" if store.exists() else "does not exist"
             raise ConfigurationError(f"{store.display()}: not an N5 dataset or group ({why})")
         _new_container(store)
-    return Group(store, read_only=mode == "r", container=storage.container_root(path) or path, **group_options)
+    return Group(store, read_only=mode == "r", container=store.container_root() or store, **group_options)
 
 
 def open_dataset(path: PathLike | Store, mode: str = "r", **options: Any) -> Dataset:

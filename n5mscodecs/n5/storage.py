@@ -302,6 +302,11 @@ def container_root(location: PathLike, container: PathLike | None = None) -> str
     return next((p for p in lineage if name(p).lower().endswith(".n5")), None)
 
 
+def depth_below(location: PathLike, parent: PathLike) -> int:
+    """How many levels ``location`` lies below ``parent`` (one of its parents, or itself)."""
+    return _lineage(os.fspath(location)).index(_lineage(os.fspath(parent))[0])
+
+
 def confinement_root(location: PathLike) -> str | None:
     """The root what is opened at ``location`` is confined to: its container root, else
     ``location`` itself (None for a URL, whose keys cannot be links)."""

@@ -245,8 +245,37 @@ class Store(abc.ABC):
         """Write the ``attributes.json`` of ``key`` (atomically)."""
         self.set_json(posixpath.join(key, storage.ATTRIBUTES) if key else storage.ATTRIBUTES, document)
 
+    def container_root(self, container: PathLike | Store | None = None) -> Store | None:
+        """The store of the N5 container root holding this group or dataset: ``container``
+        (this store's location or one above it, else ConfigurationError), by default the
+        nearest of this store and its parents named ``*.n5``; None when there is none. Found by
+        walking up with :meth:`parent`, so it shares this store's file system and options."""
+        if isinstance(container, Store):
+            container = container.location
+        root = storage.container_root(self.location, container)
+        if root is None:
+            return None
+        store = self
+        for _ in range(storage.depth_below(self.location, root)):
+            store = store.parent()
+        return store
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.display()!r})"
+
+    def remove_temporary_files(self) -> int:
+        """Remove the ``.tmp-*`` files that killed writers left below this local store (object
+        stores write an object in one request and leave none); returns how many. Only for a
+        store whose writer lock is held: a running writer's temporary files look the same."""
+        if not self.is_local:
+            return 0
+        removed = 0
+        for directory, _, files in self.walk():
+            for name in files:
+                if name.startswith(storage.TEMPORARY_PREFIX):
+                    self.delete(f"{directory}/{name}" if directory else name)
+                    removed += 1
+        return removed
 
 
 def _file_kind(mode: int) -> str:
@@ -638,3 +667,19 @@ def open_store(location: PathLike | Store, storage_options: StorageOptions = Non
     if storage.is_url(location):
         return FsspecStore(location, storage_options, read_only=read_only)
     return LocalStore(location, boundary=boundary, read_outside=read_outside, read_only=read_only)
+
+
+def open_target(location: PathLike | Store, storage_options: StorageOptions = None,
+                container: PathLike | Store | None = None) -> Store:
+    """The store a writer writes its target through: ``location`` when it is a store (a
+    group's child), else opened here, once, confined to the container root (``container``
+    when given, else the nearest ``*.n5`` of the target and its parents, else the target)."""
+    if isinstance(location, Store):
+        return location
+    if isinstance(container, Store):
+        container = container.location
+    if container is None:
+        root = storage.confinement_root(location)
+    else:
+        root = storage.container_root(location, container)
+    return open_store(location, storage_options, boundary=root)

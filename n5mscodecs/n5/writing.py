@@ -86,20 +86,21 @@ def check_complete(attributes: Mapping[str, Any], name: str) -> None:
         f"write would read as fill values); {finish}")
 
 
-def write_marked(location: Where, document: Mapping[str, Any], marker: Mapping[str, str] | None,
-                 options: StorageOptions = None) -> None:
-    """Write the attributes ``document`` of ``location``, with the incomplete marker when given."""
+def write_marked(store: Store, document: Mapping[str, Any], marker: Mapping[str, str] | None) -> None:
+    """Write the attributes ``document`` of ``store``, with the incomplete marker when given."""
     document = {k: v for k, v in document.items() if k != INCOMPLETE_KEY}
     if marker is not None:
         document[INCOMPLETE_KEY] = dict(marker)
-    storage.write_attributes(location, document, options)
+    store.set_attributes("", document)
 
 
 def mark_complete(location: Where, *, storage_options: StorageOptions = None) -> None:
-    """Remove the incomplete marker from the attributes of ``location`` (after its last block)."""
-    attributes = storage.read_attributes(location, storage_options)
+    """Remove the incomplete marker from the attributes of ``location`` (a location, or its
+    store) after its last block."""
+    store = open_store(location, storage_options)
+    attributes = store.get_attributes()
     if INCOMPLETE_KEY in attributes:
-        write_marked(location, attributes, None, storage_options)
+        write_marked(store, attributes, None)
 
 
 def mark_datasets_below(store: Store, marker: Mapping[str, str]) -> list[str]:
@@ -243,19 +244,15 @@ class WriterLock:
                 if owner is not False:
                     raise self._refuse(owner, directory, os.path.join(directory, LOCK_NAME))
             return
-        root = storage.container_root(self.target)
-        if root is None or storage.resolved(root) == storage.resolved(self.target):
-            return
         store = self.store
-        while True:
+        root = self.store.container_root()
+        for _ in range(0 if root is None else storage.depth_below(self.target, root.location)):
             store = store.parent()
             if self.reuse and _held_by_this_thread(_lock_key(store.location, None)):
                 return
             owner = store.get_json(LOCK_NAME)
             if isinstance(owner, dict) and time.time() - float(owner.get("heartbeat", 0)) < STALE_SECONDS:
                 raise self._refuse(owner, store.location, store.url(LOCK_NAME))
-            if storage.resolved(store.location) == storage.resolved(root):
-                return
 
     def _acquire_file(self, path):
         import fcntl

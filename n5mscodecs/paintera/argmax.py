@@ -26,10 +26,10 @@ from .._extras import require
 from ..errors import ConfigurationError
 from ..multiset import INVALID
 from ..n5 import storage
-from ..n5.store import open_store
+from ..n5.store import Store
 from ..n5.writing import LOCK_NAME, WriterLock, mark_complete
 from .assignment import resolve_assignment
-from .conventions import level_placement
+from .conventions import attributes_above, level_placement, source_store, target_store
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -54,14 +54,16 @@ class ArgmaxSummary:
     assignment: FragmentSegmentAssignment | None = None  # the lookup applied (None: fragments written)
 
 
-def is_zarr_target(target: PathLike) -> bool:
-    """Whether :func:`export_argmax` writes ``target`` as a zarr array (its name ends ``.zarr``)."""
-    return os.fspath(target).rstrip("/").endswith(".zarr")
+def is_zarr_target(target: PathLike | Store) -> bool:
+    """Whether :func:`export_argmax` writes ``target`` (a location or store) as a zarr array
+    (its name ends ``.zarr``)."""
+    location = target.location if isinstance(target, Store) else os.fspath(target)
+    return location.rstrip("/").endswith(".zarr")
 
 
 def export_argmax(
-    source: PathLike,
-    target: PathLike,
+    source: PathLike | Store | n5.LabelMultisetDataset,
+    target: PathLike | Store,
     *,
     rule: Rule = "spec",
     overwrite: bool = False,
@@ -76,11 +78,13 @@ def export_argmax(
 
     Parameters
     ----------
-    source : path
-        A label multiset dataset.
-    target : path
-        An N5 dataset (N5 axis order, the source's block size and compression), or a path
-        ending ``.zarr`` for a zarr v3 array in C order (axes z, y, x).
+    source : path, store or dataset
+        A label multiset dataset: its location, its :class:`~n5mscodecs.n5.Store` or the
+        dataset object.
+    target : path or store
+        An N5 dataset (N5 axis order, the source's block size and compression), or a location
+        ending ``.zarr`` for a zarr v3 array in C order (axes z, y, x); or its store (a
+        read-only one is refused with :class:`~n5mscodecs.ReadOnlyError`).
     rule : {"spec", "java"}
         ``"java"``: the labels Paintera shows (Java's argmax, cached argmax values).
     overwrite : bool
@@ -114,17 +118,18 @@ def export_argmax(
     its ``downsamplingFactors``, see :func:`~n5mscodecs.paintera.level_placement`)
     is copied, for zarr reversed. A failure removes what was written.
     """
-    target = os.fspath(target)
-    storage.refuse_overlap(target, source)
-    dataset = n5.open_dataset(source, storage_options=storage_options)
+    # the target's store, opened once: the lock, the N5 writer and the clean-up go through it
+    store = target_store(target, storage_options, container)
+    opened = source_store(source, storage_options)
+    storage.refuse_overlap(store.url(), opened.url())
+    dataset = n5.open_dataset(opened)
     if not isinstance(dataset, n5.LabelMultisetDataset):
         raise ConfigurationError(f"{dataset.name}: not a label multiset dataset")
     lookup = resolve_assignment(dataset.store, assignment, additional_assignment)
-    # the target's store, opened once: the lock, the N5 writer and the clean-up go through it
-    store = open_store(target, storage_options, boundary=storage.confinement_root(target))
     if store.exists() and not overwrite:
         raise FileExistsError(f"{store.display()} exists; pass overwrite=True to replace it")
-    zarr = require("zarr", "zarr", "zarr targets") if is_zarr_target(target) else None
+    store.check_writable("", "export into")
+    zarr = require("zarr", "zarr", "zarr targets") if is_zarr_target(store) else None
     placement = world_placement(dataset)
     positions = dataset.present_blocks()
     started = time.perf_counter()
@@ -139,25 +144,20 @@ def export_argmax(
     finally:
         if created and store.is_directory() and not store.list_dir():
             store.delete_tree("")  # the lock's directory was all that a refusal left
-    return ArgmaxSummary(target, dataset.shape, zarr is not None, len(positions),
+    return ArgmaxSummary(store.url(), dataset.shape, zarr is not None, len(positions),
                          int(np.prod(dataset.grid_shape, dtype=object)), time.perf_counter() - started, lookup)
 
 
-def world_placement(
-    dataset: n5.LabelMultisetDataset, storage_options: StorageOptions = None
-) -> tuple[list[float], list[float]] | None:
+def world_placement(dataset: n5.LabelMultisetDataset) -> tuple[list[float], list[float]] | None:
     """``(voxel size, offset)`` of a label multiset level in N5 order, or None when neither
     it nor its group has a ``resolution`` or ``offset``.
 
     The dataset's attributes win over its group's (Paintera's ``data`` group); the level's
     ``downsamplingFactors`` place it (:func:`~n5mscodecs.paintera.level_placement`).
-    ``storage_options`` default to the dataset's.
     """
-    options = dataset.storage_options if storage_options is None else storage_options
     attributes = dict(dataset.attributes)
-    parent = storage.join(dataset.path, "..")
-    if "resolution" not in attributes and storage.is_directory(parent, options):
-        attributes = {**n5.read_attributes(parent, storage_options=options), **attributes}
+    if "resolution" not in attributes:
+        attributes = {**attributes_above(dataset.store), **attributes}
     if "resolution" not in attributes and "offset" not in attributes:
         return None
     ones, zeros = [1.0] * dataset.ndim, [0.0] * dataset.ndim

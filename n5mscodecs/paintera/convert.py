@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -18,7 +17,6 @@ from ..multiset.array import RESERVED_RULES, check_keep
 from ..n5 import storage
 from ..n5.create import source_file, write_container_version
 from ..n5.metadata import max_id
-from ..n5.store import open_store
 from ..n5.writing import (
     LOCK_NAME,
     WriterLock,
@@ -27,6 +25,7 @@ from ..n5.writing import (
     mark_datasets_below,
     write_marked,
 )
+from .conventions import CONVERSION_KEY, FINISH_HINT, target_store
 from .lookup import LABEL_BLOCK_LOOKUP, block_labels, write_label_to_block_mapping
 from .pyramid import PyramidJob, normalized_factors, write_pyramid_block
 from .sources import check_source_labels, open_label_source
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
     from ..multiset.array import KeepRule, ReservedRule, Rule
     from ..n5.compression import CompressorConfig
     from ..n5.storage import PathLike
+    from ..n5.store import Store
     from .sources import LabelSource
 
     class ProgressBar(Protocol):
@@ -49,9 +49,7 @@ if TYPE_CHECKING:
 
         def close(self) -> object: ...
 
-CONVERSION_KEY = "n5mscodecs:conversion"
 SCHEDULER_TIMEOUT = "10s"  # to reach a dask scheduler, before anything is written
-FINISH_HINT = "rerun n5ms convert with --resume (same arguments) to finish it, or --overwrite to start again"
 
 
 @dataclass
@@ -150,7 +148,7 @@ def _start(store, parameters, overwrite, resume):
                 f"{name}: resume: parameters differ from the interrupted run ({', '.join(changed)})"
             )
         if not state.get("complete"):
-            storage.remove_temporary_files(store)  # a killed run's; the lock keeps others out
+            store.remove_temporary_files()  # a killed run's; the lock keeps others out
         return bool(state.get("complete"))
     if exists:
         hint = (" (an interrupted conversion: pass resume=True to finish it)" if state and not state.get("complete")
@@ -161,8 +159,8 @@ def _start(store, parameters, overwrite, resume):
 
 
 def convert(
-    source: LabelSource | np.ndarray | PathLike,
-    target: PathLike,
+    source: LabelSource | np.ndarray | PathLike | Store,
+    target: PathLike | Store,
     *,
     dataset: str | None = None,
     block_size: int | Sequence[int] = 64,
@@ -181,7 +179,7 @@ def convert(
     resume: bool = False,
     progress: Callable[[str, int], ProgressBar] | None = None,
     storage_options: dict[str, Any] | None = None,
-    container: PathLike | None = None,
+    container: PathLike | Store | None = None,
     reserved: ReservedRule = "reject",
     level: int = 0,
 ) -> ConversionSummary:
@@ -189,14 +187,17 @@ def convert(
 
     Parameters
     ----------
-    source : ndarray, path or LabelSource
+    source : ndarray, path, store or LabelSource
         Integer labels: an ndarray in N5 order (x, y, z), an N5 dataset (or an
         N5 group with ``dataset``), a zarr array, an OME-Zarr multiscale label
         image (its level ``level``; its voxel size and offset are the
         defaults of ``resolution`` and ``offset``), ``.npy`` or TIFF file (see
-        :func:`open_label_source`).
-    target : path
-        The Paintera source group to create (e.g. ``out.n5/labels``).
+        :func:`open_label_source`), by location or as a store (or N5 group
+        or dataset object).
+    target : path or store
+        The Paintera source group to create (e.g. ``out.n5/labels``), or its
+        :class:`~n5mscodecs.n5.Store` (a read-only one is refused with
+        :class:`~n5mscodecs.ReadOnlyError` before anything is written).
     block_size : int or tuple
         N5 block size of every level (default 64).
     factors : list or "resolution", optional
@@ -270,10 +271,11 @@ def convert(
     if overwrite and resume:
         raise ConfigurationError(
             "overwrite and resume: pass one of them (resume keeps the blocks, overwrite removes them)")
-    target = os.fspath(target)
-    storage.refuse_overlap(target, source_file(source))  # an np.memmap of a file in the target
+    # the target's store, opened once: every step below and every worker writes through it
+    store = target_store(target, storage_options, container)
+    storage.refuse_overlap(store.url(), source_file(source))  # an np.memmap of a file in the target
     source = open_label_source(source, dataset, storage_options=storage_options, level=level)
-    storage.refuse_overlap(target, source.path)
+    storage.refuse_overlap(store.url(), source.path)
     ndim = len(source.shape)
     block_size = n5.block_size(block_size, ndim, "block_size")
     keep = check_keep(keep, rule)
@@ -285,8 +287,6 @@ def convert(
     offset = tuple(float(o) for o in (offset or source.offset or (0.0,) * ndim))
     if len(resolution) != ndim or len(offset) != ndim:
         raise ConfigurationError(f"resolution/offset: {ndim} values each required")
-    # the target's store, opened once: every step below and every worker writes through it
-    store = open_store(target, storage_options, boundary=storage.confinement_root(target))
     job = PyramidJob(store, source, block_size, normalized_factors(factors, source.shape, block_size, resolution),
                      n5.compression_attributes(compression), int(max_num_entries), keep, rule,
                      bool(write_background_blocks), reserved)
@@ -299,16 +299,16 @@ def convert(
         parameters["reserved"] = reserved
     levels = range(job.n_levels)
     blocks_total = sum(int(np.prod(job.grid_shape(level))) for level in levels)
-    root = storage.container_root(target, container)
+    root = store.container_root(container)
     # everything that can be checked is checked before the target is touched
     check_source_labels(source, block_size, reserved, threads)
-    storage.confine_to(target)  # removals and writes below target stay inside it
+    store.check_writable("", "convert into")
     executor, workers, client = _executor(scheduler, threads, store)
     try:
         with WriterLock(store):
             if _start(store, parameters, overwrite, resume):
                 return _summary(job, 0, blocks_total, started, resolution)
-            write_container_version(root, storage_options)
+            write_container_version(root)
             _write_layout(job, resolution, offset, lookup_block_size)
             written = 0
             first = 1 if job.n_levels > 1 else 0   # level-1 tasks write the level-0 blocks they consume
