@@ -65,7 +65,8 @@ DEFAULT_CHUNK = 64
 
 
 class UnreadableAttributesWarning(UserWarning):
-    """:func:`~n5mscodecs.n5.dataset_paths` met an ``attributes.json`` it cannot read (the message names it and says why)."""
+    """:func:`~n5mscodecs.n5.dataset_paths` met an ``attributes.json`` it cannot read (the message
+    names it and says why)."""
 
 
 def dataset_paths(group: Where, *, storage_options: StorageOptions = None) -> Iterator[str]:

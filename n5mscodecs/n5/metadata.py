@@ -68,8 +68,8 @@ def _optional_int(value: Any) -> int | None:
 
 def shape_argument(shape: Any, name: str = "shape", ndim: int | None = None) -> tuple[int, ...]:
     """``shape`` as h5py and zarr take it (one int, or one per axis) as a tuple of ints >= 0;
-    :class:`~n5mscodecs.ArgumentError` naming ``name`` otherwise (also when it does not have
-    ``ndim`` axes, if given).
+    otherwise an ``ArgumentError`` (a :class:`~n5mscodecs.ConfigurationError`) naming ``name``
+    (also when it does not have ``ndim`` axes, if given).
 
     >>> shape_argument(10), shape_argument([4, np.int64(3)])
     ((10,), (4, 3))
