@@ -8,7 +8,7 @@ strict parsers, JavaScript's and Gson's default writer refuse; store ``None`` or
 instead), keys that are not strings (JSON object keys are; ``json`` would turn ``1`` into
 ``"1"`` silently), and objects of other types.
 
->>> _json_value("resolution", np.array([4, 4, 40], np.int64)), _json_value("v", {"scale": np.float32(0.5)})
+>>> json_value("resolution", np.array([4, 4, 40], np.int64)), json_value("v", {"scale": np.float32(0.5)})
 ([4, 4, 40], {'scale': 0.5})
 """
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .store import Store
 
 
-def _json_value(name: str, value: Any) -> Any:
+def json_value(name: str, value: Any) -> Any:
     """``value`` as plain JSON types (numpy scalars and arrays converted); NaN, Infinity, non-string
     keys and other objects refused naming ``name`` (the attribute, with the path inside it)."""
     if isinstance(value, np.ndarray | np.generic):
@@ -47,10 +47,10 @@ def _json_value(name: str, value: Any) -> Any:
             if not isinstance(key, str):
                 raise InputTypeError(f"attribute {name}: key {key!r} is a {type(key).__name__}; JSON object keys "
                                      "are strings")
-            converted[key] = _json_value(f"{name}/{key}", item)
+            converted[key] = json_value(f"{name}/{key}", item)
         return converted
     if isinstance(value, list | tuple):
-        return [_json_value(f"{name}[{i}]", item) for i, item in enumerate(value)]
+        return [json_value(f"{name}[{i}]", item) for i, item in enumerate(value)]
     raise InputTypeError(f"attribute {name}: a {type(value).__name__} is not JSON (numbers, strings, booleans, "
                          "None, lists, dicts and numpy scalars or arrays are)")
 
@@ -112,7 +112,7 @@ class Attributes(MutableMapping[str, Any]):
         changes = dict(other, **kwargs)
         for key in changes:
             self._check_key(key)
-        changes = {key: _json_value(key, value) for key, value in changes.items()}  # checked before writing
+        changes = {key: json_value(key, value) for key, value in changes.items()}  # checked before writing
         if changes:
             self.store.set_attributes("", {**self._document(), **changes})
 

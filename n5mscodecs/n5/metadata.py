@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import ArgumentError, ConfigurationError
 from ..multiset.array import check_rule
+from .attributes import json_value
 from .compression import compressor_from_config, writing_compressor
 from .varlen import MAX_NDIM
 
@@ -224,20 +225,22 @@ class DatasetMetadata:
                         max_id: int | None = None, max_num_entries: int | None = None,
                         attributes: Mapping[str, Any] | None = None) -> DatasetMetadata:
         """The metadata of a label multiset dataset (``dataType`` uint8, ``isLabelMultiset``);
-        ``attributes`` are added to ``extra`` (a reserved key among them replaces the field)."""
+        ``attributes`` are added to ``extra`` (a reserved key among them replaces the field), as
+        JSON (numpy values converted; NaN, Infinity and non-string keys refused, as ``attrs`` does)."""
         document = cls(tuple(shape), tuple(chunks), "uint8", compression_attributes(compression), True, max_id,
                        max_num_entries).to_json()
-        return cls.from_json({**document, **(attributes or {})})
+        return cls.from_json({**document, **json_value("attributes", dict(attributes or {}))})
 
     @classmethod
     def array(cls, shape: Iterable[int], chunks: Iterable[int], dtype: DTypeLike, compression: CompressorConfig, *,
               attributes: Mapping[str, Any] | None = None) -> DatasetMetadata:
-        """The metadata of a plain numeric dataset of ``dtype`` (one of ``DATA_TYPES``)."""
+        """The metadata of a plain numeric dataset of ``dtype`` (one of ``DATA_TYPES``); ``attributes``
+        as in :meth:`label_multisets`."""
         dtype = np.dtype(dtype)
         if dtype.name not in DATA_TYPES:
             raise ConfigurationError(f"dtype: {dtype} has no N5 dataType")
         document = cls(tuple(shape), tuple(chunks), dtype.name, compression_attributes(compression)).to_json()
-        return cls.from_json({**document, **(attributes or {})})
+        return cls.from_json({**document, **json_value("attributes", dict(attributes or {}))})
 
     @functools.cached_property
     def compressor(self) -> Any:

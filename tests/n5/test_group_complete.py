@@ -121,9 +121,13 @@ def test_attributes_take_numpy_values_and_refuse_what_json_cannot_hold(tmp_path)
     with pytest.raises(InputTypeError, match="a set is not JSON"):
         root.attrs["s"] = {1, 2}
     assert (tmp_path / "c.n5" / "attributes.json").read_bytes() == before  # nothing written
-    dataset = root.create_dataset("d", data=VALUES)
+    dataset = root.create_dataset("d", data=VALUES, attributes={"resolution": np.array([4, 40])})
     dataset.attrs["unit"] = np.str_("nm")
     assert document(tmp_path / "c.n5" / "d")["unit"] == "nm"
+    assert document(tmp_path / "c.n5" / "d")["resolution"] == [4, 40]  # the writers' attributes too
+    with pytest.raises(ConfigurationError, match="attribute attributes/offset: nan"):
+        root.create_label_multiset_dataset("l", np.ones((2, 2), np.uint64), 2, attributes={"offset": np.nan})
+    assert "l" not in root
 
 
 # -- groups ---------------------------------------------------------------------------------------
