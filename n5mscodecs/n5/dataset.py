@@ -286,8 +286,9 @@ class _Dataset:
                 old = dataclasses.replace(old, shape=shape_argument(previous["resize_from"], "resize_from",
                                                                     self.ndim))
             new = DatasetMetadata.from_json({**stored, "dimensions": list(shape)}, self.name)
-            marker = {**incomplete_marker("resize", "open it with allow_incomplete=True and resize it again"),
-                      "resize_from": list(old.shape)}  # the geometry a block may still have, for resizing again
+            marker: dict[str, Any] = incomplete_marker("resize", "open it with allow_incomplete=True and resize "
+                                                                 "it again")
+            marker["resize_from"] = list(old.shape)  # the geometry blocks may still have
             write_marked(self.store, new.to_json(), marker)
             before, after = self._reopened(old), self._reopened(new)
             for position in self.present_blocks():
