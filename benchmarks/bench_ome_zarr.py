@@ -3,7 +3,11 @@ baseline measured in the same run: reading every level's labels (``open_pyramid`
 computed) plus writing plain zarr arrays of the same chunks with the same compressor (what a
 user's own loop over levels costs). Target (issue 31): export within 1.5x the baseline.
 
-    python benchmarks/bench_ome_zarr.py [--size 256] [--repeat 5] [--threads 2]
+``--part multisets`` (issue 44): the lossless export (``multisets=True``, zarr v3
+``label_multiset`` arrays) against the plain export (NGFF 0.5, unsharded and with the default
+shards), same compressor, interleaved. Target: within 1.5x the plain export.
+
+    python benchmarks/bench_ome_zarr.py [--size 256] [--repeat 5] [--threads 2] [--part all|hand|multisets]
 """
 
 import argparse
@@ -25,6 +29,7 @@ def main():
     parser.add_argument("--labels", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--part", choices=("all", "hand", "multisets"), default="all")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="bench-ome-")
     try:
@@ -45,11 +50,25 @@ def main():
                     array[...] = labels
             return run
 
-        def export(version):
+        def export(version, multisets=False, shards=False):
             def run():
-                paintera.to_ome_zarr(source, f"{work}/export.zarr", version=version, shards=False, threads=args.threads,
-                                     overwrite=True, compressors=gzip[2 if version == "0.4" else 3])
+                paintera.to_ome_zarr(source, f"{work}/export.zarr", version=version, shards=shards,
+                                     threads=args.threads, overwrite=True, multisets=multisets,
+                                     compressors=gzip[2 if version == "0.4" else 3])
             return run
+
+        if args.part in ("all", "multisets"):
+            results = interleaved_medians({"plain, unsharded": export("0.5"), "plain, default shards": export(
+                "0.5", shards=True), "multisets": export("0.5", multisets=True)}, args.repeat)
+            print(f"Lossless OME-Zarr export (multisets=True) of the demo pyramid ({args.size}^3, {len(pyramid)} "
+                  f"levels, 64^3 blocks, gzip 6), {args.threads} threads, interleaved medians of {args.repeat}")
+            for name, (seconds, cores) in results.items():
+                print(f"  {name:<22} {seconds * 1e3:8.1f} ms  ({cores:.1f} cores busy)")
+            for plain in ("plain, unsharded", "plain, default shards"):
+                ratio = results["multisets"][0] / results[plain][0]
+                print(f"  multisets / {plain}: {ratio:4.2f}x (target <= 1.5x) {'PASS' if ratio <= 1.5 else 'MISS'}")
+            if args.part == "multisets":
+                return
 
         results = interleaved_medians({"by hand, zarr v2": by_hand(2), "to_ome_zarr 0.4": export("0.4"),
                                        "by hand, zarr v3": by_hand(3), "to_ome_zarr 0.5": export("0.5")},

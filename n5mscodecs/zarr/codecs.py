@@ -84,6 +84,7 @@ class _MultisetCodec(_WorkerThreadCodec, ArrayBytesCodec):
     """Shared plumbing of the label multiset array-to-bytes codecs."""
 
     codec_name: ClassVar[str] = ""
+    layout: ClassVar[Layout]
     is_fixed_size = False
 
     @classmethod

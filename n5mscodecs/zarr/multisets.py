@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from zarr.abc.codec import BytesBytesCodec
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     import zarr
+    from zarr.abc.buffer import Buffer
 
     from ..multiset.array import MultisetsLike, Rule
 
@@ -118,7 +119,8 @@ class _ChunkFormat:
         self.shape = tuple(array.shape)
         self.chunks = tuple(array.chunks)
         dtype = metadata.dtype if metadata.zarr_format == 2 else metadata.data_type
-        self.fill: LabelMultiset = dtype.default_scalar() if metadata.fill_value is None else metadata.fill_value
+        fill = dtype.default_scalar() if metadata.fill_value is None else metadata.fill_value
+        self.fill = cast("LabelMultiset", fill)
         self.fill_id = fill_value_id(self.fill)
         self.write_empty_chunks = array.config.write_empty_chunks
         self.spec = ArraySpec(shape=self.chunks, dtype=dtype, fill_value=self.fill, config=array.config,
@@ -128,8 +130,8 @@ class _ChunkFormat:
             self.order = metadata.order
             self.compressor = metadata.compressor
         else:
-            self.serializer: _MultisetCodec = metadata.codecs[0]
-            self.bytes_codecs = tuple(metadata.codecs[1:])
+            self.serializer = cast("_MultisetCodec", metadata.codecs[0])
+            self.bytes_codecs = cast("tuple[BytesBytesCodec, ...]", tuple(metadata.codecs[1:]))
 
     @staticmethod
     def of(array: zarr.Array) -> _ChunkFormat | None:
@@ -165,7 +167,7 @@ class _ChunkFormat:
             decoded = self._decode_v2(stored.as_numpy_array(), labels)
         else:
             for codec in reversed(self.bytes_codecs):
-                (stored,) = sync(codec.decode([(stored, self.spec)]))
+                (stored,) = cast("list[Buffer]", sync(codec.decode([(stored, self.spec)])))
             decoded = self.serializer.decode_chunk(stored.as_numpy_array(), self.chunks, labels)
         if isinstance(decoded, LabelMultisetArray):
             return decoded.padded(self.chunks, self.fill)
@@ -201,7 +203,7 @@ class _ChunkFormat:
         else:
             buffer = prototype.buffer.from_bytes(bytes(self.serializer.encode_chunk(chunk)))
             for codec in self.bytes_codecs:
-                (buffer,) = sync(codec.encode([(buffer, self.spec)]))
+                (buffer,) = cast("list[Buffer]", sync(codec.encode([(buffer, self.spec)])))
         sync(path.set(buffer))
 
     def _all_fill(self, chunk):
@@ -312,8 +314,8 @@ def write_label_multisets(array: zarr.Array, data: MultisetsLike, region: Region
         stored = None if box.complete else chunk_format.read(box.coords, labels=False)
         part = part if isinstance(part, LabelMultisetArray) else LabelMultisetArray.from_labels(part)
         whole = tuple(slice(0, c) for c in chunks)
-        chunk_format.write(box.coords, assemble(chunks, [(whole, stored), (box.in_chunk, part)],
-                                                fill=chunk_format.fill_id))
+        pieces = [(whole, cast("LabelMultisetArray | None", stored)), (box.in_chunk, part)]
+        chunk_format.write(box.coords, assemble(chunks, pieces, fill=chunk_format.fill_id))
 
     _run(_boxes(slices, chunk_format.shape, chunks), write, threads)
 
@@ -328,7 +330,8 @@ def _read(array, region, labels, threads, rule="spec"):
         return (multisets.argmax(rule) if labels else multisets), dropped
     boxes = _boxes(slices, chunk_format.shape, chunk_format.chunks)
     if not labels:
-        parts = _run(boxes, lambda box: chunk_format.read(box.coords, labels=False), threads)
+        parts: list[LabelMultisetArray | None] = _run(boxes, lambda box: chunk_format.read(box.coords, labels=False),
+                                                      threads)
         pieces = [(box.in_region, None if part is None else part[box.in_chunk]) for box, part in zip(boxes, parts)]
         return assemble(shape, pieces, fill=chunk_format.fill_id), dropped
     out = np.empty(shape, np.uint64)
