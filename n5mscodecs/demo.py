@@ -16,7 +16,6 @@ import numpy as np
 from . import n5, paintera
 from .errors import ConfigurationError
 from .multiset import LabelMultisetArray
-from .n5 import storage
 
 if TYPE_CHECKING:
     from .paintera.convert import ProgressBar
@@ -83,7 +82,7 @@ def run_demo(size: int = 256, n_labels: int = 300, seed: int = 0, *, out: str | 
         target = os.path.join(workdir, "demo.n5", "labels")
         summary = paintera.convert(labels, target, block_size=64, compression={"type": "gzip", "level": 6},
                                    overwrite=True, threads=threads, progress=progress)
-        stored = storage.total_size(target)
+        stored = n5.open_store(target).total_size()
         started = time.perf_counter()
         problems = verify_pyramid(target, labels)
         verify_seconds = time.perf_counter() - started
@@ -117,9 +116,9 @@ def voronoi_labels(shape: Sequence[int] = (192, 192, 192), n_labels: int = 300, 
         : shape[0], : shape[1], : shape[2]])
 
 
-def _label_dataset(path: str) -> n5.LabelMultisetDataset:
-    dataset = n5.open_dataset(path)
-    assert isinstance(dataset, n5.LabelMultisetDataset), path
+def _label_dataset(store: n5.Store) -> n5.LabelMultisetDataset:
+    dataset = n5.open_dataset(store)
+    assert isinstance(dataset, n5.LabelMultisetDataset), store
     return dataset
 
 
@@ -133,20 +132,21 @@ def verify_pyramid(target: str | os.PathLike[str], labels: np.ndarray) -> list[s
     """Problems found reading a pyramid back: s0 against ``labels`` (N5 order), each level
     against the downsampling of the level below, the mapping against unique-labels."""
     problems = []
-    below = _whole(_label_dataset(os.path.join(target, "data", "s0")))
+    store = n5.open_store(target, read_only=True)
+    below = _whole(_label_dataset(store.child("data/s0")))
     if not np.array_equal(below.argmax(), labels):
         problems.append("s0 argmax differs from the labels")
     level = 1
-    while storage.exists(os.path.join(target, "data", f"s{level}")):
-        dataset = _label_dataset(os.path.join(target, "data", f"s{level}"))
-        previous = n5.read_attributes(os.path.join(target, "data", f"s{level - 1}"))
+    while store.exists(f"data/s{level}"):
+        dataset = _label_dataset(store.child(f"data/s{level}"))
+        previous = store.get_attributes(f"data/s{level - 1}")
         factors = [int(a / b) for a, b in zip(dataset.attributes["downsamplingFactors"],
                                               previous.get("downsamplingFactors", [1] * labels.ndim))]
         current = _whole(dataset)
         if current != below.downsample(factors, dataset.attributes["maxNumEntries"]):
             problems.append(f"s{level} is not the downsampling of s{level - 1}")
         mapping = paintera.read_label_to_block_mapping(target, level)
-        unique = n5.open_dataset(os.path.join(target, "unique-labels", f"s{level}"))
+        unique = n5.open_dataset(store.child(f"unique-labels/s{level}"))
         assert isinstance(unique, n5.ArrayDataset)
         for label, intervals in list(mapping.items())[:20]:
             for lo, _ in intervals:

@@ -17,7 +17,7 @@ from support import hand_list, hand_n5_payload, hand_varlen_block
 
 from n5mscodecs import ConfigurationError, LookupFormatError, N5HeaderError, StorageError, n5, paintera
 from n5mscodecs.cli import main as n5ms
-from n5mscodecs.n5 import n5_varlen_decode, storage
+from n5mscodecs.n5 import n5_varlen_decode
 from n5mscodecs.n5.compression import Blosc
 from n5mscodecs.n5.header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 from n5mscodecs.paintera.lookup import parse_mapping_file
@@ -340,7 +340,7 @@ def test_label_to_block_mapping_files_are_checked(tmp_path):
     # through the reader, naming the file
     target = tmp_path / "p.n5" / "labels"
     paintera.convert(np.ones((4, 4, 4), np.uint64), target, block_size=4)
-    mapping = n5.open(target / "label-to-block-mapping" / "s0")
+    mapping = n5.open(target / "label-to-block-mapping" / "s0", "r+")
     mapping.write_varlength_block((0,), np.frombuffer(struct.pack(">qi", 1, 99), np.int8), dims=(10000,))
     with pytest.raises(LookupFormatError, match="label-to-block-mapping/s0/0: id 1 at byte 0: count 99"):
         paintera.read_label_to_block_mapping(target, 0)
@@ -398,7 +398,7 @@ def test_storage_confinement_without_a_container_name(tmp_path):
     os.symlink(tmp_path / "elsewhere" / "0", os.path.join(dataset.path, "0"))
     with pytest.raises(StorageError, match="outside the container root"):
         dataset.read_block((0,))
-    assert storage.read_bytes(os.path.join(dataset.path, "0"), confine=False).endswith(b"abcd")
+    assert n5.open_store(dataset.path, read_outside=True).get("0").endswith(b"abcd")
 
 
 def test_padded_boundary_blocks_are_decompressed_once(tmp_path, monkeypatch):

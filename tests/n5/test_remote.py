@@ -17,7 +17,7 @@ import pytest
 from n5mscodecs import ConfigurationError, LabelMultisetArray, StorageError, n5, paintera
 from n5mscodecs.cli import main as n5ms
 from n5mscodecs.demo import voronoi_labels
-from n5mscodecs.n5 import storage
+from n5mscodecs.n5 import open_store, storage
 
 moto_server = pytest.importorskip("moto.server")
 pytest.importorskip("s3fs")
@@ -205,8 +205,8 @@ def test_paintera_convert_to_s3_and_resume(s3, tmp_path):
     attributes = n5.read_attributes(target)
     attributes["n5mscodecs:conversion"]["complete"] = False
     n5.write_attributes(target, attributes)
-    storage.remove(f"{target}/data/s1/0/0/0")
-    storage.remove(f"{target}/data/s2/0/0/0")
+    open_store(f"{target}/data/s1/0/0/0").delete("")
+    open_store(f"{target}/data/s2/0/0/0").delete("")
     again = paintera.convert(labels, target, block_size=16, factors=[2, 2], compression="gzip", resume=True)
     assert again.blocks_written == 2
     assert n5.open(f"{target}/data/s2")[:] == n5.open(tmp_path / "p.n5" / "labels" / "data" / "s2")[:]
@@ -454,15 +454,15 @@ def test_a_failed_conversion_on_s3_is_incomplete_and_locked_while_running(s3):
     with pytest.raises(OSError, match="connection reset"):
         paintera.convert(_FailingSource("array", None, good.shape, good.dtype, labels), target, block_size=16,
                          factors=[2], threads=1)
-    assert storage.exists(f"{target}/data/s0/0/0/0")  # blocks were written, and yet:
+    assert open_store(f"{target}/data/s0/0/0/0").exists()  # blocks were written, and yet:
     with pytest.raises(IncompleteError, match="INCOMPLETE"):
         n5.open(f"{target}/data/s0")
     assert n5ms(["info", target]) == 1
     with WriterLock(target):  # a running writer's lock object refuses a second one
-        assert storage.exists(f"{target}/{LOCK_NAME}")
+        assert open_store(f"{target}/{LOCK_NAME}").exists()
         with pytest.raises(TargetInUseError, match="being written by process"):
             paintera.convert(labels, target, block_size=16, factors=[2], resume=True)
-    assert not storage.exists(f"{target}/{LOCK_NAME}")
+    assert not open_store(f"{target}/{LOCK_NAME}").exists()
     paintera.convert(labels, target, block_size=16, factors=[2], resume=True)
     assert np.array_equal(n5.open(f"{target}/data/s0").read_labels(), labels)
 
@@ -495,8 +495,8 @@ def test_paintera_convert_and_resume_and_cli_on_gcs(gcs, tmp_path, capsys):
     attributes = n5.read_attributes(target)  # resume after an interruption that lost two blocks
     attributes["n5mscodecs:conversion"]["complete"] = False
     n5.write_attributes(target, attributes)
-    storage.remove(f"{target}/data/s0/0/0/0")
-    storage.remove(f"{target}/data/s1/0/0/0")
+    open_store(f"{target}/data/s0/0/0/0").delete("")
+    open_store(f"{target}/data/s1/0/0/0").delete("")
     again = paintera.convert(labels, target, block_size=8, factors=[2], compression="gzip", resume=True)
     assert again.blocks_written == 2
     assert np.array_equal(n5.open(f"{target}/data/s0").read_labels(), labels)
@@ -505,7 +505,7 @@ def test_paintera_convert_and_resume_and_cli_on_gcs(gcs, tmp_path, capsys):
     assert n5ms(["argmax", f"{target}/data/s1", "gs://bucket/paintera.n5/argmax"]) == 0
     assert np.array_equal(n5.open("gs://bucket/paintera.n5/argmax")[:], n5.open(f"{target}/data/s1").read_labels())
     assert n5ms(["zarr-json", "gs://bucket/paintera.n5"]) == 0
-    assert storage.exists("gs://bucket/paintera.n5/argmax/zarr.json")
+    assert open_store("gs://bucket/paintera.n5/argmax/zarr.json").exists()
 
 
 def test_injected_server_errors_on_gcs_are_retried(gcs, monkeypatch):
@@ -569,14 +569,14 @@ def test_a_server_that_never_answers_fails_within_the_documented_time(silent_ser
     endpoint, accepted = silent_server
     started = time.perf_counter()
     with pytest.raises(StorageError, match="read failed 3 times.*Timeout"):
-        storage.read_bytes("s3://bucket/labels/0/0/0", {"endpoint_url": endpoint})
+        open_store("s3://bucket/labels/0/0/0", {"endpoint_url": endpoint}).get()
     elapsed = time.perf_counter() - started
     # one request per attempt: s3fs and botocore do not repeat it underneath
     assert len(accepted) == storage.ATTEMPTS
     assert 3 * storage.READ_TIMEOUT <= elapsed <= storage.worst_case_seconds() + 1
     started = time.perf_counter()
     with pytest.raises(StorageError, match="read failed 3 times"):
-        storage.read_bytes(f"{endpoint}/labels/0/0/0")  # http(s) has the same time-outs
+        open_store(f"{endpoint}/labels/0/0/0").get()  # http(s) has the same time-outs
     assert time.perf_counter() - started <= storage.worst_case_seconds() + 1
 
 
@@ -588,12 +588,12 @@ def test_a_dead_server_and_a_bad_client_configuration_fail_fast(short_timeouts):
         port = probe.getsockname()[1]
     started = time.perf_counter()
     with pytest.raises(StorageError, match="read failed 3 times"):
-        storage.read_bytes("s3://bucket/x", {"endpoint_url": f"http://127.0.0.1:{port}"})
+        open_store("s3://bucket/x", {"endpoint_url": f"http://127.0.0.1:{port}"}).get()
     assert time.perf_counter() - started < 3
     # credentials in the endpoint URL: a client error, not retried, and not printed
     started = time.perf_counter()
     with pytest.raises(StorageError, match="not retried") as raised:
-        storage.read_bytes("s3://bucket/x", {"endpoint_url": f"http://user:{SECRET}@127.0.0.1:{port}"})
+        open_store("s3://bucket/x", {"endpoint_url": f"http://user:{SECRET}@127.0.0.1:{port}"}).get()
     assert time.perf_counter() - started < 2 and SECRET not in str(raised.value)
 
 
