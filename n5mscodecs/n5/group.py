@@ -164,10 +164,11 @@ class Group(Mapping[str, "Group | Dataset"]):
 
     @property
     def parent(self) -> Group:
-        """The group above, as h5py's ``parent``; the container root's (the group with the
-        ``{"n5": ...}`` version, or the top of its store's confinement) is the root itself, as
-        h5py's root group is its own parent."""
-        if "n5" in self.store.get_attributes():
+        """The group above, as h5py's ``parent``; the container root's (the ``*.n5`` directory, a
+        group with the ``{"n5": ...}`` version, or the top of its store's confinement) is the
+        root itself, as h5py's root group is its own parent."""
+        root = self.store.container_root()
+        if root is not None and root.url() == self.store.url() or "n5" in self.store.get_attributes():
             return self
         try:
             store = self.store.parent()
@@ -455,14 +456,12 @@ def _plain_group(store: Store, path: str) -> bool:
     """Whether the directory ``store`` without attributes (or with ``{}``) is a group: it has an
     ``attributes.json`` (``create_group`` writes ``{}``) or lies in a container (z5py and Java
     write plain groups without one), and it is not inside a dataset (a block directory)."""
-    if not store.is_directory() or not (store.exists(storage.ATTRIBUTES) or store.container_root() is not None):
+    root = store.container_root()
+    if not store.is_directory() or not (store.exists(storage.ATTRIBUTES) or root is not None):
         return False
     above = store
-    while "n5" not in above.get_attributes():  # up to the container root
-        try:
-            above = above.parent()
-        except StorageError:  # the top of the store's confinement
-            break
+    while root is not None and above.url() != root.url():  # the container_root() walk, again
+        above = above.parent()
         if "dimensions" in above.get_attributes():
             return False
     return True
