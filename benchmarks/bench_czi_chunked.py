@@ -10,6 +10,11 @@ With ``--python-path`` the chunks also go through zstandard's / lz4's Python
 APIs (the fallback used when their C functions cannot be found), as the
 before/after baseline of calling the C functions from the kernels.
 
+Encode also shows its floor: the same kernels compressing chunks that were hi/lo packed
+beforehand (``hilo=False`` on the packed stream: the same compressed chunks, no packing pass),
+i.e. the time spent inside the zstd / LZ4 library, and the ratio imagecodecs / that floor:
+no encoder calling that library build can beat imagecodecs by more at that thread count.
+
 With 1 among several ``--threads``, it also prints the machine's own two-thread
 ceiling (two threads copying memory against one) and, per operation, our gain
 from one thread to the most, so a reader can tell our limits from the machine's.
@@ -25,7 +30,7 @@ import numpy as np
 from timing import interleaved_medians
 
 import n5mscodecs
-from n5mscodecs.czi import backends, libraries
+from n5mscodecs.czi import _chunked, backends, libraries
 
 try:
     import imagecodecs
@@ -138,6 +143,16 @@ def main():
                 operations["decode out="][name] = on_path(
                     path, lambda t=threads: n5mscodecs.chunked_decode(ours, out=out, threads=t)
                 )
+        if args.hilo:
+            packed = np.empty(nbytes, np.uint8)
+            _chunked.hilo_pack(image.reshape(-1).view(np.uint8), packed, 1, args.chunk)
+        else:
+            packed = image
+        floor_options = {**options, "hilo": False}
+        assert len(n5mscodecs.chunked_encode(packed, **floor_options)) == len(ours), "floor compresses other bytes"
+        for threads in args.threads:
+            operations["encode"][f"floor: library alone, threads={threads}"] = on_path(
+                native, lambda t=threads: n5mscodecs.chunked_encode(packed, threads=t, **floor_options))
         for operation, functions in operations.items():
             medians = interleaved_medians(functions, args.repeat)
             reference = medians["imagecodecs"][0] if "imagecodecs" in medians else None

@@ -22,7 +22,13 @@ def scan_list_data(
     simd: bool = True,
 ) -> tuple[int, int, int, int]: ...
 def split_list_data(
-    list_data: BytesLike, list_offsets: BytesLike, ids: BytesLike, counts: BytesLike, simd: bool = True
+    list_data: BytesLike,
+    list_offsets: BytesLike,
+    ids: BytesLike,
+    counts: BytesLike,
+    start_bits: BytesLike | None = None,
+    rank: BytesLike | None = None,
+    simd: bool = True,
 ) -> int: ...
 def map_voxel_offsets(
     table: BytesLike,

@@ -82,21 +82,26 @@ cdef extern from *:
     /* The list split (split_list_data), twice like the walk: a list of up to 8 entries
        (16: two groups) is copied as 8 (16) into arrays with that much slack, so that a
        list costs no loop exit, mispredicted on most lists of real data; in AVX2 a group
-       is three loads, the shuffles of the argmax groups and three stores. */
+       is three loads, the shuffles of the argmax groups and three stores. With start_bits
+       (zeroed), also the list-start index of the scan walk: decoding to elements then
+       walks the chain of list lengths once. Returns the number of lists, -1 when the data
+       does not tile or does not fit the arrays. */
     static inline void n5ms_copy_group(const uint8_t* p, uint64_t* ids, uint32_t* counts) {
         for (int j = 0; j < 8; j++) {
             ids[j] = n5ms_load_u64_le(p + 12 * j);
             counts[j] = n5ms_load_u32_le(p + 12 * j + 8);
         }
     }
-    #define N5MS_SPLIT_WALK(name, target, copy_group) \
+    #define N5MS_SPLIT_WALK(name, target, copy_group, popcount) \
         target static int64_t name(const uint8_t* data, int64_t size, int64_t* list_offsets, int64_t max_lists, \
-                                   uint64_t* ids, uint32_t* counts, int64_t capacity) { \
-            int64_t pos = 0, lists = 0, e = 0, n; \
+                                   uint64_t* ids, uint32_t* counts, int64_t capacity, uint64_t* start_bits, \
+                                   int64_t* rank) { \
+            int64_t pos = 0, lists = 0, e = 0, n, starts = 0; \
             list_offsets[0] = 0; \
             while (pos < size) { \
                 if (size - pos < 4 || lists == max_lists) return -1; \
                 n = (int64_t)n5ms_load_u32_le(data + pos); \
+                if (start_bits) start_bits[pos >> 8] |= 1ULL << ((pos >> 2) & 63); \
                 pos += 4; \
                 if (n > (size - pos) / 12 || n > capacity - e) return -1; \
                 if (n <= 8 && size - pos >= 96 && capacity - e >= 8) { \
@@ -114,9 +119,14 @@ cdef extern from *:
                 e += n; \
                 list_offsets[++lists] = e; \
             } \
+            if (start_bits) \
+                for (int64_t g = 0; g <= size / 256; g++) { \
+                    rank[g] = starts; \
+                    starts += popcount(start_bits[g]); \
+                } \
             return lists; \
         }
-    N5MS_SPLIT_WALK(n5ms_split_walk, , n5ms_copy_group)
+    N5MS_SPLIT_WALK(n5ms_split_walk, , n5ms_copy_group, n5ms_popcount64)
     #if N5MS_AVX2
     N5MS_AVX2_INLINE void n5ms_copy_group_avx2(const uint8_t* p, uint64_t* ids, uint32_t* counts) {
         __m256i low, high;
@@ -125,7 +135,8 @@ cdef extern from *:
         _mm256_storeu_si256((__m256i*)(ids + 4), high);
         _mm256_storeu_si256((__m256i*)counts, n5ms_list_counts_avx2(p));
     }
-    N5MS_SPLIT_WALK(n5ms_split_walk_avx2, N5MS_AVX2_TARGET, n5ms_copy_group_avx2)
+    N5MS_SPLIT_WALK(n5ms_split_walk_avx2, __attribute__((target("avx2,popcnt"))), n5ms_copy_group_avx2,
+                    __builtin_popcountll)
     #else
     #define n5ms_split_walk_avx2 n5ms_split_walk
     #endif
@@ -226,9 +237,11 @@ cdef extern from *:
                             uint64_t* label_of_list, int64_t capacity, int64_t* position, int64_t* lists,
                             int64_t* entries) nogil
     int64_t n5ms_split_walk(const uint8_t* data, int64_t size, int64_t* list_offsets, int64_t max_lists,
-                            uint64_t* ids, uint32_t* counts, int64_t capacity) nogil
+                            uint64_t* ids, uint32_t* counts, int64_t capacity, uint64_t* start_bits,
+                            int64_t* rank) nogil
     int64_t n5ms_split_walk_avx2(const uint8_t* data, int64_t size, int64_t* list_offsets, int64_t max_lists,
-                                 uint64_t* ids, uint32_t* counts, int64_t capacity) nogil
+                                 uint64_t* ids, uint32_t* counts, int64_t capacity, uint64_t* start_bits,
+                                 int64_t* rank) nogil
     int64_t n5ms_labels_of_run(int popcnt, int big_endian, const uint8_t* table, int64_t start, int64_t stop,
                                const uint64_t* start_bits, const int64_t* rank, uint64_t size,
                                const uint64_t* label_of_list, uint64_t* out) nogil
@@ -305,7 +318,8 @@ def scan_list_data(const uint8_t[::1] list_data, uint64_t[::1] start_bits=None, 
 
 
 def split_list_data(const uint8_t[::1] list_data, int64_t[::1] list_offsets,
-                    uint64_t[::1] ids, uint32_t[::1] counts, bint simd=True):
+                    uint64_t[::1] ids, uint32_t[::1] counts, uint64_t[::1] start_bits=None,
+                    int64_t[::1] rank=None, bint simd=True):
     """Fill the CSR arrays from list data (validated by ``scan_list_data``; checked again
     against the arrays' sizes): ``list_offsets`` holds one value per list and one more.
 
@@ -313,23 +327,36 @@ def split_list_data(const uint8_t[::1] list_data, int64_t[::1] list_offsets,
     entries is then copied as 8 (16), the ones past it overwritten by the next list or
     left in the slack (with AVX2 where the CPU has it, unless ``simd`` is False).
     Returns the number of lists.
+
+    With ``start_bits`` (zero-filled) and ``rank`` (``list_start_words(list_data.size)``
+    values each), the list data need not be validated: the same walk also builds the
+    list-start index of ``scan_list_data``, and -1 is returned (nothing raised) when the
+    lists do not tile the data or do not fit the arrays; ``scan_list_data`` then tells why.
     """
     cdef Py_ssize_t size = list_data.shape[0], capacity = min(ids.shape[0], counts.shape[0])
+    cdef Py_ssize_t groups = size // 256 + 1
     cdef const uint8_t* data = &list_data[0] if size else NULL
     cdef uint64_t* ids_start = &ids[0] if ids.shape[0] else NULL
     cdef uint32_t* counts_start = &counts[0] if counts.shape[0] else NULL
+    cdef bint index = start_bits is not None
+    cdef uint64_t* bits = NULL
+    cdef int64_t* ranks = NULL
     cdef bint avx2 = simd and HAVE_AVX2
     cdef int64_t lists
     if list_offsets.shape[0] < 1:
         raise ValueError("split_list_data: list_offsets needs one value per list and one more")
+    if index:
+        if rank is None or start_bits.shape[0] < groups or rank.shape[0] < groups:
+            raise ValueError("split_list_data: start_bits and rank need list_start_words(size) values")
+        bits, ranks = &start_bits[0], &rank[0]
     with nogil:
         if avx2:
             lists = n5ms_split_walk_avx2(data, size, &list_offsets[0], list_offsets.shape[0] - 1, ids_start,
-                                         counts_start, capacity)
+                                         counts_start, capacity, bits, ranks)
         else:
             lists = n5ms_split_walk(data, size, &list_offsets[0], list_offsets.shape[0] - 1, ids_start,
-                                    counts_start, capacity)
-    if lists < 0:
+                                    counts_start, capacity, bits, ranks)
+    if lists < 0 and not index:
         raise ValueError("split_list_data: the list data does not fit list_offsets, ids and counts "
                          "(not validated by scan_list_data?)")
     return lists

@@ -295,21 +295,28 @@ def decode_payload_labels(
 def _multisets(data, shape, layout, threads):
     """The multisets kernel: the lists as stored and every voxel's list number."""
     shape, table, list_data = _split_payload(data, shape, layout)
-    status, position, n_lists, n_entries, start_bits, rank = _scan(list_data)
-    if status:
-        _raise_list_data_error(status, position, list_data, layout)
-    if n_lists > table.size // 4:  # more lists than voxels: some are unreferenced
+    n_voxels = table.size // 4
+    # One walk splits the lists and indexes their starts, into arrays sized by bounds: at
+    # most a list per voxel (more take the bounded way below), an entry per 12 bytes of
+    # list data (at most a third more than lists of one entry need) and 8 entries of
+    # slack (short lists are copied 8 entries at a time).
+    max_entries = list_data.size // 12 + 8
+    list_offsets = np.empty(min(n_voxels, list_data.size // 4) + 1, np.int64)
+    ids = np.empty(max_entries, np.uint64)
+    counts = np.empty(max_entries, np.uint32)
+    start_bits, rank = _list_start_index(list_data.size)
+    n_lists = _kernels.split_list_data(list_data, list_offsets, ids, counts, start_bits, rank)
+    if n_lists < 0:  # the lists do not tile the list data, or there are more than voxels
+        status, position, n_lists, _, start_bits, rank = _scan(list_data)
+        if status:
+            _raise_list_data_error(status, position, list_data, layout)
         flat_index, list_offsets, ids, counts = _referenced_lists(table, list_data, start_bits, layout)
         index = flat_index.reshape(shape, order=layout.order)
         return LabelMultisetArray(index, list_offsets, ids, counts, validate=False)
-    list_offsets = np.empty(n_lists + 1, np.int64)
-    # 8 entries of slack: the kernel copies short lists 8 entries at a time
-    ids = np.empty(n_entries + 8, np.uint64)
-    counts = np.empty(n_entries + 8, np.uint32)
-    _kernels.split_list_data(list_data, list_offsets, ids, counts)
-    ids, counts = ids[:n_entries], counts[:n_entries]
+    n_entries = int(list_offsets[n_lists])
+    list_offsets, ids, counts = list_offsets[: n_lists + 1], ids[:n_entries], counts[:n_entries]
 
-    flat_index = np.empty(table.size // 4, np.int32)
+    flat_index = np.empty(n_voxels, np.int32)
     bad = _kernels.map_voxel_offsets(
         table, layout.big_endian_offsets, list_data, start_bits, rank, flat_index, default_threads(threads),
     )
@@ -339,14 +346,20 @@ def _scratch_array(name, size, dtype):
     return array[:size]
 
 
+def _list_start_index(list_data_size):
+    """``(start_bits, rank)`` for the list-start index of ``list_data_size`` bytes, the bits
+    zeroed: this thread's scratch, valid until its next decode."""
+    words = _kernels.list_start_words(list_data_size)
+    start_bits = _scratch_array("start_bits", words, np.uint64)
+    start_bits.fill(0)
+    return start_bits, _scratch_array("rank", words, np.int64)
+
+
 def _scan(list_data, label_of_list=None):
     """``scan_list_data`` with the list-start index (and the argmax of the first
     ``len(label_of_list)`` lists): ``(status, position, n_lists, n_entries, start_bits, rank)``;
     the index is thread scratch, valid until the next decode."""
-    words = _kernels.list_start_words(list_data.size)
-    start_bits = _scratch_array("start_bits", words, np.uint64)
-    start_bits.fill(0)
-    rank = _scratch_array("rank", words, np.int64)
+    start_bits, rank = _list_start_index(list_data.size)
     return (*_kernels.scan_list_data(list_data, start_bits, rank, label_of_list), start_bits, rank)
 
 

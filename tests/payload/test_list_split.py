@@ -62,3 +62,47 @@ def test_split_refuses_arrays_too_short(simd):
     with pytest.raises(ValueError, match="does not fit"):  # a count past the end of the data
         _kernels.split_list_data(data[:-1], np.zeros(4, np.int64), np.zeros(30, np.uint64),
                                  np.zeros(30, np.uint32), simd=simd)
+
+
+def index_arrays(data):
+    words = _kernels.list_start_words(data.size)
+    return np.zeros(words, np.uint64), np.full(words, -7, np.int64)
+
+
+@pytest.mark.parametrize("simd", [True, False])
+def test_split_with_index_builds_the_scan_index(simd):
+    # lists of 0-20 entries across several 64-word groups of the bitmap
+    rng = np.random.default_rng(7)
+    lengths = [int(n) for n in rng.integers(0, 21, 300)]
+    data, lists = list_data(lengths, rng)
+    start_bits, rank = index_arrays(data)
+    offsets = np.empty(len(lengths) + 1, np.int64)
+    ids, counts = np.empty(sum(lengths) + 8, np.uint64), np.empty(sum(lengths) + 8, np.uint32)
+    assert _kernels.split_list_data(data, offsets, ids, counts, start_bits, rank, simd=simd) == len(lengths)
+    assert ids[: sum(lengths)].tolist() == [i for entries in lists for i, _ in entries]
+    # the index, from the list starts computed here: a bit per start word, starts before each group
+    starts = np.cumsum([0] + [4 + 12 * n for n in lengths[:-1]]) // 4
+    expected_bits = np.zeros_like(start_bits)
+    np.bitwise_or.at(expected_bits, starts // 64, np.uint64(1) << (starts % 64).astype(np.uint64))
+    assert np.array_equal(start_bits, expected_bits)
+    assert rank.tolist() == [int(np.sum(starts < 64 * g)) for g in range(rank.size)]
+    scan_bits, scan_rank = index_arrays(data)
+    assert _kernels.scan_list_data(data, scan_bits, scan_rank, simd=simd)[0] == 0
+    assert np.array_equal(start_bits, scan_bits) and np.array_equal(rank, scan_rank)
+
+
+@pytest.mark.parametrize("simd", [True, False])
+def test_split_with_index_returns_minus_one_where_the_scan_names_the_error(simd):
+    data, _ = list_data([3, 9, 2], np.random.default_rng(1))
+    cases = [(data[:-1], 4, 30),  # a count past the end of the data
+             (data[:-12 * 2], 4, 30),  # the last list's entries cut
+             (np.concatenate([data, np.zeros(2, np.uint8)]), 5, 30),  # 2 bytes after the last list
+             (data, 3, 30),  # three lists, room for two
+             (data, 4, 12)]  # 14 entries, room for 12
+    for bad, n_offsets, n_entries in cases:
+        start_bits, rank = index_arrays(bad)
+        assert _kernels.split_list_data(bad, np.zeros(n_offsets, np.int64), np.zeros(n_entries, np.uint64),
+                                        np.zeros(n_entries, np.uint32), start_bits, rank, simd=simd) == -1
+    with pytest.raises(ValueError, match="list_start_words"):
+        _kernels.split_list_data(data, np.zeros(4, np.int64), np.zeros(30, np.uint64), np.zeros(30, np.uint32),
+                                 np.zeros(0, np.uint64), np.zeros(1, np.int64), simd=simd)
