@@ -306,7 +306,7 @@ class LocalStore(Store):
 
     def __init__(self, location: PathLike, *, boundary: str | None = None, read_outside: bool = False,
                  read_only: bool = False) -> None:
-        self.location = os.fspath(location)
+        self.location = storage.local_path(location)  # a file:// URL as its path, once
         self.boundary = boundary
         self.read_outside = read_outside
         self.read_only = read_only

@@ -1,8 +1,9 @@
 """zarr-python 3 integration: the ``label_multiset`` data type, v3 codecs and an N5 store view.
 
-Importing this module registers everything with zarr (zarr >= 3.4.1 also finds
-them through entry points; older zarr never loads data type entry points, so
-``import n5mscodecs.zarr`` before opening label multiset arrays there).
+zarr finds the codecs and the data type through this package's entry points (one
+mechanism, nothing registered twice); zarr < 3.4.1 never loads data type entry points,
+so there importing this module registers the ``label_multiset`` data type
+(``import n5mscodecs.zarr`` before opening label multiset arrays).
 
 zarr-n5 registers a codec of the same name, ``n5_default``; zarr then picks the
 class its configuration names under ``codecs.n5_default``. This module makes
@@ -10,8 +11,7 @@ class its configuration names under ``codecs.n5_default``. This module makes
 configuration (``zarr.config.set``, ``ZARR_CODECS__N5_DEFAULT``) still wins.
 """
 
-from zarr.registry import register_codec as _register_codec
-
+from ._compat import LOADS_DATA_TYPE_ENTRY_POINTS as _LOADS_DATA_TYPE_ENTRY_POINTS
 from ._compat import data_type_registry as _data_type_registry
 from .attributes import (
     default_mode_metadata,
@@ -37,14 +37,14 @@ from .multisets import read_labels, read_multisets, write_label_multisets
 from .store import N5Store, open_labels, open_n5_store
 from .threads import zarr_threads
 
-for _name, _cls in ZARR_CODECS.items():
-    _register_codec(_name, _cls)
-if LabelMultisetDType._zarr_v3_name not in _data_type_registry.contents:
-    # (zarr's registry is typed for numpy-scalar data types; see LabelMultisetDType)
+if not _LOADS_DATA_TYPE_ENTRY_POINTS and LabelMultisetDType._zarr_v3_name not in _data_type_registry.contents:
+    # zarr < 3.4.1 reads codec entry points but not data type ones: the one registration made
+    # here (zarr's registry is typed for numpy-scalar data types; see LabelMultisetDType)
     _data_type_registry.register(LabelMultisetDType._zarr_v3_name, LabelMultisetDType)  # type: ignore[arg-type]
 _install_defaults()
 
 __all__ = [
+    "ZARR_CODECS",
     "N5Store",
     "open_n5_store",
     "open_labels",

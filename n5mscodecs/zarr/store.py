@@ -63,6 +63,7 @@ from ..n5 import ArrayDataset, LabelMultisetDataset, storage
 from ..n5.default import n5_default_encode
 from ..n5.grid import crop
 from ..n5.header import N5BlockHeader
+from ..n5.store import open_store, open_target
 from ..n5.varlen import n5_varlen_decode, n5_varlen_encode
 from ..n5.writing import check_complete
 from ._compat import default_buffer_prototype, sync
@@ -135,16 +136,12 @@ class PackageStore(ZarrStore):
         self.store = store
 
     @classmethod
-    def from_location(cls, location: PathLike, storage_options: Mapping[str, Any] | None = None, *,
-                      read_only: bool = False) -> PackageStore:
-        """The store of ``location`` (a local path, ``file://`` or a URL), local ones confined to
-        their container root (the nearest ``*.n5`` of the path and its parents, else the path)."""
-        from ..n5.store import open_store
-
-        path = storage.local_file(location)
-        if path is None:
-            return cls(open_store(location, storage_options), read_only=read_only)
-        return cls(open_store(path, boundary=storage.confinement_root(path)), read_only=read_only)
+    def from_location(cls, location: PathLike | N5LocationStore, storage_options: Mapping[str, Any] | None = None,
+                      *, read_only: bool = False) -> PackageStore:
+        """The store of ``location`` (a local path, ``file://``, a URL, or the package's store of
+        one), local ones confined to their container root (the nearest ``*.n5`` of the path and
+        its parents, else the path)."""
+        return cls(open_target(location, storage_options), read_only=read_only)
 
     def with_read_only(self, read_only: bool = False) -> PackageStore:
         return type(self)(self.store, read_only=read_only)
@@ -239,15 +236,15 @@ def _package_store(store: ZarrStore) -> ZarrStore:
     return store
 
 
-def _wrapped_location(store: ZarrStore) -> tuple[str, Mapping[str, Any] | None] | None:
-    """``(location, storage_options)`` of the root of a :class:`PackageStore`, a zarr ``LocalStore``
-    or ``FsspecStore`` (None for other stores, or a file system whose URL cannot be rebuilt)."""
+def _wrapped_root(store: ZarrStore) -> N5LocationStore | None:
+    """The package's store of the root of a :class:`PackageStore`, a zarr ``LocalStore`` or
+    ``FsspecStore`` (None for other stores, or a file system whose URL cannot be rebuilt)."""
     from zarr.storage import FsspecStore, LocalStore
 
     if isinstance(store, PackageStore):
-        return store.store.location, store.store.storage_options
+        return store.store
     if isinstance(store, LocalStore):
-        return str(store.root), None
+        return open_store(str(store.root))
     if isinstance(store, FsspecStore):
         fs = getattr(store.fs, "sync_fs", store.fs)  # zarr wraps a synchronous file system
         try:
@@ -255,7 +252,7 @@ def _wrapped_location(store: ZarrStore) -> tuple[str, Mapping[str, Any] | None] 
         except Exception:
             return None
         options = {k: v for k, v in getattr(fs, "storage_options", {}).items() if k != "asynchronous"}
-        return location, options or None
+        return open_store(location, options or None)
     return None
 
 
@@ -265,8 +262,7 @@ class _Assignments:
     asked for and kept. Thread-safe; shared by the views :meth:`N5Store.with_read_only`
     makes; pickles with what it found (a lock is made anew)."""
 
-    def __init__(self, assignment: Any, additional_assignment: Any,
-                 root: tuple[str, Mapping[str, Any] | None] | None) -> None:
+    def __init__(self, assignment: Any, additional_assignment: Any, root: N5LocationStore | None) -> None:
         from ..paintera.assignment import resolve_assignment
 
         self.auto = assignment is True or (isinstance(assignment, str) and assignment == "auto")
@@ -289,12 +285,7 @@ class _Assignments:
     def _store(self, prefix: str) -> N5LocationStore | None:
         if self.root is None:
             return None
-        from ..n5.store import open_store
-
-        location, storage_options = self.root
-        # a file:// URL as its path: what lies above a level is found by going up from it
-        root = open_store(storage.local_file(location) or location, storage_options)
-        return root.child(prefix) if prefix else root
+        return self.root.child(prefix) if prefix else self.root
 
     def lookup(self, prefix: str) -> FragmentSegmentAssignment | None:
         """The lookup for the dataset at ``prefix`` (None: its fragments as stored). Blocking
@@ -335,8 +326,9 @@ class N5Store(WrapperStore):
         mapping is applied to every dataset instead.
     additional_assignment : mapping or pairs, optional
         ``{fragment: segment}`` pairs set over the lookup (labels view only).
-    location : str or os.PathLike, optional
-        Where ``store``'s root is (a local path or URL), for finding the stored assignments;
+    location : str, os.PathLike or n5mscodecs.n5.Store, optional
+        Where ``store``'s root is (a local path, URL or the package's store of it), for finding
+        the stored assignments;
         default: the root of a zarr ``LocalStore`` or ``FsspecStore``. Without one,
         ``"auto"`` finds none.
     storage_options : Mapping, optional
@@ -356,7 +348,8 @@ class N5Store(WrapperStore):
 
     def __init__(self, store: ZarrStore, *, fill_label: int = BACKGROUND, multisets: str = "elements",
                  assignment: Any = "auto", additional_assignment: Any = None,
-                 location: PathLike | None = None, storage_options: Mapping[str, Any] | None = None) -> None:
+                 location: PathLike | N5LocationStore | None = None,
+                 storage_options: Mapping[str, Any] | None = None) -> None:
         if multisets not in ("elements", "labels"):
             raise ConfigurationError(f"multisets must be 'elements' or 'labels', got {multisets!r}")
         auto_or_none = assignment is None or (isinstance(assignment, str) and assignment == "auto")
@@ -372,7 +365,7 @@ class N5Store(WrapperStore):
         self._datasets: dict[str, Any] = {}  # prefix: dataset, _NOT_A_DATASET, or None (no attributes)
         self._assignments: _Assignments | None = None
         if self.labels:
-            root = (str(location), storage_options) if location is not None else _wrapped_location(store)
+            root = open_store(location, storage_options) if location is not None else _wrapped_root(store)
             self._assignments = _Assignments(assignment, additional_assignment, root)
 
     def _with_store(self, store):
@@ -616,9 +609,9 @@ def _location_store(location, storage_options, read_only):
     return PackageStore.from_location(location, storage_options, read_only=read_only)
 
 
-def open_n5_store(location: PathLike, *, storage_options: Mapping[str, Any] | None = None, read_only: bool = False,
-                  fill_label: int = BACKGROUND, multisets: str = "elements", assignment: Any = "auto",
-                  additional_assignment: Any = None) -> N5Store:
+def open_n5_store(location: PathLike | N5LocationStore, *, storage_options: Mapping[str, Any] | None = None,
+                  read_only: bool = False, fill_label: int = BACKGROUND, multisets: str = "elements",
+                  assignment: Any = "auto", additional_assignment: Any = None) -> N5Store:
     """An :class:`N5Store` over an N5 container at a local path or a URL, read and written
     through the package's own store (``n5mscodecs.zarr.store.PackageStore``): the same fsspec file systems,
     ``storage_options``, time-outs, retries and :class:`~n5mscodecs.StorageError` as
@@ -633,8 +626,9 @@ def open_n5_store(location: PathLike, *, storage_options: Mapping[str, Any] | No
                    storage_options=storage_options)
 
 
-def open_labels(store: ZarrStore | PathLike, path: str = "", *, storage_options: Mapping[str, Any] | None = None,
-                fill_label: int = BACKGROUND, assignment: Any = "auto", additional_assignment: Any = None) -> Array:
+def open_labels(store: ZarrStore | PathLike | N5LocationStore, path: str = "", *,
+                storage_options: Mapping[str, Any] | None = None, fill_label: int = BACKGROUND,
+                assignment: Any = "auto", additional_assignment: Any = None) -> Array:
     """Open a label multiset array as a read-only zarr array of uint64 argmax labels: segments,
     when the dataset has a Paintera fragment-segment-assignment (see below).
 
