@@ -49,8 +49,8 @@ from .assignment import (
 )
 from .commit import COMMIT_KEY, CommitSummary, commit
 from .containers import DatasetEntry, Survey, survey
-from .conventions import default_factors, level_placement, parse_compression
-from .convert import CONVERSION_KEY, ConversionSummary, convert
+from .conventions import CONVERSION_KEY, default_factors, level_placement, parse_compression
+from .convert import ConversionSummary, convert
 from .lookup import (
     LABEL_BLOCK_LOOKUP,
     LOOKUP_DIMENSION,

@@ -41,17 +41,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import n5
 from ..errors import ConfigurationError
-from ..n5.store import Store, open_store
-from ..n5.writing import WriterLock, mark_complete
-from .conventions import is_label_source
+from ..n5.default import n5_default_decode, n5_default_encode
+from ..n5.metadata import N5_VERSION, DatasetMetadata
+from ..n5.storage import ATTRIBUTES
+from ..n5.writing import LOCK_NAME, WriterLock, check_complete, incomplete_marker, mark_complete, write_marked
+from .conventions import is_label_source, source_store
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any
 
     from ..n5.storage import PathLike, StorageOptions
+    from ..n5.store import Store
 
     Pairs = Mapping[int, int] | Iterable[tuple[int, int]]
 
@@ -63,6 +65,7 @@ SIBLING_SUFFIX = "." + ASSIGNMENT_DATASET
 PAINTERA_COMPRESSION = {"type": "gzip", "level": -1, "useZlib": False}
 _U64 = np.dtype(np.uint64)
 _WRITER = "n5mscodecs.paintera.write_assignment"
+_FINISH = "finish it by writing the assignment again (paintera.write_assignment)"
 _LONG_MIN = 1 << 63
 _INVALID = 0xFFFF_FFFF_FFFF_FFFE  # Label.INVALID: what Paintera compares an unassigned fragment as
 
@@ -355,26 +358,54 @@ def assignment_location(source: PathLike, *, storage_options: StorageOptions = N
     """Where the fragment-segment-assignment of ``source`` is (or would be written): see the
     module notes. ``source`` is a Paintera label source, its ``data`` group or a level
     ``data/sK``, or another dataset or multiscale group ``X``."""
-    return _owner(open_store(source, storage_options))[1].location
+    return _owner(source_store(source, storage_options))[1].url()
 
 
 def _read_dataset(store: Store) -> FragmentSegmentAssignment:
+    """The lookup in the dataset ``store``, read block by block with the store (not through
+    :mod:`n5mscodecs.n5`'s datasets, whose ``to_dask`` resolves assignments with this module)."""
     where = store.display()
     attributes = store.get_attributes()
     if "dimensions" not in attributes:
         raise ConfigurationError(f"{where}: a fragment-segment-assignment must be an N5 dataset (no dimensions)")
-    dataset = n5.open_dataset(store.location, storage_options=store.storage_options)
-    if not isinstance(dataset, n5.ArrayDataset) or dataset.dtype.kind not in "iu":
-        kind = "label multisets" if isinstance(dataset, n5.LabelMultisetDataset) else f"dataType {dataset.dtype}"
+    check_complete(attributes, where)
+    metadata = DatasetMetadata.from_json(attributes, where)
+    if metadata.label_multiset or metadata.dtype.kind not in "iu":
+        kind = "label multisets" if metadata.label_multiset else f"dataType {metadata.dtype}"
         raise ConfigurationError(f"{where}: dataType: a fragment-segment-assignment holds integer ids, not {kind}")
-    if dataset.ndim != 2 or dataset.shape[1] != 2:
+    if metadata.ndim != 2 or metadata.shape[1] != 2:
         raise ConfigurationError(
             f"{where}: dimensions: a fragment-segment-assignment is [n, 2] (fragments, segments), "
-            f"got {list(dataset.shape)}")
-    if dataset.shape[0] == 0:
-        return FragmentSegmentAssignment.identity()
-    table = np.asarray(dataset[:])
+            f"got {list(metadata.shape)}")
+    table = _table(store, metadata)
     return FragmentSegmentAssignment.from_arrays(table[:, 0], table[:, 1])
+
+
+def _table(store: Store, metadata: DatasetMetadata) -> np.ndarray:
+    """The ``[n, 2]`` rows of the dataset ``store``, in order, from the blocks present. Rows no
+    block holds read as 0: one ``(0, 0)`` row stands for each run of them (a pair that maps 0
+    to itself), so that nothing is allocated for what is not stored."""
+    n, (rows, columns) = metadata.shape[0], metadata.chunks
+    grid = -(-n // rows)
+    present = sorted(int(name) for name in store.list_dir() if name.isdigit() and int(name) < grid)
+    zero = np.zeros((1, 2), metadata.dtype)
+    parts, expected = [], 0
+    for i in present:
+        blocks = []
+        for j in range(-(-2 // columns)):
+            data = store.get(f"{i}/{j}")
+            if data is not None:
+                blocks.append((j, n5_default_decode(data, metadata.dtype, metadata.compressor,
+                                                    chunk_shape=metadata.chunks)))
+        length = min(max((block.shape[0] for _, block in blocks), default=0), n - i * rows)
+        part = np.zeros((length, 2), metadata.dtype)
+        for j, block in blocks:
+            width = min(block.shape[1], 2 - j * columns)
+            part[:, j * columns:j * columns + width] = block[:length, :width]
+        parts += [zero] * (i > expected) + [part] + [zero] * (length < min(rows, n - i * rows))
+        expected = i + 1
+    parts += [zero] * (expected < grid)
+    return np.concatenate(parts) if parts else np.zeros((0, 2), metadata.dtype)
 
 
 def read_assignment(source: PathLike, *, storage_options: StorageOptions = None) -> FragmentSegmentAssignment:
@@ -386,7 +417,7 @@ def read_assignment(source: PathLike, *, storage_options: StorageOptions = None)
         The dataset is not ``[n, 2]`` integers (the message names the field), or is being
         written (its subclass ``IncompleteError``).
     """
-    _, dataset = _owner(open_store(source, storage_options))
+    _, dataset = _owner(source_store(source, storage_options))
     if not dataset.exists():
         return FragmentSegmentAssignment.identity()
     return _read_dataset(dataset)
@@ -420,8 +451,7 @@ def resolve_assignment(store: Store | PathLike,
             raise ConfigurationError(f"assignment: 'auto', None, an assignment or a mapping; got {assignment!r}")
         assignment = True
     if assignment is True:
-        store = store if isinstance(store, Store) else open_store(store, storage_options)
-        found = find_assignment(store)
+        found = find_assignment(source_store(store, storage_options))
     elif assignment is None or assignment is False:
         found = None
     elif isinstance(assignment, (FragmentSegmentAssignment, Mapping)):
@@ -440,15 +470,20 @@ def resolve_assignment(store: Store | PathLike,
 
 def _write_dataset(dataset: Store, assignment: FragmentSegmentAssignment) -> None:
     """Paintera's layout: dimensions [n, 2], blockSize [max(n, 1), 1], gzip, blocks 0/0 and 0/1.
-    Marked incomplete before anything changes; the old dataset's blocks go first."""
+    Marked incomplete before anything changes; the old dataset's blocks go first. The container
+    root gets the N5 version, as Java's writers give it."""
     n = len(assignment)
-    if dataset.exists() and dataset.list_dir() and "dimensions" not in dataset.get_attributes():
+    if dataset.list_dir() and "dimensions" not in dataset.get_attributes():
         raise ConfigurationError(f"{dataset.display()}: refusing to overwrite something that is not an N5 dataset")
-    created = n5.create_array_dataset(dataset, (n, 2), (max(n, 1), 1), "uint64", compression=PAINTERA_COMPRESSION,
-                                      overwrite=True, incomplete=_WRITER)
+    metadata = DatasetMetadata.array((n, 2), (max(n, 1), 1), _U64, PAINTERA_COMPRESSION)
+    root = dataset.container_root()
+    write_marked(dataset, metadata.to_json(), incomplete_marker(_WRITER, _FINISH))
+    dataset.clear("", {ATTRIBUTES, LOCK_NAME})
+    if root is not None and "n5" not in (version := root.get_attributes()):
+        root.set_attributes("", {"n5": N5_VERSION, **version})
     # Java writes both blocks, also the zero-length ones of an empty lookup (outside the grid [0, 2])
     for column, ids in enumerate((assignment.fragments, assignment.segments)):
-        dataset.set(f"0/{column}", n5.n5_default_encode(ids.reshape(n, 1), created.compressor, dtype=_U64))
+        dataset.set(f"0/{column}", n5_default_encode(ids.reshape(n, 1), metadata.compressor, dtype=_U64))
     mark_complete(dataset)
 
 
@@ -462,10 +497,10 @@ def write_assignment(source: PathLike, assignment: FragmentSegmentAssignment | P
     interrupted write leaves a dataset every reader of this package refuses.
     """
     assignment = FragmentSegmentAssignment.from_pairs(assignment)
-    owner, dataset = _owner(open_store(source, storage_options))
+    owner, dataset = _owner(source_store(source, storage_options))
     with WriterLock(owner):
         _write_dataset(dataset, assignment)
-    return dataset.location
+    return dataset.url()
 
 
 class IdAllocator:
@@ -475,8 +510,7 @@ class IdAllocator:
     ``maxId`` is refused (Paintera asks for one)."""
 
     def __init__(self, source: PathLike | Store, *, storage_options: StorageOptions = None) -> None:
-        store = source if isinstance(source, Store) else open_store(source, storage_options)
-        self.store = _owner(store)[0]
+        self.store = _owner(source_store(source, storage_options))[0]
         value = self.store.get_attributes().get("maxId")
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigurationError(f"{self.store.display()}: maxId: new segment ids need an integer maxId "
@@ -490,8 +524,8 @@ class IdAllocator:
         return self.current
 
 
-def _edit(source, storage_options, change):
-    owner, dataset = _owner(open_store(source, storage_options))
+def _edit(owner, dataset, change):
+    """``change(current lookup, new id)`` written under the writer lock of the source ``owner``."""
     with WriterLock(owner):
         current = _read_dataset(dataset) if dataset.exists() else FragmentSegmentAssignment.identity()
         allocator: list[IdAllocator] = []
@@ -519,7 +553,7 @@ def merge_fragments(source: PathLike, fragments: Iterable[int], *,
         for other in ids[1:]:
             current = current.merge(ids[0], other, new_id)
         return current
-    return _edit(source, storage_options, change)
+    return _edit(*_owner(source_store(source, storage_options)), change)
 
 
 def detach_fragments(source: PathLike, fragments: Iterable[int], *,
@@ -532,7 +566,7 @@ def detach_fragments(source: PathLike, fragments: Iterable[int], *,
         for fragment in ids:
             current = current.detach(fragment)
         return current
-    return _edit(source, storage_options, change)
+    return _edit(*_owner(source_store(source, storage_options)), change)
 
 
 def assign_fragments(source: PathLike, pairs: Pairs, *,
@@ -544,14 +578,14 @@ def assign_fragments(source: PathLike, pairs: Pairs, *,
 
     def change(current, _new_id):
         return current.updated(table)
-    updated = _edit(source, storage_options, change)
+    owner, dataset = _owner(source_store(source, storage_options))
+    updated = _edit(owner, dataset, change)
     if len(table):
-        _raise_max_id(source, storage_options, int(table.segments.max()))
+        _raise_max_id(owner, int(table.segments.max()))
     return updated
 
 
-def _raise_max_id(source, storage_options, value):
-    owner, _ = _owner(open_store(source, storage_options))
+def _raise_max_id(owner, value):
     attributes = owner.get_attributes()
     current = attributes.get("maxId")
     if isinstance(current, int) and not isinstance(current, bool) and _signed(value) > current:

@@ -39,7 +39,6 @@ unique-labels blocks, since the interrupted run may have rewritten some of them.
 
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -54,10 +53,8 @@ from ..multiset.array import RESERVED_RULES
 from ..multiset.rules import check_rule
 from ..n5 import storage
 from ..n5.metadata import max_id
-from ..n5.store import open_store
 from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
-from .conventions import is_label_source
-from .convert import CONVERSION_KEY
+from .conventions import CONVERSION_KEY, is_label_source, target_store
 from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping, write_label_to_block_mapping
 from .pyramid import PyramidJob, children, remake_block, write_block
 from .sources import LabelSource, open_label_source
@@ -173,7 +170,7 @@ def _open_source(store: Store, rule: Rule | None) -> _Source:
     rule = rule or parameters.get("rule") or "java"   # Paintera's own sources were written by Java
     check_rule(rule)
     keep: Any = parameters.get("keep") if rule == "spec" else None
-    source = LabelSource("n5", first.path, first.shape, "uint64")
+    source = LabelSource("n5", first.path, first.shape, "uint64", store=first.store)
     job = PyramidJob(store, source, first.chunks, tuple(factors), dict(first.attributes.get("compression") or
                      {"type": "raw"}), -1, keep, rule, bool(parameters.get("writeBackgroundBlocks", False)))
     for level, dataset in enumerate(datasets):
@@ -329,8 +326,8 @@ def _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignor
 
 
 def commit(
-    source: PathLike,
-    edit: LabelSource | np.ndarray | PathLike,
+    source: PathLike | Store,
+    edit: LabelSource | np.ndarray | PathLike | Store,
     offset: Sequence[int],
     *,
     dataset: str | None = None,
@@ -345,9 +342,11 @@ def commit(
 
     Parameters
     ----------
-    source : path
+    source : path or store
         The Paintera label source (``painteraData`` of type label, ``data/s0..sN``,
-        ``unique-labels``, ``label-to-block-mapping``), local or a URL.
+        ``unique-labels``, ``label-to-block-mapping``), local or a URL, or its
+        :class:`~n5mscodecs.n5.Store` or group object (a read-only store is refused with
+        :class:`~n5mscodecs.ReadOnlyError` before anything is written).
     edit : ndarray, path or LabelSource
         The labels of the edited box, read as :func:`~n5mscodecs.paintera.convert` reads a
         source (an ndarray in N5 order, an N5 dataset, zarr array, OME-Zarr image, ``.npy``
@@ -376,12 +375,11 @@ def commit(
         raise ConfigurationError(f"reserved must be one of {RESERVED_RULES}, got {reserved!r}")
     if ignore is not None and not 0 <= int(ignore) < 2**64:
         raise ConfigurationError(f"ignore: an id in [0, 2**64) required, got {ignore!r}")
-    target = os.fspath(source)
-    store = open_store(target, storage_options, boundary=storage.confinement_root(target))
+    store = target_store(source, storage_options)
     if not store.exists():
         raise FileNotFoundError(f"source {store.display()} does not exist")
     edit_source = open_label_source(edit, dataset, storage_options=storage_options, level=level)
-    storage.refuse_overlap(target, edit_source.path)
+    storage.refuse_overlap(store.url(), edit_source.path)
     opened = _open_source(store, rule)
     job, s0 = opened.job, opened.datasets[0]
     try:

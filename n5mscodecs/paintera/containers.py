@@ -15,7 +15,6 @@ it, optionally reading and decoding every block.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -26,8 +25,7 @@ from .. import n5
 from .._threads import default_threads
 from ..errors import ConfigurationError, IncompleteError, N5msCodecsError, StorageError
 from ..n5 import storage
-from ..n5.store import open_store
-from .convert import CONVERSION_KEY
+from .conventions import CONVERSION_KEY, source_store
 from .lookup import LOOKUP_DIMENSION
 from .multiscale import interrupted
 
@@ -63,13 +61,14 @@ class Survey:
     datasets: Iterator[DatasetEntry]     # described one by one as they are iterated
 
 
-def survey(path: PathLike, *, check: bool = False, storage_options: StorageOptions = None) -> Survey:
+def survey(path: PathLike | Store, *, check: bool = False, storage_options: StorageOptions = None) -> Survey:
     """Describe the N5 group or dataset at ``path`` and the datasets below it.
 
     Parameters
     ----------
-    path : path
-        An N5 container, group, Paintera label source or dataset.
+    path : path or store
+        An N5 container, group, Paintera label source or dataset: its location, its
+        :class:`~n5mscodecs.n5.Store` or its N5 group or dataset object.
     check : bool
         Read and decode every block of every dataset (each bad one goes to
         :attr:`DatasetEntry.bad`); otherwise only each label multiset dataset's first block.
@@ -89,37 +88,37 @@ def survey(path: PathLike, *, check: bool = False, storage_options: StorageOptio
     ConfigurationError
         ``path`` is a file, or holds nothing N5 (the message says what it is instead).
     """
-    path = os.fspath(path)
-    store = open_store(path, storage_options)  # opened once; the datasets below open their own
-    options = store.storage_options
-    name = store.display()
+    store = source_store(path, storage_options)  # opened once; the datasets below are its children
+    path, name = store.url(), store.display()
     if not store.is_directory():
         if store.exists():
             raise ConfigurationError(f"{name}: a file, not an N5 container")
         raise FileNotFoundError(f"{name}: no such directory")
     attributes = store.get_attributes()
     if "dimensions" in attributes:
-        return Survey(path, None, False, _entries([(path, name)], check, options))
+        return Survey(path, None, False, _entries([(store, name)], check))
     directories = list(n5.dataset_paths(store))
     if not attributes and not directories:
         raise ConfigurationError(f"{name}: {_not_n5(store)}")
     heading = _source_lines(store, attributes) or [f"N5 group {attributes.get('n5', '')}".rstrip()]
-    named = [(d, storage.relative(d, path)) for d in directories]
-    return Survey(path, heading, interrupted(attributes), _entries(named, check, options))
+    # dataset_paths yields locations: their keys below the surveyed store
+    keys = [storage.relative(d, path) for d in directories]
+    return Survey(path, heading, interrupted(attributes), _entries([(store.child(k), k) for k in keys], check))
 
 
-def _entries(named, check, options):
-    for directory, name in named:
-        yield describe_dataset(directory, name, check=check, storage_options=options)
+def _entries(named, check):
+    for store, name in named:
+        yield describe_dataset(store, name, check=check)
 
 
-def describe_dataset(path: PathLike, name: str | None = None, *, check: bool = False,
+def describe_dataset(path: PathLike | Store, name: str | None = None, *, check: bool = False,
                      storage_options: StorageOptions = None) -> DatasetEntry:
-    """One dataset in words (see :class:`DatasetEntry`); ``check`` reads every block."""
-    path = os.fspath(path)
-    entry = DatasetEntry(path, storage.display(path) if name is None else name)
+    """One dataset in words (see :class:`DatasetEntry`); ``check`` reads every block. ``path``:
+    its location, store or dataset object."""
+    store = source_store(path, storage_options)
+    entry = DatasetEntry(store.url(), store.display() if name is None else name)
     try:
-        dataset = n5.open_dataset(path, storage_options=storage_options)
+        dataset = n5.open_dataset(store)
         entry.description, entry.first_block_problem = _describe(dataset)
     except IncompleteError as exc:
         entry.incomplete = str(exc).split("INCOMPLETE: ", 1)[-1]

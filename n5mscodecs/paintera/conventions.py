@@ -10,6 +10,9 @@ Everything is in N5 axis order (x, y, z for 3-d data).
 - :func:`~n5mscodecs.paintera.default_factors`: the levels added when no factors are given.
 - :func:`~n5mscodecs.paintera.parse_compression`: ``gzip:9``, ``xz:6``, ``blosc:zstd:5:1`` or a JSON object to the
   N5 ``compression`` attribute (what ``n5ms convert --compression`` takes).
+- :func:`source_store` and :func:`target_store`: where a public entry point turns what it was
+  given (a location and its ``storage_options``, a store, an N5 group or dataset) into the
+  store everything below it works with, once.
 
 >>> level_placement((4.0, 4.0, 40.0), (0.0, 0.0, 100.0), (2.0, 2.0, 2.0))
 ((8.0, 8.0, 80.0), (2.0, 2.0, 120.0))
@@ -24,12 +27,49 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, StorageError
 from ..n5.compression import writing_compressor
+from ..n5.store import Store, open_store, open_target
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any
+
+    from ..n5.storage import PathLike, StorageOptions
+
+#: The group attribute of an ``n5ms convert`` target recording its parameters and whether it finished.
+CONVERSION_KEY = "n5mscodecs:conversion"
+FINISH_HINT = "rerun n5ms convert with --resume (same arguments) to finish it, or --overwrite to start again"
+
+
+def _held(where: Any) -> Any:
+    """The store of an N5 group or dataset object; anything else as it is."""
+    held = getattr(where, "store", None)
+    return held if isinstance(held, Store) else where
+
+
+def source_store(where: Any, storage_options: StorageOptions = None) -> Store:
+    """The store of what a reader was given: a :class:`~n5mscodecs.n5.Store` as it is, an N5
+    group or dataset object its store, a location (local path or URL, with fsspec's
+    ``storage_options``) opened here."""
+    return open_store(_held(where), storage_options)
+
+
+def target_store(where: Any, storage_options: StorageOptions = None,
+                 container: PathLike | Store | None = None) -> Store:
+    """:func:`source_store` for a writer: a location is confined to its container root
+    (``container`` when given; see :func:`~n5mscodecs.n5.store.open_target`)."""
+    return open_target(_held(where), storage_options, container)
+
+
+def attributes_above(store: Store) -> dict[str, Any]:
+    """The attributes of the group holding ``store`` ({} when nothing lies above it: a bucket,
+    or the root of the container the store is confined to)."""
+    try:
+        parent = store.parent()
+    except StorageError:  # raised before any request: there is no parent to read
+        return {}
+    return parent.get_attributes()
 
 
 def is_label_source(attributes: Mapping[str, Any]) -> bool:

@@ -3,7 +3,6 @@ datasets and read as Paintera's ``LabelBlockLookupFromN5`` does."""
 
 from __future__ import annotations
 
-import os
 import struct
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
@@ -13,14 +12,15 @@ import numpy as np
 from .. import n5
 from ..errors import ConfigurationError, LookupFormatError
 from ..n5 import storage
-from ..n5.store import Store, open_store
 from ..n5.writing import check_complete, incomplete_marker, mark_complete, write_marked
+from .conventions import source_store, target_store
 
 if TYPE_CHECKING:
     from typing import Any
 
     from ..n5 import ArrayDataset
     from ..n5.storage import PathLike
+    from ..n5.store import Store
 
 LABEL_BLOCK_LOOKUP = {"type": "n5-filesystem-relative", "scaleDatasetPattern": "label-to-block-mapping/s%d"}
 LOOKUP_DIMENSION = 2**63 - 1   # the label-to-block-mapping datasets span every uint63 id
@@ -83,15 +83,17 @@ def write_label_to_block_mapping(
     threads: int | None = None, *, storage_options: dict[str, Any] | None = None,
 ) -> int:
     """Write ``label-to-block-mapping/s{level}`` from ``unique-labels/s{level}``; returns the file count.
-    ``target`` is the label source's location (``storage_options``: its options) or store.
+    ``target`` is the label source's location (``storage_options``: its options), store or
+    group object.
 
     The dataset is marked incomplete (its new attributes, with the marker, replace the old
     ones) before its first file is removed or written, and unmarked after its last file:
     an interrupted run leaves a mapping every reader refuses, never a partial one."""
-    store = target if isinstance(target, Store) else open_store(
-        target, storage_options, boundary=storage.confinement_root(target))
-    unique_labels = n5.open_dataset(store.url(f"unique-labels/s{level}"), storage_options=store.storage_options,
-                                    allow_incomplete=True)  # written by a conversion that is finishing
+    store = target_store(target, storage_options)
+    # read as readers read (a location is confined to its container root only, not to itself),
+    # and allow_incomplete: written by a conversion that is finishing
+    unique_labels = n5.open_dataset(source_store(target, storage_options).child(f"unique-labels/s{level}"),
+                                    allow_incomplete=True)
     if not isinstance(unique_labels, n5.ArrayDataset):
         raise ConfigurationError(f"{unique_labels.path}: unique-labels is a label multiset dataset, not uint64 lists")
     mapping = _mapping_dataset(store, level, lookup_block_size, compression)
@@ -171,28 +173,28 @@ def _mapping_entries(body: bytes, ndim: int, name: str) -> dict[int, bytes]:
 
 
 def read_label_to_block_mapping(
-    target: PathLike, level: int, *, storage_options: dict[str, Any] | None = None
+    target: PathLike | Store, level: int, *, storage_options: dict[str, Any] | None = None
 ) -> dict[int, list[tuple[tuple[int, ...], tuple[int, ...]]]]:
     """``{id: [(min, max), ...]}`` of a Paintera label source's ``label-to-block-mapping/s{level}``
     (intervals inclusive, N5 order), as Paintera's ``LabelBlockLookupFromN5`` reads it.
+    ``target``: the source's location, store or group object.
 
     A mapping (or a ``data/s{level}``) marked incomplete by an interrupted writer is refused
     with :class:`~n5mscodecs.IncompleteError`, as every reader of the package refuses it."""
-    target = os.fspath(target)
-    options = storage_options
-    path = storage.join(target, "label-to-block-mapping", f"s{level}")
-    data = n5.read_attributes(storage.join(target, "data", f"s{level}"), storage_options=options)
-    check_complete(data, storage.display(storage.join(target, "data", f"s{level}")))
+    store = source_store(target, storage_options)
+    data_store = store.child(f"data/s{level}")
+    data = data_store.get_attributes()
+    check_complete(data, data_store.display())
     dimensions = data.get("dimensions", [0, 0, 0])
     if not isinstance(dimensions, list) or not 1 <= len(dimensions) <= 32:
-        raise ConfigurationError(f"{storage.display(storage.join(target, 'data', f's{level}'))}: attributes.json: "
+        raise ConfigurationError(f"{data_store.display()}: attributes.json: "
                                  f"dimensions must be a list of 1..32 integers, got {dimensions!r}")
     ndim = len(dimensions)
-    mapping = n5.open_dataset(path, storage_options=options)
+    mapping = n5.open_dataset(store.child(f"label-to-block-mapping/s{level}"))
     if not isinstance(mapping, n5.ArrayDataset):
         raise ConfigurationError(f"{mapping.path}: label-to-block-mapping is a label multiset dataset")
     result = {}
-    for name in storage.list_names(path, options):
+    for name in mapping.store.list_dir():
         if not name.isdigit():
             continue
         body = mapping.read_block((int(name),))

@@ -42,12 +42,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import n5
-from ..errors import ConfigurationError, IncompleteError, StorageError
+from ..errors import ConfigurationError, IncompleteError
 from ..multiset import BACKGROUND
-from ..n5.store import open_store
 from .assignment import resolve_assignment
-from .conventions import is_label_source, level_placement
-from .convert import CONVERSION_KEY, FINISH_HINT
+from .conventions import CONVERSION_KEY, FINISH_HINT, attributes_above, is_label_source, level_placement, source_store
 
 if TYPE_CHECKING:
     import dask.array
@@ -74,6 +72,10 @@ class LabelPyramid:
         What was opened: the label source, the multiscale group or the dataset.
     datasets : tuple
         The location of each level's dataset.
+    store : Store
+        The store of ``path``.
+    stores : tuple
+        The store of each level's dataset (what :meth:`open_level` opens).
     levels : tuple
         Lazy ``dask.array.Array`` per level: the uint64 argmax labels of a
         label multiset dataset (missing blocks read as ``fill_label``), the
@@ -101,9 +103,10 @@ class LabelPyramid:
     voxel_sizes: tuple[tuple[float, ...], ...]
     offsets: tuple[tuple[float, ...], ...]
     downsampling_factors: tuple[tuple[float, ...], ...]
+    store: Store = field(repr=False)
     fill_label: int = BACKGROUND
     max_id: int | None = None
-    storage_options: StorageOptions = field(default=None, repr=False)  # for URLs; never printed
+    stores: tuple[Store, ...] = field(default=(), repr=False)
     assignment: FragmentSegmentAssignment | None = field(default=None, repr=False)
 
     @property
@@ -121,9 +124,9 @@ class LabelPyramid:
 
     def open_level(self, level: int) -> n5.LabelMultisetDataset | n5.ArrayDataset:
         """The N5 dataset of ``level`` (reading multisets where ``levels`` holds their labels),
-        its missing blocks read as ``fill_label``, through the pyramid's storage options. It
-        reads fragments: apply :attr:`assignment` (when not None) to its labels."""
-        return n5.open_dataset(self.datasets[level], fill_label=self.fill_label, storage_options=self.storage_options)
+        its missing blocks read as ``fill_label``, through the level's store. It reads
+        fragments: apply :attr:`assignment` (when not None) to its labels."""
+        return n5.open_dataset(self.stores[level], fill_label=self.fill_label)
 
 
 def _numbers(value, name, ndim, where):
@@ -160,15 +163,14 @@ def _factors(attributes, name, ndim, where):
 
 def _open_level(level: Store, fill_label, allow_plain=False):
     """A level's dataset: label multisets, or (in a Paintera label source) plain integers."""
-    # opened by location: n5.open confines the dataset to its own container root
-    dataset = n5.open_dataset(level.location, fill_label=fill_label, storage_options=level.storage_options)
+    dataset = n5.open_dataset(level, fill_label=fill_label)
     if isinstance(dataset, n5.ArrayDataset) and not (allow_plain and dataset.dtype.kind in "iu"):
         raise ConfigurationError(f"{dataset.name}: not a label multiset dataset (dataType {dataset.dtype})")
     return dataset
 
 
-def _pyramid(path, group: Store, names, fill_label, source_attributes=None):
-    """The pyramid of ``names`` (levels of the multiscale ``group``); ``path`` is what was opened."""
+def _pyramid(opened: Store, group: Store, names, fill_label, source_attributes=None):
+    """The pyramid of ``names`` (levels of the multiscale ``group``); ``opened`` is what was opened."""
     where = group.display()
     plain = source_attributes is not None and is_label_source(source_attributes)
     datasets = [_open_level(group.child(name), fill_label, plain) for name in names]
@@ -188,7 +190,7 @@ def _pyramid(path, group: Store, names, fill_label, source_attributes=None):
     max_id = fallback.get("maxId", group_attributes.get("maxId", datasets[0].attributes.get("maxId")))
     placements = [level_placement(resolution, offset, fs) for fs in factors]
     return LabelPyramid(
-        path=path,
+        path=opened.url(),
         datasets=tuple(d.path for d in datasets),
         levels=tuple(d.to_dask(assignment=None) for d in datasets),
         voxel_sizes=tuple(placement[0] for placement in placements),
@@ -196,7 +198,8 @@ def _pyramid(path, group: Store, names, fill_label, source_attributes=None):
         downsampling_factors=tuple(factors),
         fill_label=int(fill_label),
         max_id=None if max_id is None else int(max_id),
-        storage_options=group.storage_options,
+        store=opened,
+        stores=tuple(d.store for d in datasets),
     )
 
 
@@ -214,23 +217,15 @@ def _label_levels(group: Store):
     return []
 
 
-def _attributes_above(store: Store) -> dict:
-    """The attributes of the group holding ``store`` ({} when nothing lies above it: a bucket)."""
-    try:
-        parent = store.parent()
-    except StorageError:  # raised before any request: there is no parent to read
-        return {}
-    return parent.get_attributes()
-
-
 def interrupted(attributes: dict) -> bool:
     """Whether ``attributes`` are those of an unfinished ``n5ms convert`` target."""
     state = attributes.get(CONVERSION_KEY)
     return isinstance(state, dict) and not state.get("complete", True)
 
 
-def find_label_pyramids(path: PathLike, *, storage_options: StorageOptions = None) -> list[str]:
-    """The label pyramids in the N5 container or group at ``path``, in walk order.
+def find_label_pyramids(path: PathLike | Store, *, storage_options: StorageOptions = None) -> list[str]:
+    """The label pyramids in the N5 container or group at ``path`` (a location, a store or an
+    N5 group object), in walk order (their locations).
 
     Found are, below or at ``path``: Paintera label sources (groups with
     ``painteraData: {"type": "label"}``), multiscale groups whose ``sK``
@@ -248,14 +243,14 @@ def find_label_pyramids(path: PathLike, *, storage_options: StorageOptions = Non
     >>> [p[len(root) + 1:] for p in find_label_pyramids(root)]
     ['labels', 'more/seg']
     """
-    return [location for location, _ in _find_label_pyramids(open_store(path, storage_options))]
+    store = source_store(path, storage_options)
+    return [store.url(key) for key in _find_label_pyramids(store)]
 
 
-def _find_label_pyramids(store: Store) -> list[tuple[str, str]]:
-    """:func:`find_label_pyramids` below the location of ``store``: each pyramid's location and key."""
-    found: list[tuple[str, str]] = []
+def _find_label_pyramids(store: Store) -> list[str]:
+    """:func:`find_label_pyramids` below ``store``: each pyramid's key."""
+    found: list[str] = []
     for key, subdirectories, _ in store.walk():
-        directory = store.url(key)
         here = store.child(key) if key else store
         attributes = here.get_attributes()
         if interrupted(attributes):
@@ -263,17 +258,14 @@ def _find_label_pyramids(store: Store) -> list[tuple[str, str]]:
         elif "dimensions" in attributes:
             subdirectories[:] = []
             if attributes.get("isLabelMultiset"):
-                found.append((directory, key))
-        elif is_label_source(attributes):
+                found.append(key)
+        elif is_label_source(attributes) or _label_levels(here):
             subdirectories[:] = []
-            found.append((directory, key))
-        elif _label_levels(here):
-            subdirectories[:] = []
-            found.append((directory, key))
+            found.append(key)
     return found
 
 
-def open_pyramid(path: PathLike, *, storage_options: StorageOptions = None,
+def open_pyramid(path: PathLike | Store, *, storage_options: StorageOptions = None,
                  fill_label: int = BACKGROUND, assignment: Any = "auto",
                  additional_assignment: Pairs | None = None) -> LabelPyramid:
     """Open a Paintera label pyramid as lazy dask label arrays with voxel sizes and offsets.
@@ -291,7 +283,8 @@ def open_pyramid(path: PathLike, *, storage_options: StorageOptions = None,
         label multiset dataset (one level; a level ``sK`` of a multiscale group
         gets that level's voxel size and offset). Levels may also be plain
         integer datasets (Paintera label sources without multisets). A local
-        path or a URL (the ``remote`` extra).
+        path or a URL (the ``remote`` extra), a :class:`~n5mscodecs.n5.Store`,
+        or the N5 group or dataset object of one of the above.
     storage_options : dict, optional
         fsspec's options for a URL.
     fill_label : int
@@ -332,8 +325,8 @@ def open_pyramid(path: PathLike, *, storage_options: StorageOptions = None,
     >>> bool((pyramid.levels[0].compute() == labels).all())
     True
     """
-    pyramid = _open_pyramid(open_store(path, storage_options), fill_label)
-    lookup = resolve_assignment(open_store(pyramid.path, storage_options), assignment, additional_assignment)
+    pyramid = _open_pyramid(source_store(path, storage_options), fill_label)
+    lookup = resolve_assignment(pyramid.store, assignment, additional_assignment)
     if lookup is None:
         return pyramid
     levels = tuple(_segments(level, lookup) for level in pyramid.levels)
@@ -347,8 +340,8 @@ def _segments(level: Any, lookup: FragmentSegmentAssignment) -> Any:
 
 
 def _open_pyramid(store: Store, fill_label: int) -> LabelPyramid:
-    """:func:`open_pyramid` of the location of ``store`` (whose parents are looked up through it)."""
-    path, name = store.location, store.display()
+    """:func:`open_pyramid` of ``store`` (whose parents are looked up through it)."""
+    name = store.display()
     if not store.exists():
         raise ConfigurationError(f"{name} does not exist")
     attributes = store.get_attributes()
@@ -358,11 +351,11 @@ def _open_pyramid(store: Store, fill_label: int) -> LabelPyramid:
     if "dimensions" in attributes:  # a single dataset
         if not attributes.get("isLabelMultiset"):
             raise ConfigurationError(f"{name}: not a label multiset dataset")
-        parent_attributes = _attributes_above(store)
+        parent_attributes = attributes_above(store)
         if _LEVEL.match(store.name) and (parent_attributes.get("multiScale") or "resolution" in parent_attributes):
             parent = store.parent()
-            grandparent = _attributes_above(parent)
-            return _pyramid(path, parent, [store.name], fill_label,
+            grandparent = attributes_above(parent)
+            return _pyramid(store, parent, [store.name], fill_label,
                             grandparent if is_label_source(grandparent) else None)
         return _single(store, attributes, fill_label)
     if "painteraData" in attributes:
@@ -373,19 +366,19 @@ def _open_pyramid(store: Store, fill_label: int) -> LabelPyramid:
         names = _level_names(data)
         if not names:
             raise ConfigurationError(f"{name}: a Paintera label source without data/s0 .. sN levels")
-        return _pyramid(path, data, names, fill_label, attributes)
+        return _pyramid(store, data, names, fill_label, attributes)
     names = _level_names(store)
     if names:  # a multiscale group: Paintera's data group (its levels may be plain integers), or sK label multisets
-        above = _attributes_above(store) if store.name == "data" else {}
+        above = attributes_above(store) if store.name == "data" else {}
         source = above if is_label_source(above) else None
-        return _pyramid(path, store, names, fill_label, source)
+        return _pyramid(store, store, names, fill_label, source)
     # a container or group: the one pyramid below it (only N5 groups and *.n5 directories are searched)
-    searched = attributes or path.rstrip("/").lower().endswith(".n5")
+    searched = attributes or store.name.lower().endswith(".n5")
     found = _find_label_pyramids(store) if searched else []
     if len(found) == 1:
-        return _open_pyramid(store.child(found[0][1]), fill_label)
+        return _open_pyramid(store.child(found[0]), fill_label)
     if found:
-        listed = ", ".join(key for _, key in found[:5]) + (", ..." if len(found) > 5 else "")
+        listed = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
         raise ConfigurationError(f"{name} holds {len(found)} label pyramids ({listed}): open one of them")
     raise ConfigurationError(
         f"{name}: not a Paintera label source, multiscale label group, label multiset dataset "
@@ -402,7 +395,7 @@ def _single(store: Store, attributes, fill_label):
     max_id = attributes.get("maxId")
     voxel_size, centre = level_placement(resolution, offset, factors)
     return LabelPyramid(
-        path=store.location,
+        path=store.url(),
         datasets=(dataset.path,),
         levels=(dataset.to_dask(assignment=None),),
         voxel_sizes=(voxel_size,),
@@ -410,7 +403,8 @@ def _single(store: Store, attributes, fill_label):
         downsampling_factors=(factors,),
         fill_label=int(fill_label),
         max_id=None if max_id is None else int(max_id),
-        storage_options=store.storage_options,
+        store=store,
+        stores=(dataset.store,),
     )
 
 

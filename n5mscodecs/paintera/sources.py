@@ -1,12 +1,12 @@
 """Label sources for :func:`~n5mscodecs.paintera.convert`: integer labels read region by region
-from an ndarray, an N5 dataset, a zarr array, a ``.npy`` or a TIFF file (N5 axis order)."""
+from an ndarray, an N5 dataset, a zarr array, an OME-Zarr multiscale image, a ``.npy`` or a
+TIFF file (N5 axis order)."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 import json
-import os
 import struct
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -19,8 +19,9 @@ from .._extras import require
 from .._threads import default_threads
 from ..errors import ConfigurationError
 from ..multiset.array import check_label_range
-from ..n5 import grid, storage
-from ..n5.store import open_store
+from ..n5 import grid
+from ..n5.storage import ATTRIBUTES
+from .conventions import source_store
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -31,25 +32,39 @@ if TYPE_CHECKING:
     from ..n5.store import Store
 
 
+@dataclass(frozen=True)
+class _Opening:
+    """What a file source opens, as the key of :func:`_opened`: its kind, location and the
+    storage options of its store as JSON (hashable); the store itself is not compared."""
+
+    kind: str
+    path: str
+    options: str
+    store: Store = field(compare=False)
+
+
 @functools.lru_cache(maxsize=8)
-def _opened(kind, path, options_json="null"):
-    """The array behind a file source, opened once per process (workers open lazily);
-    ``options_json``: the storage options of a URL, as JSON (a hashable cache key)."""
-    options = json.loads(options_json)
-    if kind == "n5":
-        return n5.open_dataset(path, storage_options=options)
-    if kind == "npy":
-        return np.load(path, mmap_mode="r")
-    if kind == "tiff":
+def _opened(opening: _Opening) -> Any:
+    """The array behind a file source, opened once per process (workers open lazily)."""
+    store = opening.store
+    if opening.kind == "n5":
+        return n5.open_dataset(store)
+    if opening.kind in ("npy", "tiff"):
+        local = store.local_file()
+        if local is None:
+            raise ConfigurationError(f"source: {store.display()}: .npy and TIFF sources must be local files")
+        if opening.kind == "npy":
+            return np.load(local, mmap_mode="r")
         tifffile = require("tifffile", "cli", "TIFF sources")
         try:
-            return tifffile.memmap(path, mode="r")
+            return tifffile.memmap(local, mode="r")
         except ValueError:  # compressed or not contiguous: read it whole
-            return tifffile.imread(path)
-    if kind == "zarr":
+            return tifffile.imread(local)
+    if opening.kind == "zarr":  # zarr opens the location with a store of its own
         zarr = require("zarr", "zarr", "zarr array sources")
-        return zarr.open_array(path, mode="r", storage_options=options) if options else zarr.open_array(path, mode="r")
-    raise ConfigurationError(f"source: unknown kind {kind!r}")
+        options = {"storage_options": store.storage_options} if store.storage_options else {}
+        return zarr.open_array(store.url(), mode="r", **options)
+    raise ConfigurationError(f"source: unknown kind {opening.kind!r}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,17 +72,17 @@ class LabelSource:
     """Integer labels read region by region, in N5 axis order.
 
     Files are opened lazily (and once per process), so a source pickles to
-    its path and can be shipped to cluster workers. N5 datasets are in N5
+    its store and can be shipped to cluster workers. N5 datasets are in N5
     order already; ``.npy``, TIFF and zarr arrays are C-ordered ``(z, y, x)``
     and are read transposed. Use :func:`open_label_source` to make one.
     """
 
     kind: str
-    path: str | None
+    path: str | None  # the location (for messages, descriptions and overlap checks)
     shape: tuple[int, ...]
     dtype: str
     array: np.ndarray | None = field(default=None, repr=False)
-    storage_options: dict[str, Any] | None = field(default=None, repr=False)  # for URLs; never printed
+    store: Store | None = field(default=None, repr=False)  # of a file source: what is read
     #: Voxel size and offset (N5 order) the source itself gives (an OME-Zarr level's), else None.
     resolution: tuple[float, ...] | None = None
     offset: tuple[float, ...] | None = None
@@ -76,7 +91,7 @@ class LabelSource:
         """The labels of ``region`` (a tuple of slices, N5 order) as an ndarray."""
         if self.array is not None:  # kind "array"
             return self.array[region]
-        stored = _opened(self.kind, self.path, json.dumps(self.storage_options, sort_keys=True))
+        stored = _opened(_opening(self))
         if self.kind == "n5":
             return stored[region]
         return np.asarray(stored[region[::-1]]).T
@@ -84,6 +99,12 @@ class LabelSource:
     def description(self) -> dict[str, Any]:
         """What identifies the source when resuming a conversion."""
         return {"kind": self.kind, "path": self.path, "shape": list(self.shape), "dtype": self.dtype}
+
+
+def _opening(source: LabelSource) -> _Opening:
+    if source.store is None or source.path is None:
+        raise ConfigurationError(f"source: a {source.kind} source needs its store and location")
+    return _Opening(source.kind, source.path, json.dumps(source.store.storage_options, sort_keys=True), source.store)
 
 
 def check_source_labels(source: LabelSource, block_size: Sequence[int], reserved: ReservedRule = "reject",
@@ -130,68 +151,119 @@ def _npy_header(path):
     return shape, dtype
 
 
-def _checked_source(kind, path, shape, dtype, array=None, storage_options=None):
+def _checked_source(kind, store, shape, dtype, array=None):
     dtype = np.dtype(dtype)
+    path = None if store is None else store.url()
     if dtype.kind not in "iu":
         raise ConfigurationError(f"source: integer labels required, {path or 'array'} has dtype {dtype}")
     if not 1 <= len(shape) <= 3:
         raise ConfigurationError(f"source: 1 to 3 dimensions required, got shape {tuple(shape)}")
-    return LabelSource(kind, path, tuple(int(s) for s in shape), dtype.name, array, storage_options)
+    return LabelSource(kind, path, tuple(int(s) for s in shape), dtype.name, array, store)
 
 
-def open_label_source(source: LabelSource | np.ndarray | PathLike, dataset: str | None = None, *,
+def open_label_source(source: LabelSource | np.ndarray | PathLike | Store | Any, dataset: str | None = None, *,
                       storage_options: dict[str, Any] | None = None, level: int = 0) -> LabelSource:
     """A :class:`LabelSource` from an ndarray (N5 order), an N5 dataset or group + ``dataset``,
     a zarr array, an OME-Zarr multiscale image (its ``level``, with the level's voxel size
     and offset), a ``.npy`` file or a TIFF file. N5 datasets and zarr arrays may be URLs
-    (with fsspec's ``storage_options``)."""
+    (with fsspec's ``storage_options``); each may also be given as a store
+    (:class:`~n5mscodecs.n5.Store`), and N5 datasets and groups as the objects
+    :func:`n5mscodecs.n5.open` returns."""
     if isinstance(source, LabelSource):
         return source
     if isinstance(source, np.ndarray):
         return _checked_source("array", None, source.shape, source.dtype, source)
-    path = os.fspath(source)
-    if dataset:
-        path = storage.join(path, dataset)
-    return _open_stored_source(open_store(path, storage_options), level)
+    store = source_store(source, storage_options)
+    return _open_stored_source(store.child(dataset) if dataset else store, level)
 
 
 def _open_stored_source(store: Store, level: int) -> LabelSource:
-    """:func:`open_label_source` of what lies at the location of ``store``."""
-    from .ome_zarr import level_of_image  # (a cycle at import time: ome_zarr uses the converter's readers)
-
-    path, name, options = store.location, store.display(), store.storage_options
+    """:func:`open_label_source` of what lies in ``store``."""
+    name = store.display()
     if store.is_directory() and (found := level_of_image(store, level)):
         array_key, resolution, offset = found
         opened = _open_stored_source(store.child(array_key), 0)
         return dataclasses.replace(opened, resolution=resolution, offset=offset)
     if not store.exists():
         raise FileNotFoundError(f"source: {name} does not exist")
-    lower = path.lower()
-    if lower.endswith((".npy", ".tif", ".tiff")) and not store.is_local:
+    local = store.local_file()
+    lower = store.name.lower()
+    if lower.endswith((".npy", ".tif", ".tiff")) and local is None:
         raise ConfigurationError(f"source: {name}: .npy and TIFF sources must be local files")
     if lower.endswith(".npy"):
-        shape, dtype = _npy_header(path)
-        return _checked_source("npy", path, shape[::-1], dtype)
+        shape, dtype = _npy_header(local)
+        return _checked_source("npy", store, shape[::-1], dtype)
     if lower.endswith((".tif", ".tiff")):
         tifffile = require("tifffile", "cli", "TIFF sources")
         try:
-            with tifffile.TiffFile(path) as tif:
+            with tifffile.TiffFile(local) as tif:
                 series = tif.series[0]
                 shape, dtype = series.shape, series.dtype
         except (ValueError, IndexError, KeyError, struct.error) as exc:  # tifffile's TiffFileError is a ValueError
             raise ConfigurationError(f"source: {name}: not a TIFF file tifffile can read ({exc})") from None
-        return _checked_source("tiff", path, shape[::-1], dtype)
+        return _checked_source("tiff", store, shape[::-1], dtype)
     if "dimensions" in store.get_attributes():
-        # opened by location: n5.open confines the dataset to its container root
-        stored = n5.open_dataset(path, storage_options=options)
+        stored = n5.open_dataset(store)
         if isinstance(stored, n5.LabelMultisetDataset):
             raise ConfigurationError(f"source: {name} is a label multiset dataset, not integer labels")
-        return _checked_source("n5", path, stored.shape, stored.dtype, storage_options=options)
+        return _checked_source("n5", store, stored.shape, stored.dtype)
     if any(store.exists(key) for key in (".zarray", "zarr.json")):
         require("zarr", "zarr", f"source: {name} is a zarr array; zarr arrays")
-        stored = _opened("zarr", path, json.dumps(options, sort_keys=True))
-        return _checked_source("zarr", path, stored.shape[::-1], stored.dtype, storage_options=options)
-    group = store.exists(storage.ATTRIBUTES)
+        stored = _opened(_Opening("zarr", store.url(), json.dumps(store.storage_options, sort_keys=True), store))
+        return _checked_source("zarr", store, stored.shape[::-1], stored.dtype)
+    group = store.exists(ATTRIBUTES)
     raise ConfigurationError(
         f"source: {name} is not an N5 dataset, zarr array, .npy or TIFF file"
         + (" (an N5 group: name the dataset)" if group else ""))
+
+
+def level_of_image(image: Store, level: int = 0) -> tuple[str, tuple[float, ...], tuple[float, ...]] | None:
+    """``(array key, resolution, offset)`` of level ``level`` of the OME-Zarr multiscale image
+    ``image`` (the key relative to it; resolution and offset in N5 order, x first, from the
+    level's ``scale`` and ``translation``); None when ``image`` is no OME-Zarr multiscale group."""
+    multiscale = _first_multiscale(image)
+    if multiscale is None:
+        return None
+    levels = multiscale.get("datasets") or []
+    if not 0 <= level < len(levels):
+        raise ConfigurationError(f"{image.display()}: level {level}: the image has {len(levels)} levels")
+    scale, translation = _transforms(multiscale, levels[level], image.display())
+    return str(levels[level]["path"]), tuple(scale[::-1]), tuple(translation[::-1])
+
+
+def _first_multiscale(image: Store) -> dict[str, Any] | None:
+    """The first ``multiscales`` entry of the NGFF (0.4 or 0.5) group ``image``, or None."""
+    attributes = None
+    for name in ("zarr.json", ".zattrs"):
+        document = image.get_json(name)
+        if isinstance(document, dict):
+            attributes = document.get("attributes", {}) if name == "zarr.json" else document
+            break
+    if not isinstance(attributes, dict):
+        return None
+    holder = attributes.get("ome", attributes)
+    multiscales = holder.get("multiscales") if isinstance(holder, dict) else None
+    if not isinstance(multiscales, list) or not multiscales or not isinstance(multiscales[0], dict):
+        return None
+    return multiscales[0]
+
+
+def _transforms(multiscale, dataset, where):
+    """(scale, translation) of one level: its own transformations after the multiscale's."""
+    ndim = len(multiscale.get("axes") or [])
+    scale, translation = [1.0] * ndim, [0.0] * ndim
+    for transforms in (dataset.get("coordinateTransformations") or [],
+                       multiscale.get("coordinateTransformations") or []):
+        for transform in transforms:
+            kind = transform.get("type") if isinstance(transform, dict) else None
+            values = transform.get(kind) if kind in ("scale", "translation") else None
+            if values is None:
+                continue
+            if len(values) != ndim:
+                raise ConfigurationError(f"{where}: {kind} has {len(values)} values for {ndim} axes")
+            if kind == "scale":
+                translation = [t * s for t, s in zip(translation, values)]
+                scale = [a * s for a, s in zip(scale, values)]
+            else:
+                translation = [t + v for t, v in zip(translation, values)]
+    return scale, translation
