@@ -49,10 +49,11 @@ def test_open_takes_groups_with_empty_or_absent_attributes_and_says_what_is_miss
     assert document(tmp_path / "c.n5" / "sub") == {}
     (tmp_path / "c.n5" / "plain" / "inner").mkdir(parents=True)  # z5py and Java: no attributes.json
     for path in ("c.n5/sub", "c.n5/plain", "c.n5/plain/inner"):
-        for mode in ("r", "r+"):
+        for mode in ("r", "r+", "a"):
             group = n5.open(tmp_path / path, mode=mode)
             assert isinstance(group, n5.Group) and list(group) == (["inner"] if path == "c.n5/plain" else [])
     assert not (tmp_path / "c.n5" / "plain" / "attributes.json").exists()  # opening wrote nothing
+    assert document(tmp_path / "c.n5" / "sub") == {}  # (mode 'a' made no container of it)
     with pytest.raises(ConfigurationError, match=r"missing: not an N5 dataset or group \(does not exist\)"):
         n5.open(tmp_path / "c.n5" / "missing")
     (tmp_path / "loose").mkdir()  # outside any container, without attributes: not N5
@@ -369,6 +370,10 @@ def test_tree_and_dataset_paths_report_unreadable_attributes_and_go_on(tmp_path)
     assert lines[2].startswith("├── b") and lines[3] == "│   └── x  (7, 5) uint16, chunks (4, 4), gzip"
     assert lines[4].startswith("├── bad  unreadable: ") and "not valid JSON" in lines[4]
     assert lines[5] == "└── c  (2, 5) uint16, chunks (4, 4), gzip" and len(lines) == 6
+    n5.create_array_dataset(tmp_path / "c.n5" / "c", (2, 5), 4, "uint16", overwrite=True, incomplete="a test")
+    assert "└── c  unreadable: " in root.tree() and "INCOMPLETE: a test was interrupted" in root.tree()
+    with pytest.raises(ConfigurationError, match="expected a JSON object"):
+        root.visit(lambda name: None)  # visit raises what tree lists
     with pytest.warns(UnreadableAttributesWarning) as caught:
         found = [p.split("c.n5/")[-1] for p in n5.dataset_paths(tmp_path / "c.n5")]
     assert found == ["a", "a/inner/deep", "b/x", "bad", "c"]
