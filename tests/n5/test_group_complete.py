@@ -389,3 +389,29 @@ def test_info_check_reports_every_bad_attributes_file(tmp_path, capsys):
     assert "a: unreadable:" in out and "bad: unreadable:" in out and "not valid JSON" in out
     assert "a/inner/deep:" in out and "b/x:" in out and "c:" in out  # it went on
     assert main(["info", str(tmp_path / "c.n5")]) != 0
+
+
+# -- real Java-written data -----------------------------------------------------------------------
+
+def test_java_written_container_walks_and_opens_by_path(tmp_path):
+    import shutil
+
+    from support import n5_data
+
+    source = n5_data("paintera_export_test.n5")
+    expected = sorted(  # every directory with attributes, found by listing here
+        str(p.parent.relative_to(source)) for p in source.rglob("attributes.json") if p.parent != source)
+    root = n5.open(source)
+    names = []
+    root.visititems(lambda name, obj: names.append(name) if not isinstance(obj, n5.Group) or obj.attrs.asdict()
+                    else None)
+    assert names == expected
+    labels = root["paintera_labels/data/s0"]
+    assert labels.compression == document(source / "paintera_labels" / "data" / "s0")["compression"]
+    assert labels.parent.path == root["paintera_labels/data"].path and labels.fill_value == 0
+    copy = tmp_path / "copy.n5"
+    shutil.copytree(source / "paintera_labels" / "data", copy / "labels" / "data")
+    (copy / "attributes.json").write_text(json.dumps({"n5": "4.0.0"}))  # groups below without attributes
+    group = n5.open(copy / "labels")  # as z5py and Java write plain groups
+    assert list(group) == ["data"] and list(group["data"]) == ["s0", "s1", "s2"]
+    assert np.array_equal(n5.open(copy / "labels" / "data" / "s0").read_labels(), labels.read_labels())
