@@ -421,7 +421,7 @@ def _write_level(array, dataset, chunks, shards, multisets, resuming, threads, p
         if resuming and _chunk_written(array, region, shards or chunks):
             return 0
         if multisets:  # the chunk bytes straight from the columnar form: no element objects
-            write_label_multisets(array, _multisets_piece(dataset, region, blocks), region, threads=1)
+            write_label_multisets(array, _multisets_piece(dataset, region, blocks), region)
         else:  # the fragment-segment-assignment, when given, on the argmax labels
             labels = _labels_piece(dataset, region, blocks)
             array[region] = labels if lookup is None else lookup.apply(labels, in_place=True)

@@ -3,11 +3,12 @@
 zarr-python hands an object data type's chunks over as numpy object arrays: writing
 integer labels first makes one Python object per voxel, reading makes one element per
 list and an object array per chunk. These functions move the columnar form instead:
-:func:`write_label_multisets` encodes each chunk straight from integer labels or a
+:func:`~n5mscodecs.zarr.write_label_multisets` encodes each chunk straight from integer labels or a
 :class:`~n5mscodecs.LabelMultisetArray` with the array's own codecs (the same encode
 functions zarr's path calls, so the chunk bytes are the same) and stores them under the
-array's chunk keys; :func:`read_multisets` and :func:`read_labels` decode a region to a
-LabelMultisetArray or to uint64 argmax labels.
+array's chunk keys; :func:`~n5mscodecs.zarr.read_multisets` and
+:func:`~n5mscodecs.zarr.read_labels` decode a region to a LabelMultisetArray or to uint64
+argmax labels.
 
 They cover zarr v3 arrays whose codecs are a label multiset serializer
 (``label_multiset``, ``n5_label_multiset``, ``n5_varlen``) followed by bytes-to-bytes
@@ -18,15 +19,14 @@ results, at zarr's cost.
 
 from __future__ import annotations
 
+import asyncio
 import struct
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from zarr.abc.codec import BytesBytesCodec
 
-from .._threads import default_threads
 from ..errors import ArgumentError, ConfigurationError, LabelMultisetFormatError
 from ..multiset import LabelMultiset, LabelMultisetArray, assemble
 from ..multiset.array import _entry_positions, check_rule, first_encounter
@@ -37,7 +37,7 @@ from .codecs import _MultisetCodec, full_chunk
 from .dtype import LabelMultisetDType, fill_value_id
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Awaitable, Callable, Iterable
 
     import zarr
     from zarr.abc.buffer import Buffer
@@ -126,6 +126,8 @@ class _ChunkFormat:
         self.spec = ArraySpec(shape=self.chunks, dtype=dtype, fill_value=self.fill, config=array.config,
                               prototype=default_buffer_prototype())
         self.encode_key: Callable[[tuple[int, ...]], str] = metadata.encode_chunk_key
+        self.v2 = metadata.zarr_format == 2
+        self.bytes_codecs: tuple[BytesBytesCodec, ...] = ()  # v3: after the serializer
         if metadata.zarr_format == 2:
             self.order = metadata.order
             self.compressor = metadata.compressor
@@ -150,61 +152,62 @@ class _ChunkFormat:
             fast = isinstance(codecs[0], _MultisetCodec) and all(isinstance(c, BytesBytesCodec) for c in codecs[1:])
         return _ChunkFormat(array) if fast else None
 
-    @property
-    def v2(self) -> bool:
-        return not hasattr(self, "serializer")
-
     def _path(self, coords):
         return self.store_path / self.encode_key(coords)
 
-    def read(self, coords: tuple[int, ...], labels: bool) -> LabelMultisetArray | np.ndarray | None:
-        """The chunk at ``coords``, C order over the full chunk shape (truncated N5 blocks padded
-        with the fill value): labels or multisets; None when it is not stored."""
-        stored = sync(self._path(coords).get(prototype=default_buffer_prototype()))
+    async def read(self, coords: tuple[int, ...], labels: bool, then: Callable[[Any], Any] = lambda chunk: chunk,
+                   ) -> Any:
+        """``then(chunk)`` of the chunk at ``coords`` (C order over the full chunk shape, truncated
+        N5 blocks padded with the fill value: labels or multisets; None when it is not stored),
+        decoded in zarr's thread pool."""
+        stored = await self._path(coords).get(prototype=default_buffer_prototype())
         if stored is None:
-            return None
+            return then(None)
+        for codec in reversed(self.bytes_codecs):
+            (stored,) = cast("list[Buffer]", await codec.decode([(stored, self.spec)]))
+        return await asyncio.to_thread(lambda: then(self._decoded(stored.as_numpy_array(), labels)))
+
+    def _decoded(self, data, labels):
         if self.v2:
-            decoded = self._decode_v2(stored.as_numpy_array(), labels)
+            if self.compressor is not None:
+                data = np.frombuffer(memoryview(self.compressor.decode(data)).cast("B"), np.uint8)
+            n_voxels = int(np.prod(self.chunks))
+            # label_multiset_vlen: the voxel count (uint32 LE), then the zarr-native payload
+            if data.size < 4 or struct.unpack("<I", data[:4].tobytes())[0] != n_voxels:
+                raise LabelMultisetFormatError(f"label_multiset_vlen: the chunk does not hold {n_voxels} voxels")
+            decoded = decode_payload(data[4:], (n_voxels,), ZARR_LAYOUT, labels=labels, threads=1)
+            decoded = decoded.reshape(self.chunks, order=self.order)
         else:
-            for codec in reversed(self.bytes_codecs):
-                (stored,) = cast("list[Buffer]", sync(codec.decode([(stored, self.spec)])))
-            decoded = self.serializer.decode_chunk(stored.as_numpy_array(), self.chunks, labels)
+            decoded = self.serializer.decode_chunk(data, self.chunks, labels)
         if isinstance(decoded, LabelMultisetArray):
             return decoded.padded(self.chunks, self.fill)
         return full_chunk(decoded, self.chunks, self.fill_id)
 
-    def _decode_v2(self, data, labels):
-        if self.compressor is not None:
-            data = np.frombuffer(memoryview(self.compressor.decode(data)).cast("B"), np.uint8)
-        n_voxels = int(np.prod(self.chunks))
-        # label_multiset_vlen: the voxel count (uint32 LE), then the zarr-native payload
-        if data.size < 4 or struct.unpack("<I", data[:4].tobytes())[0] != n_voxels:
-            raise LabelMultisetFormatError(f"label_multiset_vlen: the chunk does not hold {n_voxels} voxels")
-        decoded = decode_payload(data[4:], (n_voxels,), ZARR_LAYOUT, labels=labels, threads=1)
-        return decoded.reshape(self.chunks, order=self.order)
-
-    def write(self, coords: tuple[int, ...], chunk: LabelMultisetArray | np.ndarray) -> None:
-        """Store a full chunk (labels or multisets); one equal to the fill value everywhere is
-        removed instead, unless the array writes empty chunks (as zarr does)."""
+    async def write(self, coords: tuple[int, ...], make_chunk: Callable[[], LabelMultisetArray | np.ndarray]) -> None:
+        """Store the full chunk (labels or multisets) ``make_chunk()`` makes in zarr's thread pool;
+        one equal to the fill value everywhere is removed instead, unless the array writes empty
+        chunks (as zarr does)."""
         path = self._path(coords)
-        if not self.write_empty_chunks and self._all_fill(chunk):
-            sync(path.delete())
+        encoded = await asyncio.to_thread(lambda: self._encoded(make_chunk()))
+        if encoded is None:
+            await path.delete()
             return
-        prototype = default_buffer_prototype()
-        if self.v2:
-            # the object codec encodes a LabelMultisetArray in C order, labels in their memory order
-            if isinstance(chunk, LabelMultisetArray):
-                encoded = LabelMultisetVLen().encode(chunk if self.order == "C" else chunk.T)
-            else:
-                encoded = LabelMultisetVLen().encode(np.asarray(chunk, order=self.order))
-            if self.compressor is not None:
-                encoded = self.compressor.encode(encoded)
-            buffer = prototype.buffer.from_bytes(bytes(memoryview(encoded).cast("B")))
+        buffer = default_buffer_prototype().buffer.from_bytes(encoded)
+        for codec in self.bytes_codecs:
+            (buffer,) = cast("list[Buffer]", await codec.encode([(buffer, self.spec)]))
+        await path.set(buffer)
+
+    def _encoded(self, chunk):
+        if not self.write_empty_chunks and self._all_fill(chunk):
+            return None
+        if not self.v2:
+            return self.serializer.encode_chunk(chunk)
+        # the object codec encodes a LabelMultisetArray in C order, labels in their memory order
+        if isinstance(chunk, LabelMultisetArray):
+            encoded = LabelMultisetVLen().encode(chunk if self.order == "C" else chunk.T)
         else:
-            buffer = prototype.buffer.from_bytes(bytes(self.serializer.encode_chunk(chunk)))
-            for codec in self.bytes_codecs:
-                (buffer,) = cast("list[Buffer]", sync(codec.encode([(buffer, self.spec)])))
-        sync(path.set(buffer))
+            encoded = LabelMultisetVLen().encode(np.asarray(chunk, order=self.order))
+        return encoded if self.compressor is None else bytes(memoryview(self.compressor.encode(encoded)).cast("B"))
 
     def _all_fill(self, chunk):
         """Whether every voxel is the fill value (as zarr compares elements: the merged mapping)."""
@@ -236,18 +239,29 @@ def _own_lists(part: LabelMultisetArray) -> LabelMultisetArray:
     return LabelMultisetArray(index.reshape(part.shape), offsets, part.ids[take], part.counts[take], validate=False)
 
 
-def _run(tasks: Iterable[Any], work: Callable[[Any], Any], threads: int | None) -> list[Any]:
-    """``work`` of every task, on up to ``threads`` threads (default: one per core)."""
-    tasks = list(tasks)
-    n = min(default_threads(threads), len(tasks))
-    if n <= 1:
-        return [work(task) for task in tasks]
-    with ThreadPoolExecutor(max_workers=n) as pool:
-        return list(pool.map(work, tasks))
+def _run(tasks: Iterable[Any], work: Callable[[Any], Awaitable[Any]], concurrency: int | None) -> list[Any]:
+    """``await work(task)`` of every task, up to ``concurrency`` at a time (default: zarr's
+    ``async.concurrency``), on zarr's event loop."""
+    import zarr
+
+    limit = zarr.config.get("async.concurrency") if concurrency is None else concurrency
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ArgumentError("concurrency", f"an int >= 1 or None, got {limit!r}")
+
+    async def run_all():
+        gate = asyncio.Semaphore(limit)
+
+        async def one(task):
+            async with gate:
+                return await work(task)
+
+        return await asyncio.gather(*(one(task) for task in tasks))
+
+    return sync(run_all())
 
 
 def write_label_multisets(array: zarr.Array, data: MultisetsLike, region: Region = None, *,
-                          threads: int | None = None) -> None:
+                          concurrency: int | None = None) -> None:
     """``array[region] = data`` for a ``label_multiset`` array, without element objects.
 
     Each chunk the region touches is encoded straight from ``data`` (integer labels, a
@@ -260,16 +274,18 @@ def write_label_multisets(array: zarr.Array, data: MultisetsLike, region: Region
 
     Parameters
     ----------
-    array : zarr.Array
-        A zarr v3 ``label_multiset`` array or a v2-format one (``label_multiset_vlen``).
-    data : LabelMultisetArray or array_like
+    array
+        A zarr array: a zarr v3 ``label_multiset`` array or a v2-format one (``label_multiset_vlen``).
+    data : :class:`~n5mscodecs.LabelMultisetArray` or ndarray
         Integer labels (each voxel the singleton ``{label: 1}``; negative labels and labels
         above MAX_ID are refused) or multisets, of the region's shape or broadcast to it
         (as numpy does: ``write_label_multisets(a, 0, region)``).
     region : tuple, optional
         Basic selection (slices of step 1, ints, Ellipsis); default: the whole array.
-    threads : int, optional
-        Chunks encoded at a time (default: one per core).
+    concurrency : int, optional
+        Chunks in flight at a time (default: zarr's ``async.concurrency``). As in zarr's own
+        indexing, chunks are read and written on zarr's event loop and encoded and decoded in
+        its thread pool (:func:`~n5mscodecs.zarr.zarr_threads` sizes it).
 
     Examples
     --------
@@ -304,23 +320,25 @@ def write_label_multisets(array: zarr.Array, data: MultisetsLike, region: Region
         return
     chunks = chunk_format.chunks
 
-    def write(box: _Box) -> None:
+    def chunk(box: _Box, stored: LabelMultisetArray | None) -> LabelMultisetArray | np.ndarray:
+        """The full chunk at ``box``: the region's part, over what is stored (or the fill value)."""
         part = values[box.in_region]
         if isinstance(part, LabelMultisetArray):
             part = _own_lists(part)
         if box.complete and part.shape == chunks:
-            chunk_format.write(box.coords, part)
-            return
-        stored = None if box.complete else chunk_format.read(box.coords, labels=False)
+            return part
         part = part if isinstance(part, LabelMultisetArray) else LabelMultisetArray.from_labels(part)
-        whole = tuple(slice(0, c) for c in chunks)
-        pieces = [(whole, cast("LabelMultisetArray | None", stored)), (box.in_chunk, part)]
-        chunk_format.write(box.coords, assemble(chunks, pieces, fill=chunk_format.fill_id))
+        return assemble(chunks, [(tuple(slice(0, c) for c in chunks), stored), (box.in_chunk, part)],
+                        fill=chunk_format.fill_id)
 
-    _run(_boxes(slices, chunk_format.shape, chunks), write, threads)
+    async def write(box: _Box) -> None:
+        stored = None if box.complete else await chunk_format.read(box.coords, labels=False)
+        await chunk_format.write(box.coords, lambda: chunk(box, stored))
+
+    _run(_boxes(slices, chunk_format.shape, chunks), write, concurrency)
 
 
-def _read(array, region, labels, threads, rule="spec"):
+def _read(array, region, labels, concurrency, rule="spec"):
     """The region as multisets or labels; ``(result, dropped axes)``."""
     chunk_format = _ChunkFormat.of(array)
     slices, dropped = _region(tuple(array.shape), region)
@@ -331,29 +349,33 @@ def _read(array, region, labels, threads, rule="spec"):
     boxes = _boxes(slices, chunk_format.shape, chunk_format.chunks)
     if not labels:
         parts: list[LabelMultisetArray | None] = _run(boxes, lambda box: chunk_format.read(box.coords, labels=False),
-                                                      threads)
+                                                      concurrency)
         pieces = [(box.in_region, None if part is None else part[box.in_chunk]) for box, part in zip(boxes, parts)]
         return assemble(shape, pieces, fill=chunk_format.fill_id), dropped
     out = np.empty(shape, np.uint64)
 
-    def read(box: _Box) -> None:
-        if rule == "spec":
-            chunk = chunk_format.read(box.coords, labels=True)
-            out[box.in_region] = chunk_format.fill_id if chunk is None else chunk[box.in_chunk]
+    def place(box: _Box, chunk: LabelMultisetArray | np.ndarray | None) -> None:
+        if chunk is None:
+            out[box.in_region] = chunk_format.fill_id
+        elif isinstance(chunk, LabelMultisetArray):  # rule "java": from the lists
+            out[box.in_region] = chunk[box.in_chunk].argmax(rule, 1)
         else:
-            chunk = chunk_format.read(box.coords, labels=False)
-            out[box.in_region] = chunk_format.fill_id if chunk is None else chunk[box.in_chunk].argmax(rule, 1)
+            out[box.in_region] = chunk[box.in_chunk]
 
-    _run(boxes, read, threads)
+    def read(box: _Box) -> Awaitable[None]:
+        return chunk_format.read(box.coords, labels=rule == "spec", then=lambda chunk: place(box, chunk))
+
+    _run(boxes, read, concurrency)
     return out, dropped
 
 
-def read_multisets(array: zarr.Array, region: Region = None, *, threads: int | None = None) -> LabelMultisetArray:
+def read_multisets(array: zarr.Array, region: Region = None, *, concurrency: int | None = None,
+                   ) -> LabelMultisetArray:
     """``array[region]`` of a ``label_multiset`` array as a :class:`~n5mscodecs.LabelMultisetArray`,
     decoded chunk by chunk without element objects (missing chunks: the fill value).
 
     ``region`` is a basic selection as for :func:`write_label_multisets` (ints drop their
-    axis); ``threads``: chunks decoded at a time (default: one per core). Lists are kept as
+    axis); ``concurrency`` as there. Lists are kept as
     stored, one table per chunk (:meth:`~n5mscodecs.LabelMultisetArray.compact` merges equal
     ones).
 
@@ -365,17 +387,17 @@ def read_multisets(array: zarr.Array, region: Region = None, *, threads: int | N
     >>> m[0], m[2]
     (LabelMultiset({3: 2, 5: 1}), LabelMultiset({18446744073709551614: 1}))
     """
-    multisets, dropped = _read(array, region, False, threads)
+    multisets, dropped = _read(array, region, False, concurrency)
     return multisets.reshape(tuple(n for axis, n in enumerate(multisets.shape) if axis not in dropped))
 
 
-def read_labels(array: zarr.Array, region: Region = None, *, threads: int | None = None,
+def read_labels(array: zarr.Array, region: Region = None, *, concurrency: int | None = None,
                 rule: Rule = "spec") -> np.ndarray:
     """``array[region]`` of a ``label_multiset`` array as uint64 argmax labels, decoded straight
     from each chunk's bytes (no lists, no element objects; missing chunks: the fill value's id).
 
     ``rule`` as for :meth:`~n5mscodecs.LabelMultisetArray.argmax` ("spec": highest count, ties to
-    the smaller id; "java": Paintera's). ``region`` and ``threads`` as for :func:`read_multisets`.
+    the smaller id; "java": Paintera's). ``region`` and ``concurrency`` as for :func:`write_label_multisets`.
 
     >>> import numpy as np, zarr
     >>> from n5mscodecs.zarr import LabelMultisetDType
@@ -385,5 +407,5 @@ def read_labels(array: zarr.Array, region: Region = None, *, threads: int | None
     [[0, 0, 0], [3, 4, 0]]
     """
     check_rule(rule)
-    labels, dropped = _read(array, region, True, threads, rule)
+    labels, dropped = _read(array, region, True, concurrency, rule)
     return labels.reshape(tuple(n for axis, n in enumerate(labels.shape) if axis not in dropped))

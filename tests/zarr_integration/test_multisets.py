@@ -82,7 +82,7 @@ def test_same_chunk_files_whole_array(tmp_path):
     old, new = (_create(tmp_path / name) for name in ("old", "new"))
     values = _multisets()
     old[...] = values.to_elements()
-    write_label_multisets(new, values, threads=2)
+    write_label_multisets(new, values, concurrency=2)
     files = _chunk_files(tmp_path / "new")
     assert len(files) == 3 * 3 * 3 and files == _chunk_files(tmp_path / "old")
 
@@ -98,7 +98,7 @@ def test_reads_against_elements(tmp_path):
         multisets = read_multisets(array, region)
         assert multisets.shape == elements.shape
         assert multisets.equals(LabelMultisetArray.from_elements(elements))
-        labels = read_labels(array, region, threads=1)
+        labels = read_labels(array, region, concurrency=1)
         assert labels.dtype == np.uint64 and np.array_equal(labels, expected[region if region is not None else ...])
     assert read_multisets(array, (19, 22, 17)).shape == ()
     assert int(read_labels(array, (1, 2, 3))) == expected[1, 2, 3]
@@ -194,7 +194,7 @@ def test_ome_zarr_multisets_same_chunk_files(tmp_path, monkeypatch):
 
     calls = []
 
-    def object_path(array, data, region, threads=None):
+    def object_path(array, data, region):
         calls.append(region)
         array[region] = data.to_elements()
 
