@@ -41,7 +41,7 @@ from ..multiset import BACKGROUND, LabelMultisetArray
 from . import storage
 from .attributes import Attributes
 from .create import check_fill_value, compression_argument, create_array_dataset, write, write_array
-from .dataset import ArrayDataset, LabelMultisetDataset
+from .dataset import ArrayDataset, LabelMultisetDataset, _Dataset
 from .metadata import N5_VERSION, shape_argument
 from .store import READ_ONLY_MODE, Store, open_store
 from .writing import LOCK_NAME, WriterLock, check_complete, incomplete_marker, mark_datasets_below
@@ -409,17 +409,21 @@ class Group(Mapping[str, "Group | Dataset"]):
         writer of the child, of a location above it or of one below it makes it a
         :class:`~n5mscodecs.TargetInUseError`) and marks every dataset below incomplete before
         removing anything, so that an interruption leaves no dataset reading as complete with
-        part of its blocks gone. A symbolic link there is refused, not followed."""
+        part of its blocks gone. A symbolic link there is removed itself, as h5py removes a soft
+        link: what it leads to stays as it is."""
         self.store.check_writable(name, "remove")
         parts = _parts(name)
         key = "/".join(parts)
         if self._dataset_above(parts) is not None or not self.store.is_directory(key):
             raise KeyError(name)
+        if self.store.is_link(key):
+            self.store.delete(key)
+            return
         store = self.store.child(key)
         with WriterLock(store):
-            for key, _, files in store.walk():
-                if key and LOCK_NAME in files:  # a writer below (began before ours): refused while it runs
-                    with WriterLock(store.child(key), reuse=True):  # (a stale lock is taken and dropped)
+            for below, _, files in store.walk():
+                if below and LOCK_NAME in files:  # a writer below (began before ours): refused while it runs
+                    with WriterLock(store.child(below), reuse=True):  # (a stale lock is taken and dropped)
                         pass
             mark_datasets_below(store, incomplete_marker(f"del group[{name!r}]",
                                                          "it was being removed; remove it again (del group[name])"))
@@ -433,6 +437,9 @@ class Group(Mapping[str, "Group | Dataset"]):
         as :func:`~n5mscodecs.n5.write` writes it."""
         return write(self._new_child(name), data, chunks, compression=compression,
                      attributes=attributes, overwrite=overwrite, threads=threads, container=self.container)
+
+
+_Dataset.group_class = Group  # a dataset's .parent
 
 
 def _open_dataset(store: Store, attributes: dict[str, Any], *, read_only: bool = False,

@@ -192,6 +192,11 @@ def test_setitem_creates_and_delitem_removes_children(tmp_path):
         del root["b"]
     with pytest.raises(KeyError):
         del root["c/0"]  # a block directory is no child
+    (tmp_path / "c.n5" / "alias").symlink_to(tmp_path / "c.n5" / "c")
+    assert np.array_equal(root["alias"][:], VALUES[:2])
+    del root["alias"]  # the link goes, as h5py's soft links; what it leads to stays
+    assert not (tmp_path / "c.n5" / "alias").exists() and np.array_equal(root["c"][:], VALUES[:2])
+    assert INCOMPLETE_KEY not in document(tmp_path / "c.n5" / "c")
     read_only = n5.open(tmp_path / "c.n5")
     with pytest.raises(ReadOnlyError):
         del read_only["c"]
