@@ -15,9 +15,9 @@ from ..errors import ArgumentError, ConfigurationError
 from ..multiset import LabelMultisetArray
 from . import storage
 from .dataset import ArrayDataset, LabelMultisetDataset
-from .metadata import N5_VERSION, DatasetMetadata, max_id
+from .metadata import DatasetMetadata, max_id
 from .store import Store, open_target
-from .writing import LOCK_NAME, WriterLock, incomplete_marker, mark_complete, write_marked
+from .writing import LOCK_NAME, WriterLock, incomplete_marker, mark_complete, write_container_version, write_marked
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -166,17 +166,6 @@ def _refuse_source_overlap(path, data):
     source = source_file(data)
     if source is not None:
         storage.refuse_overlap(path, source)
-
-
-def write_container_version(root: Store | None) -> None:
-    """Give the container root ``root`` the attribute ``{"n5": N5_VERSION}``, as Java's N5 writers
-    do (other N5 readers, e.g. z5py, refuse a container without it), keeping its other attributes
-    and any version already there. Nothing to do for ``root=None``."""
-    if root is None:
-        return
-    attributes = root.get_attributes()
-    if "n5" not in attributes:
-        root.set_attributes("", {"n5": N5_VERSION, **attributes})
 
 
 def _write_blocks(dataset, data, threads, **options):

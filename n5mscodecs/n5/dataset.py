@@ -14,20 +14,13 @@ from .._extras import require
 from ..errors import CompressionError, ConfigurationError, LabelMultisetFormatError, N5HeaderError, ReadOnlyError
 from ..multiset import BACKGROUND, LabelMultisetArray, assemble
 from ..multiset.array import check_rule
-from ..payload.layout import (
-    c_order,
-    decode_payload,
-    entries_bound,
-    max_payload_size,
-)
 from . import grid, storage
 from .attributes import Attributes
-from .compression import max_compressed_size
-from .default import n5_default_decode, n5_default_encode, place_block
+from .block import ArrayBlockCodec, LabelMultisetBlockCodec
+from .default import place_block
 from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 from .metadata import RESERVED_KEYS, DatasetMetadata, max_id, shape_argument
 from .store import READ_ONLY_MODE, Store, open_store
-from .varlen import CodecChain, n5_varlen_encode, varlen_payload
 from .writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
 
 if TYPE_CHECKING:
@@ -44,9 +37,6 @@ if TYPE_CHECKING:
 
 # a corrupt block's error is re-raised naming the block file
 _BLOCK_ERRORS = (LabelMultisetFormatError, N5HeaderError, CompressionError)
-#: Bytes a varlength block of a plain dataset may decompress to beyond its grid block (Paintera's
-#: label-to-block-mapping files are not bounded by their blockSize).
-MAX_VARLENGTH_BYTES = 1 << 28
 #: Blocks along one axis that :meth:`to_dask` accepts (dask keeps one chunk size per block).
 MAX_DASK_BLOCKS_PER_AXIS = 1 << 20
 #: Blocks one read (``dataset[...]``) may touch.
@@ -231,9 +221,13 @@ class _Dataset:
         """The :class:`~n5mscodecs.n5.Group` holding the dataset, as h5py's ``parent``, opened
         with this dataset's mode and options; a dataset at the top of what its store may reach
         (not inside an ``*.n5`` container) has none: a :class:`~n5mscodecs.StorageError`."""
-        from .group import Group  # groups build on datasets
+        return self.group_class(self.store.parent(), read_only=self.read_only, dataset_options=self._open_options())
 
-        return Group(self.store.parent(), read_only=self.read_only, dataset_options=self._open_options())
+    #: The class of the groups above datasets: :class:`~n5mscodecs.n5.Group`, set where it is
+    #: defined (groups build on datasets, so this module does not import them).
+    group_class: Any = None
+    #: encodes and decodes the dataset's blocks (:mod:`n5mscodecs.n5.block`)
+    block_codec: LabelMultisetBlockCodec | ArrayBlockCodec
 
     #: the header mode of the dataset's blocks
     _block_mode = MODE_DEFAULT
@@ -303,7 +297,7 @@ class _Dataset:
     def max_block_bytes(self) -> int:
         """The most bytes a block file of this dataset can need (its decompressed bound, its
         compressed expansion and the header)."""
-        raise NotImplementedError
+        return self.block_codec.max_block_bytes()
 
     def read_block_bytes(self, grid_position: Sequence[int]) -> bytes | None:
         """The block's bytes (None when it is missing); a file larger than
@@ -448,11 +442,8 @@ class LabelMultisetDataset(_Dataset):
         check_rule(rule)
         self.multisets, self.rule = multisets, rule
         self.fill_label = int(fill_label)
-        chain = [{"name": "n5_label_multiset"}]
-        if self.compressor is not None:
-            chain.append(self.compressor)
-        self.codec_chain = CodecChain(chain)
-        self.max_entries = entries_bound(self.attributes)
+        self.block_codec: LabelMultisetBlockCodec = LabelMultisetBlockCodec(self.metadata)
+        self.codec_chain, self.max_entries = self.block_codec.codec_chain, self.block_codec.max_entries
         self._views: dict[Rule, LabelMultisetDataset] = {}
 
     @property
@@ -505,44 +496,18 @@ class LabelMultisetDataset(_Dataset):
         return view
 
     def max_payload_bytes(self) -> int:
-        """The most payload bytes (numElements) a block may hold: a full block's voxels with
-        ``max_entries`` entries per voxel on average (see
-        :func:`~n5mscodecs.payload.max_payload_size`)."""
-        return max_payload_size(grid.voxels(self.chunks), self.codec_chain.layout, self.max_entries)
-
-    def max_block_bytes(self) -> int:
-        size = self.max_payload_bytes()
-        for _ in self.codec_chain.compressors:
-            size = max_compressed_size(size)
-        return 8 + 4 * self.ndim + size
+        """The most payload bytes (numElements) a block may hold (see
+        :attr:`~n5mscodecs.n5.block.LabelMultisetBlockCodec.max_payload_bytes`)."""
+        return self.block_codec.max_payload_bytes
 
     @property
     def max_id(self) -> int | None:
         return self.attributes.get("maxId")
 
-    def _decode_payload(self, payload, shape):
-        """The one call into a kernel: multisets or (C-order) labels of a decompressed payload."""
-        return decode_payload(payload, shape, self.codec_chain.layout, labels=self.labels, threads=1,
-                              order="C" if self.labels else "K", rule=self.rule)
-
     def decode_block(self, data: BytesLike, grid_position: Sequence[int]) -> LabelMultisetArray | np.ndarray:
-        """Decode block bytes to the block's cropped shape, in this dataset's view.
-
-        The voxel count comes from the grid, not the header: label-utilities-spark
-        overstates the header dims of boundary blocks. A block that really holds
-        the full (padded) voxel count is decoded by its header and cropped. The
-        payload is decompressed once, bounded by a full block's voxels.
-        """
-        cropped = self.block_shape(grid_position)
-        header, payload = varlen_payload(data, self.codec_chain, cropped, max_voxels=grid.voxels(self.chunks),
-                                         max_entries=self.max_entries)
-        try:
-            return self._decode_payload(payload, cropped)
-        except LabelMultisetFormatError:
-            if header.shape == cropped or not all(c <= h <= b for h, c, b in zip(header.shape, cropped, self.chunks)):
-                raise
-        block = grid.crop(self._decode_payload(payload, header.shape), cropped)
-        return c_order(block) if self.labels else block  # a cropped padded block is a view
+        """Decode block bytes to the block's cropped shape, in this dataset's view (see
+        :meth:`LabelMultisetBlockCodec.decode <n5mscodecs.n5.block.LabelMultisetBlockCodec.decode>`)."""
+        return self.block_codec.decode(data, grid_position, labels=self.labels, rule=self.rule)
 
     def read_block(self, grid_position: Sequence[int]) -> LabelMultisetArray | np.ndarray | None:
         """The block at ``grid_position`` (cropped shape, this dataset's view), or None when it is missing."""
@@ -648,7 +613,7 @@ class LabelMultisetDataset(_Dataset):
         if not data.has_positive_counts() or (not write_background and data.is_background()):
             self.store.delete(self.block_key(grid_position))
             return False
-        self.write_block_bytes(grid_position, n5_varlen_encode(data, self.codec_chain, threads=1))
+        self.write_block_bytes(grid_position, self.block_codec.encode(data))
         return True
 
 
@@ -661,6 +626,7 @@ class ArrayDataset(_Dataset):
         super().__init__(path, attributes, storage_options=storage_options, allow_outside_root=allow_outside_root,
                          read_only=read_only, store=store)
         self.fill_value = fill_value
+        self.block_codec: ArrayBlockCodec = ArrayBlockCodec(self.metadata)
 
     def _reopened(self, metadata: DatasetMetadata) -> ArrayDataset:
         return ArrayDataset(self.path, metadata, fill_value=self.fill_value,
@@ -678,15 +644,9 @@ class ArrayDataset(_Dataset):
         return self.metadata.dtype
 
     def max_data_bytes(self, mode: int = MODE_DEFAULT) -> int:
-        """The most bytes a block's data may decompress to: a full grid block (Java overstates
-        the header dims of boundary blocks up to it; zarr pads to it) or, for varlength blocks,
-        at least ``MAX_VARLENGTH_BYTES``."""
-        size = grid.voxels(self.chunks) * self.dtype.itemsize
-        return max(size, MAX_VARLENGTH_BYTES) if mode == MODE_VARLENGTH else size
-
-    def max_block_bytes(self) -> int:
-        size = self.max_data_bytes(MODE_VARLENGTH)
-        return 8 + 4 * self.ndim + (size if self.compressor is None else max_compressed_size(size))
+        """The most bytes a block's data may decompress to (see
+        :meth:`ArrayBlockCodec.max_data_bytes <n5mscodecs.n5.block.ArrayBlockCodec.max_data_bytes>`)."""
+        return self.block_codec.max_data_bytes(mode)
 
     def read_block(self, grid_position: Sequence[int]) -> np.ndarray | None:
         """The block's data: N5-order ndarray of its header shape (1-d for varlength), or None."""
@@ -694,10 +654,7 @@ class ArrayDataset(_Dataset):
 
     def decode_block(self, data: BytesLike, grid_position: Sequence[int]) -> np.ndarray:
         """Decode block bytes (see :meth:`read_block`)."""
-        # header dims at most the block size (Java overstates boundary blocks up to it, zarr pads
-        # to it); varlength blocks bounded too: checked before anything is inflated
-        return n5_default_decode(data, self.dtype, self.compressor, chunk_shape=self.chunks, varlength=True,
-                                 max_varlength_bytes=self.max_data_bytes(MODE_VARLENGTH))
+        return self.block_codec.decode(data, grid_position)
 
     def __getitem__(self, key: Selection) -> np.ndarray | np.generic:
         return self.read(key)
@@ -759,8 +716,7 @@ class ArrayDataset(_Dataset):
 
     def _decode_stored(self, data, grid_position):
         """A block's values as stored (big-endian, N5 order), checked as :meth:`decode_block` does."""
-        return n5_default_decode(data, self.dtype, self.compressor, chunk_shape=self.chunks, varlength=True,
-                                 max_varlength_bytes=self.max_data_bytes(MODE_VARLENGTH), native=False)
+        return self.block_codec.decode(data, grid_position, native=False)
 
     def write_block(self, grid_position: Sequence[int], data: ArrayLike) -> None:
         data = np.asarray(data, self.dtype)
@@ -768,17 +724,12 @@ class ArrayDataset(_Dataset):
         if data.ndim != self.ndim or any(n > b for n, b in zip(data.shape, self.chunks)):
             raise ConfigurationError(f"block {tuple(grid_position)}: shape {data.shape} does not fit blockSize "
                                      f"{list(self.chunks)}")
-        self.store.set(key, n5_default_encode(data, self.compressor, dtype=self.dtype))
+        self.store.set(key, self.block_codec.encode(data))
 
     def write_varlength_block(
         self, grid_position: Sequence[int], values: ArrayLike, dims: Iterable[int] | None = None
     ) -> None:
         """Write ``values`` (1-d) as a varlength block: header dims ``dims`` (default: the block's
         cropped shape) and numElements = ``len(values)``, as Paintera's side data is stored."""
-        values = np.asarray(values, self.dtype).reshape(-1)
-        payload = values.astype(self.dtype.newbyteorder(">")).tobytes()
-        if self.compressor is not None:
-            payload = self.compressor.encode(payload)
         dims = self.block_shape(grid_position) if dims is None else tuple(dims)
-        header = N5BlockHeader(MODE_VARLENGTH, dims, values.size)
-        self.write_block_bytes(grid_position, header.to_bytes() + bytes(payload))
+        self.write_block_bytes(grid_position, self.block_codec.encode_varlength(values, dims))

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError, IncompleteError, N5msCodecsError, TargetInUseError
 from . import storage
+from .metadata import N5_VERSION
 from .store import Store, open_store
 
 if TYPE_CHECKING:
@@ -101,6 +102,17 @@ def mark_complete(location: Where, *, storage_options: StorageOptions = None) ->
     attributes = store.get_attributes()
     if INCOMPLETE_KEY in attributes:
         write_marked(store, attributes, None)
+
+
+def write_container_version(root: Store | None) -> None:
+    """Give the container root ``root`` the attribute ``{"n5": N5_VERSION}``, as Java's N5 writers
+    do (other N5 readers, e.g. z5py, refuse a container without it), keeping its other attributes
+    and any version already there. Nothing to do for ``root=None``."""
+    if root is None:
+        return
+    attributes = root.get_attributes()
+    if "n5" not in attributes:
+        root.set_attributes("", {"n5": N5_VERSION, **attributes})
 
 
 def mark_datasets_below(store: Store, marker: Mapping[str, str]) -> list[str]:

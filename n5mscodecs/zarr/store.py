@@ -60,11 +60,9 @@ from zarr.storage import WrapperStore
 from ..errors import ConfigurationError, ReadOnlyError
 from ..multiset import BACKGROUND
 from ..n5 import ArrayDataset, LabelMultisetDataset, storage
-from ..n5.default import n5_default_encode
 from ..n5.grid import crop
 from ..n5.header import N5BlockHeader
 from ..n5.store import open_store, open_target
-from ..n5.varlen import n5_varlen_decode, n5_varlen_encode
 from ..n5.writing import check_complete
 from ._compat import default_buffer_prototype, sync
 from .attributes import (
@@ -498,7 +496,7 @@ class N5Store(WrapperStore):
             return buffer
         # overstated or padded boundary block: serve it the way Java writes it
         block = dataset.decode_block(data, grid)
-        return prototype.buffer.from_bytes(n5_varlen_encode(block, dataset.codec_chain, threads=1))
+        return prototype.buffer.from_bytes(dataset.block_codec.encode(block))
 
     def _decode_labels(self, dataset, grid, data):
         lookup = self.assignment(dataset.path)
@@ -520,7 +518,7 @@ class N5Store(WrapperStore):
         segments = lookup.apply(block)
         if np.array_equal(segments, block):
             return None
-        return n5_default_encode(segments, dataset.compressor, dtype=_U64)
+        return dataset.block_codec.encode(segments)
 
     async def get_partial_values(self, prototype, key_ranges):
         return [await self.get(key, prototype, byte_range) for key, byte_range in key_ranges]
@@ -575,17 +573,17 @@ class N5Store(WrapperStore):
         if isinstance(dataset, ArrayDataset):
             if N5BlockHeader.from_bytes(data).shape != cropped:  # a boundary block: truncated, as Java writes it
                 block = crop(dataset.decode_named(dataset.decode_block, data, grid), cropped)
-                data = n5_default_encode(block, dataset.compressor)
+                data = dataset.block_codec.encode(block)
             await self._store.set(key, value.__class__.from_bytes(data))
             return
-        block = crop(n5_varlen_decode(data, dataset.codec_chain, threads=1), cropped)
+        block = dataset.block_codec.decode(data, grid)  # a padded zarr chunk: decoded by its header, cropped
         # as n5.write: no block without positive counts, none of all {0: 1} (read the same missing)
         if not block.has_positive_counts() or block.is_background():
             if await self._store.exists(key):
                 await self._store.delete(key)
             return
         if block.shape != N5BlockHeader.from_bytes(data).shape:
-            data = n5_varlen_encode(block, dataset.codec_chain, threads=1)
+            data = dataset.block_codec.encode(block)
         await self._store.set(key, value.__class__.from_bytes(data))
 
     async def delete(self, key):
