@@ -99,6 +99,7 @@ def mark_complete(location: Where, *, storage_options: StorageOptions = None) ->
     """Remove the incomplete marker from the attributes of ``location`` (a location, or its
     store) after its last block."""
     store = open_store(location, storage_options)
+    store.check_writable("", "mark complete")
     attributes = store.get_attributes()
     if INCOMPLETE_KEY in attributes:
         write_marked(store, attributes, None)
