@@ -1,29 +1,25 @@
 """Locations, and the rules every access to storage follows.
 
-Groups and datasets hold a store (:mod:`n5mscodecs.n5.store`, chosen once when
-they are opened) and name their objects by key. This module holds what a
-*location* (a local path, or a URL such as ``s3://bucket/data.n5/labels``,
-``gs://...``, ``http(s)://...``, ``file://...``) needs: joining, display without
-credentials, container roots and overlaps, confinement, fsspec's file system with
-bounded time-outs and the retries; and, for callers that name things by location,
-one-line functions (``read_bytes``, ``write_attributes``, ``walk``, ...) that open
-the location's store and call it; they take a store opened once (a ``Where``) in
-place of a location and its options, which is how the writers below the public entry
-points pass a target around. Nothing else opens, writes, lists or removes
-files. Local paths use the file system directly (atomic writes: a
-temporary file renamed over the target, so a reader never sees half a block).
-URLs go through fsspec (the ``remote`` extra: fsspec, s3fs, gcsfs, aiohttp),
-with fsspec's ``storage_options`` (endpoint, credentials, ``anon``) and the
-standard environment variables (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
-...); an object store replaces an object in one request, which is atomic too.
-``http(s)`` locations are read-only.
+Groups and datasets hold a store (:mod:`n5mscodecs.n5.store`, chosen once, at the public
+entry point that was given a location) and name their objects by key. This module holds
+what the stores build on: a *location*'s rules (a local path, or a URL such as
+``s3://bucket/data.n5/labels``, ``gs://...``, ``http(s)://...``; ``file://`` URLs are local
+paths): display without credentials, container roots and overlaps, confinement, fsspec's
+file system with bounded time-outs, and the retries. Nothing here opens, writes, lists or
+removes anything: the stores do. Local paths use the file system directly (atomic
+writes: a temporary file renamed over the target, so a reader never sees half a block).
+URLs go through fsspec (the ``remote`` extra: fsspec, s3fs, gcsfs, aiohttp), with
+fsspec's ``storage_options`` (endpoint, credentials, ``anon``) and the standard
+environment variables (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ...); an object store
+replaces an object in one request, which is atomic too. ``http(s)`` locations are
+read-only.
 
 The container root is a boundary. A local location is *confined* to its root (the
 ``root`` passed, else the nearest of it and its parents named ``*.n5`` or declared
 with :func:`~n5mscodecs.n5.storage.confine_to`): a read,
 write or removal whose resolved path leads outside the resolved root (through a
 symbolic link inside the container) raises :class:`~n5mscodecs.StorageError`; readers may opt
-out (``confine=False``). Only regular files are read, up to a size bound: a FIFO,
+out (``read_outside``). Only regular files are read, up to a size bound: a FIFO,
 a device or a directory where a file should be is an error naming it, never a
 hang. Written files get the permissions a plain ``open()`` would give (``0o666``
 less the umask).
@@ -40,11 +36,10 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from .._threads import default_threads
 from ..errors import ConfigurationError, MissingExtraError, N5msCodecsError, StorageError
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterator, Mapping
+    from collections.abc import Mapping
     from typing import Any, TypeAlias
 
     from .store import Store
@@ -69,7 +64,7 @@ MAX_JSON_BYTES = 1 << 26
 #: A location: a local path (a string or an :class:`os.PathLike`) or a URL string.
 PathLike: TypeAlias = str | os.PathLike[str]
 StorageOptions: TypeAlias = "Mapping[str, Any] | None"
-#: Where the location functions act: a location (with storage options beside it) or a store
+#: What a public entry point takes: a location (with storage options beside it) or a store
 #: opened once (which holds its own options; those passed beside it are not used).
 Where: TypeAlias = "PathLike | Store"
 
@@ -384,126 +379,3 @@ def check_confined(location: PathLike, operation: str, root: PathLike | None = N
             f"{display(location)}: {operation}: resolves to {_resolved(path, root)}, outside the container "
             f"root {display(root)} (a symbolic link inside the container); refusing to follow it"
         )
-
-
-def _store(location: Where, options: StorageOptions, *, root: PathLike | None = None, confine: bool = True) -> Store:
-    """The store of ``location`` (``location`` itself when it is one), for the functions below."""
-    from .store import Store, open_store  # store.py builds on this module's helpers
-
-    if isinstance(location, Store):
-        return location
-    return open_store(location, options, boundary=None if root is None else os.fspath(root), read_outside=not confine)
-
-
-def read_bytes(location: Where, options: StorageOptions = None, *, max_size: int | None = None,
-               root: PathLike | None = None, confine: bool = True) -> bytes | None:
-    """The bytes at ``location``, or None when there is nothing.
-
-    At most ``max_size`` bytes are read (more is a :class:`~n5mscodecs.StorageError`); a local location
-    must be a regular file inside its container root (see the module docs; ``confine=False``
-    reads through links that leave it)."""
-    return _store(location, options, root=root, confine=confine).get(max_size=max_size)
-
-
-def write_bytes(location: Where, data: bytes, options: StorageOptions = None, *,
-                root: PathLike | None = None) -> None:
-    """Write ``data`` at ``location`` atomically (creating parent directories) inside its
-    container root (see ``check_confined``)."""
-    _store(location, options, root=root).set("", data)
-
-
-def read_json(location: Where, options: StorageOptions = None, *, confine: bool = True) -> Any:
-    """The parsed JSON document at ``location``, or None when there is none; a file that is
-    not JSON (empty, truncated) is a :class:`~n5mscodecs.ConfigurationError` naming it."""
-    return _store(location, options, confine=confine).get_json("")
-
-
-def write_json(location: Where, document: Any, options: StorageOptions = None) -> None:
-    _store(location, options).set_json("", document)
-
-
-def read_attributes(location: Where, options: StorageOptions = None, *, confine: bool = True) -> dict[str, Any]:
-    """The parsed ``attributes.json`` of the group or dataset ``location`` ({} when there is
-    none); a document that is not a JSON object is a :class:`~n5mscodecs.ConfigurationError` naming it."""
-    return _store(location, options, confine=confine).get_attributes()
-
-
-def write_attributes(location: Where, document: Mapping[str, Any], options: StorageOptions = None) -> None:
-    """Write the ``attributes.json`` of ``location`` (atomically)."""
-    _store(location, options).set_attributes("", document)
-
-
-def exists(location: Where, options: StorageOptions = None) -> bool:
-    return _store(location, options).exists()
-
-
-def is_directory(location: Where, options: StorageOptions = None) -> bool:
-    """Whether ``location`` holds other objects (a directory, or a prefix of an object store)."""
-    return _store(location, options).is_directory()
-
-
-def is_nonempty_directory(location: Where, options: StorageOptions = None) -> bool:
-    store = _store(location, options)
-    return bool(store.list_dir()) if store.is_directory() else False
-
-
-def list_names(location: Where, options: StorageOptions = None) -> list[str]:
-    """The names directly below ``location`` (sorted; empty when there is nothing)."""
-    return _store(location, options).list_dir()
-
-
-def remove(location: Where, options: StorageOptions = None) -> None:
-    """Remove the object at ``location`` if there is one."""
-    _store(location, options).delete("")
-
-
-def remove_tree(location: Where, options: StorageOptions = None) -> None:
-    """Remove ``location`` and everything below it (nothing to do when it does not exist)."""
-    _store(location, options).delete_tree("")
-
-
-def clear(location: Where, keep: Collection[str] = (), options: StorageOptions = None) -> None:
-    """Remove everything directly below ``location`` (and what lies below that) except the
-    names in ``keep``: how an overwrite empties a dataset whose marked attributes stay."""
-    _store(location, options).clear("", keep)
-
-
-def remove_temporary_files(location: Where, options: StorageOptions = None) -> int:
-    """Remove the ``.tmp-*`` files that killed writers left below the local ``location`` (object
-    stores write an object in one request and leave none); returns how many. Only for a
-    location whose writer lock is held: a running writer's temporary files look the same."""
-    store = _store(location, options)
-    if not store.is_local:
-        return 0
-    removed = 0
-    for directory, _, files in store.walk():
-        for name in files:
-            if name.startswith(TEMPORARY_PREFIX):
-                store.delete(f"{directory}/{name}" if directory else name)
-                removed += 1
-    return removed
-
-
-def make_directory(location: Where, options: StorageOptions = None) -> None:
-    """Create ``location`` as a directory (object stores have none: nothing to do there)."""
-    _store(location, options).make_directory()
-
-
-def walk(location: Where, options: StorageOptions = None) -> Iterator[tuple[str, list[str], list[str]]]:
-    """``(directory, subdirectories, files)`` below ``location``, top-down and sorted, as
-    ``os.walk`` (directories as locations); pruning ``subdirectories`` in place skips them."""
-    return _store(location, options).walk()
-
-
-def total_size(location: Where, options: StorageOptions = None) -> int:
-    """Bytes stored below ``location``."""
-    return _store(location, options).total_size()
-
-
-def request_threads(location: PathLike, threads: int | None) -> int:
-    """Threads for reading or writing many blocks: ``threads`` if given; else one per CPU for
-    a local path and :data:`REMOTE_REQUESTS` requests in flight for a URL (latency, not cores,
-    is what limits them)."""
-    if threads is None and is_url(location):
-        return REMOTE_REQUESTS
-    return default_threads(threads)
