@@ -78,10 +78,10 @@ def export_argmax(
 
     Parameters
     ----------
-    source : path, store or dataset
-        A label multiset dataset: its location, its :class:`~n5mscodecs.n5.Store` or the
+    source : path, ~n5mscodecs.n5.store.Store or ~n5mscodecs.n5.LabelMultisetDataset
+        A label multiset dataset: its location, its :class:`~n5mscodecs.n5.store.Store` or the
         dataset object.
-    target : path or store
+    target : path or ~n5mscodecs.n5.store.Store
         An N5 dataset (N5 axis order, the source's block size and compression), or a location
         ending ``.zarr`` for a zarr v3 array in C order (axes z, y, x); or its store (a
         read-only one is refused with :class:`~n5mscodecs.ReadOnlyError`).

@@ -342,10 +342,10 @@ def commit(
 
     Parameters
     ----------
-    source : path or store
+    source : path or ~n5mscodecs.n5.store.Store
         The Paintera label source (``painteraData`` of type label, ``data/s0..sN``,
         ``unique-labels``, ``label-to-block-mapping``), local or a URL, or its
-        :class:`~n5mscodecs.n5.Store` or group object (a read-only store is refused with
+        :class:`~n5mscodecs.n5.store.Store` or group object (a read-only store is refused with
         :class:`~n5mscodecs.ReadOnlyError` before anything is written).
     edit : ndarray, path or LabelSource
         The labels of the edited box, read as :func:`~n5mscodecs.paintera.convert` reads a

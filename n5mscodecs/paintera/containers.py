@@ -66,9 +66,9 @@ def survey(path: PathLike | Store, *, check: bool = False, storage_options: Stor
 
     Parameters
     ----------
-    path : path or store
+    path : path or ~n5mscodecs.n5.store.Store
         An N5 container, group, Paintera label source or dataset: its location, its
-        :class:`~n5mscodecs.n5.Store` or its N5 group or dataset object.
+        :class:`~n5mscodecs.n5.store.Store` or its N5 group or dataset object.
     check : bool
         Read and decode every block of every dataset (each bad one goes to
         :attr:`DatasetEntry.bad`); otherwise only each label multiset dataset's first block.

@@ -10,7 +10,7 @@ Everything is in N5 axis order (x, y, z for 3-d data).
 - :func:`~n5mscodecs.paintera.default_factors`: the levels added when no factors are given.
 - :func:`~n5mscodecs.paintera.parse_compression`: ``gzip:9``, ``xz:6``, ``blosc:zstd:5:1`` or a JSON object to the
   N5 ``compression`` attribute (what ``n5ms convert --compression`` takes).
-- :func:`source_store` and :func:`target_store`: where a public entry point turns what it was
+- ``source_store`` and ``target_store``: where a public entry point turns what it was
   given (a location and its ``storage_options``, a store, an N5 group or dataset) into the
   store everything below it works with, once.
 
@@ -49,7 +49,7 @@ def _held(where: Any) -> Any:
 
 
 def source_store(where: Any, storage_options: StorageOptions = None) -> Store:
-    """The store of what a reader was given: a :class:`~n5mscodecs.n5.Store` as it is, an N5
+    """The store of what a reader was given: a :class:`~n5mscodecs.n5.store.Store` as it is, an N5
     group or dataset object its store, a location (local path or URL, with fsspec's
     ``storage_options``) opened here."""
     return open_store(_held(where), storage_options)

@@ -187,16 +187,16 @@ def convert(
 
     Parameters
     ----------
-    source : ndarray, path, store or LabelSource
+    source : ndarray, path, ~n5mscodecs.n5.store.Store or LabelSource
         Integer labels: an ndarray in N5 order (x, y, z), an N5 dataset (or an
         N5 group with ``dataset``), a zarr array, an OME-Zarr multiscale label
         image (its level ``level``; its voxel size and offset are the
         defaults of ``resolution`` and ``offset``), ``.npy`` or TIFF file (see
         :func:`open_label_source`), by location or as a store (or N5 group
         or dataset object).
-    target : path or store
+    target : path or ~n5mscodecs.n5.store.Store
         The Paintera source group to create (e.g. ``out.n5/labels``), or its
-        :class:`~n5mscodecs.n5.Store` (a read-only one is refused with
+        :class:`~n5mscodecs.n5.store.Store` (a read-only one is refused with
         :class:`~n5mscodecs.ReadOnlyError` before anything is written).
     block_size : int or tuple
         N5 block size of every level (default 64).

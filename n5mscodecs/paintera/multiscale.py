@@ -72,7 +72,7 @@ class LabelPyramid:
         What was opened: the label source, the multiscale group or the dataset.
     datasets : tuple
         The location of each level's dataset.
-    store : Store
+    store : ~n5mscodecs.n5.store.Store
         The store of ``path``.
     stores : tuple
         The store of each level's dataset (what :meth:`open_level` opens).
@@ -283,7 +283,7 @@ def open_pyramid(path: PathLike | Store, *, storage_options: StorageOptions = No
         label multiset dataset (one level; a level ``sK`` of a multiscale group
         gets that level's voxel size and offset). Levels may also be plain
         integer datasets (Paintera label sources without multisets). A local
-        path or a URL (the ``remote`` extra), a :class:`~n5mscodecs.n5.Store`,
+        path or a URL (the ``remote`` extra), a :class:`~n5mscodecs.n5.store.Store`,
         or the N5 group or dataset object of one of the above.
     storage_options : dict, optional
         fsspec's options for a URL.

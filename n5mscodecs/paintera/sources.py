@@ -167,7 +167,7 @@ def open_label_source(source: LabelSource | np.ndarray | PathLike | Store | Any,
     a zarr array, an OME-Zarr multiscale image (its ``level``, with the level's voxel size
     and offset), a ``.npy`` file or a TIFF file. N5 datasets and zarr arrays may be URLs
     (with fsspec's ``storage_options``); each may also be given as a store
-    (:class:`~n5mscodecs.n5.Store`), and N5 datasets and groups as the objects
+    (:class:`~n5mscodecs.n5.store.Store`), and N5 datasets and groups as the objects
     :func:`n5mscodecs.n5.open` returns."""
     if isinstance(source, LabelSource):
         return source
