@@ -19,7 +19,7 @@ from . import n5
 from ._extras import require
 from .errors import ArgumentError, ConfigurationError
 from .multiset import INVALID, LabelMultisetArray
-from .n5 import LabelMultisetDataset, storage
+from .n5 import LabelMultisetDataset
 
 MIN_WIDTH = 800          # default width of the whole picture, in pixels
 #: The most pixels the slice panels of one picture may hold (64 Mpx: 192 MiB of RGB, about 1 GiB
@@ -290,7 +290,7 @@ class PreviewSummary:
     rendered: RenderedSlice
 
 
-def write_preview(source: str | os.PathLike[str], out: str | os.PathLike[str], *, axis: str = "z",
+def write_preview(source: str | os.PathLike[str] | n5.Store, out: str | os.PathLike[str], *, axis: str = "z",
                   index: int | None = None, level: str = "s0", width: int | None = None, scale: int | None = None,
                   storage_options: dict | None = None) -> PreviewSummary:
     """Draw one slice of a label multiset dataset (or level ``level`` of a Paintera source
@@ -310,10 +310,11 @@ def write_preview(source: str | os.PathLike[str], out: str | os.PathLike[str], *
     """
     image_module = require("PIL.Image", "preview", "previews")
     image_format_name = image_format(out)
-    path = os.fspath(source)
-    if "dimensions" not in n5.read_attributes(path, storage_options=storage_options):
-        path = storage.join(path, "data", level)
-    dataset = n5.open_dataset(path, fill_label=INVALID, storage_options=storage_options)
+    store = n5.open_store(source, storage_options, read_only=True)
+    top = store
+    if "dimensions" not in store.get_attributes():
+        store = store.child(f"data/{level}")
+    dataset = n5.open_dataset(store, fill_label=INVALID)
     if not isinstance(dataset, LabelMultisetDataset):
         raise ConfigurationError(f"{dataset.name}: not a label multiset dataset")
     if dataset.ndim == 3:
@@ -326,7 +327,7 @@ def write_preview(source: str | os.PathLike[str], out: str | os.PathLike[str], *
         if index is not None:
             raise ConfigurationError(f"index: {dataset.name} has {dataset.ndim} dimension(s) and is drawn whole")
         axis_number, index, where = 0, 0, f"{dataset.ndim}-D, whole"
-    title = f"{storage.display(source)} {level if path != os.fspath(source) else ''}"
+    title = f"{top.display()} {level if store is not top else ''}"
     rendered = render_slice(dataset, axis_number, index, width=width, scale=scale, title=title)
     image_module.fromarray(rendered.picture).save(out, format=image_format_name)
     return PreviewSummary(os.fspath(out), dataset.name, where, rendered)
