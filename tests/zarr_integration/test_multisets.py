@@ -178,6 +178,8 @@ def test_errors(tmp_path):
         write_label_multisets(array, np.full((2, 2, 2), -3), (slice(0, 2),) * 3)
     with pytest.raises(ValueError, match="rule"):
         read_labels(array, rule="max")
+    with pytest.raises(ArgumentError, match="^concurrency: an int >= 1"):
+        write_label_multisets(array, 1, concurrency=0)
     assert _chunk_files(tmp_path / "a") == {}  # nothing was written
 
 
