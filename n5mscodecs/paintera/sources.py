@@ -221,7 +221,7 @@ def level_of_image(image: Store, level: int = 0) -> tuple[str, tuple[float, ...]
     """``(array key, resolution, offset)`` of level ``level`` of the OME-Zarr multiscale image
     ``image`` (the key relative to it; resolution and offset in N5 order, x first, from the
     level's ``scale`` and ``translation``); None when ``image`` is no OME-Zarr multiscale group."""
-    multiscale = _first_multiscale(image)
+    multiscale = first_multiscale(image)
     if multiscale is None:
         return None
     levels = multiscale.get("datasets") or []
@@ -231,7 +231,7 @@ def level_of_image(image: Store, level: int = 0) -> tuple[str, tuple[float, ...]
     return str(levels[level]["path"]), tuple(scale[::-1]), tuple(translation[::-1])
 
 
-def _first_multiscale(image: Store) -> dict[str, Any] | None:
+def first_multiscale(image: Store) -> dict[str, Any] | None:
     """The first ``multiscales`` entry of the NGFF (0.4 or 0.5) group ``image``, or None."""
     attributes = None
     for name in ("zarr.json", ".zattrs"):

@@ -127,6 +127,10 @@ def test_open_pyramid_find_and_survey_take_stores_and_groups(root):
     mapping = paintera.read_label_to_block_mapping(store.child("labels"), 0)
     assert mapping == paintera.read_label_to_block_mapping(root + "/labels", 0)
     assert sorted(mapping) == list(range(1, 8))  # 0 fills whole blocks only: they are skipped
+    # written again through the store, in files of 3 ids: the same lookup
+    assert paintera.write_label_to_block_mapping(store.child("labels"), 0, 3, {"type": "raw"}) == 3
+    assert store.list_dir("labels/label-to-block-mapping/s0") == ["0", "1", "2", "attributes.json"]
+    assert paintera.read_label_to_block_mapping(n5.open(root + "/labels"), 0) == mapping
 
 
 def test_export_argmax_from_and_into_stores(root):
