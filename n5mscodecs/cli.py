@@ -22,7 +22,7 @@ from ._extras import require
 from .errors import ArgumentError, ConfigurationError, MissingExtraError, N5msCodecsError
 from .n5 import storage
 from .n5.group import UnreadableAttributesWarning
-from .n5.store import Store, open_store
+from .n5.store import Store, open_store, open_target
 from .paintera.convert import FINISH_HINT
 
 EXIT_OK = 0
@@ -293,21 +293,22 @@ def _say_stopped(what, exc, target: Store):
 
 
 def cmd_convert(args):
-    target = open_store(args.target, args.storage_options)  # for the checks and reports around the call
+    # the locations become stores here, once: the library call and the reports around it share them
+    source = open_store(args.source, args.storage_options)
+    target = open_target(args.target, args.storage_options, args.container)
     if target.exists() and not (args.overwrite or args.resume):
         return _error(f"{target.display()} exists (pass --overwrite to replace it "
                       "or --resume to finish an interrupted conversion)")
-    print(f"n5ms convert {storage.display(args.source)} -> {target.display()}")
+    print(f"n5ms convert {source.display()} -> {target.display()}")
     try:
         summary = paintera.convert(
-            args.source, args.target, dataset=args.dataset, block_size=args.block_size,
+            source, target, dataset=args.dataset, block_size=args.block_size,
             factors=args.scale or "resolution",  # by default, levels that make the voxels isotropic first
             compression=args.compression, max_num_entries=args.max_num_entries, keep=args.keep,
             rule=args.rule, write_background_blocks=args.write_background_blocks,
             resolution=args.resolution, offset=args.offset, lookup_block_size=args.lookup_block_size,
             threads=args.threads, scheduler=args.scheduler, overwrite=args.overwrite, resume=args.resume,
-            progress=_progress(not args.quiet), storage_options=args.storage_options, container=args.container,
-            reserved=args.reserved, level=args.level)
+            progress=_progress(not args.quiet), container=args.container, reserved=args.reserved, level=args.level)
     except (Exception, KeyboardInterrupt) as exc:
         _say_stopped("conversion", exc, target)
         raise
@@ -319,14 +320,15 @@ def cmd_convert(args):
 
 
 def cmd_argmax(args):
-    target = open_store(args.target, args.storage_options)
+    source = open_store(args.source, args.storage_options)
+    target = open_target(args.target, args.storage_options, args.container)
     if target.exists() and not args.overwrite:
         return _error(f"{target.display()} exists (pass --overwrite to replace it)")
     try:
         assignment, additional = _assignment_options(args)
-        summary = paintera.export_argmax(args.source, args.target, rule=args.rule, overwrite=args.overwrite,
+        summary = paintera.export_argmax(source, target, rule=args.rule, overwrite=args.overwrite,
                                          threads=args.threads, container=args.container,
-                                         progress=_progress(not args.quiet), storage_options=args.storage_options,
+                                         progress=_progress(not args.quiet),
                                          assignment=assignment, additional_assignment=additional)
     except (Exception, KeyboardInterrupt) as exc:
         if not _refused(exc):
@@ -378,8 +380,9 @@ def _add_assignment_options(command):
 
 
 def cmd_preview(args):
-    drawn = preview.write_preview(args.source, args.out, axis=args.axis, index=args.index, level=args.level,
-                                  width=args.width, scale=args.scale, storage_options=args.storage_options)
+    source = open_store(args.source, args.storage_options, read_only=True)
+    drawn = preview.write_preview(source, args.out, axis=args.axis, index=args.index, level=args.level,
+                                  width=args.width, scale=args.scale)
     picture = drawn.rendered.picture
     print(f"n5ms preview: {args.out}: {drawn.dataset} {drawn.where}, {drawn.rendered.n_labels} labels, "
           f"{picture.shape[1]}x{picture.shape[0]} px; {drawn.rendered.description}")
@@ -392,7 +395,7 @@ def cmd_preview(args):
 def cmd_info(args):
     with warnings.catch_warnings():  # an unreadable attributes.json is reported as its entry, below
         warnings.simplefilter("ignore", UnreadableAttributesWarning)
-        found = paintera.survey(args.path, check=args.check, storage_options=args.storage_options)
+        found = paintera.survey(open_store(args.path, args.storage_options, read_only=True), check=args.check)
     incomplete, bad, checked = [], [], 0
     if found.heading is not None:
         print(f"{storage.display(found.path)}: {found.heading[0]}")
@@ -458,12 +461,12 @@ def _flagged(source: Store):
 
 
 def cmd_commit(args):
-    source = open_store(args.source, args.storage_options)
-    print(f"n5ms commit {storage.display(args.edit)} -> {source.display()} at {','.join(map(str, args.offset))}")
+    source = open_target(args.source, args.storage_options)
+    edit = open_store(args.edit, args.storage_options)
+    print(f"n5ms commit {edit.display()} -> {source.display()} at {','.join(map(str, args.offset))}")
     try:
-        summary = paintera.commit(args.source, args.edit, args.offset, dataset=args.dataset, level=args.level,
-                                  ignore=args.ignore, rule=args.rule, reserved=args.reserved, threads=args.threads,
-                                  storage_options=args.storage_options)
+        summary = paintera.commit(source, edit, args.offset, dataset=args.dataset, level=args.level,
+                                  ignore=args.ignore, rule=args.rule, reserved=args.reserved, threads=args.threads)
     except (Exception, KeyboardInterrupt) as exc:
         if not _refused(exc) and _flagged(source):
             print(f"n5ms: commit stopped; {source.display()} is flagged INCOMPLETE: run the same commit again "
@@ -509,15 +512,16 @@ def cmd_ome_zarr(args):
 
 
 def cmd_zarr_json(args):
-    if not open_store(args.container, args.storage_options).is_directory():
-        return _error(f"{storage.display(args.container)}: no such directory")
+    container = open_store(args.container, args.storage_options)
+    if not container.is_directory():
+        return _error(f"{container.display()}: no such directory")
     require("zarr", "zarr", "zarr-json")
     from .zarr import write_zarr_json
     from .zarr.dtype import UNKNOWN_DATA_TYPE_ERROR, zarr_finds_the_data_type
 
-    written, skipped = write_zarr_json(args.container, overwrite=args.overwrite, storage_options=args.storage_options)
+    written, skipped = write_zarr_json(container, overwrite=args.overwrite)
     for directory in written:
-        print(f"  wrote {storage.display(storage.join(directory, 'zarr.json'))}")
+        print(f"  wrote {storage.display(directory)}/zarr.json")
     for directory in skipped:
         print(f"  skipped {storage.display(directory)} (zarr.json exists, or attributes zarr cannot describe)")
     print(f"{len(written)} zarr.json written, {len(skipped)} skipped; no block was touched")

@@ -10,7 +10,7 @@ from ..multiset import BACKGROUND
 from ..n5 import N5_VERSION, CodecChain, DatasetMetadata, storage
 from ..n5.dataset import validate_attributes
 from ..n5.storage import ATTRIBUTES
-from ..n5.store import open_store
+from ..n5.store import Store, open_store
 from .codecs import N5_DATA_TYPES, N5DefaultZarrCodec
 from .dtype import LabelMultisetDType, parse_fill_value
 
@@ -92,7 +92,7 @@ def zarr_document(attributes: Mapping[str, Any], path: str = "", fill_label: int
 
 
 def write_zarr_json(
-    container: PathLike, *, fill_label: int = BACKGROUND, overwrite: bool = False,
+    container: PathLike | Store, *, fill_label: int = BACKGROUND, overwrite: bool = False,
     storage_options: Mapping[str, Any] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Write a ``zarr.json`` next to every ``attributes.json`` of an N5 container.
