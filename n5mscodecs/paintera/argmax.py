@@ -167,10 +167,11 @@ def world_placement(dataset: n5.LabelMultisetDataset) -> tuple[list[float], list
 
 
 def _zarr_writer(zarr, dataset, store, placement, overwrite):
-    # zarr arrays are C-ordered (z, y, x): the N5 axes reversed; zarr opens its own store
-    options = {"storage_options": store.storage_options} if store.storage_options else {}
-    array = zarr.create_array(store.location, shape=dataset.shape[::-1], chunks=dataset.chunks[::-1],
-                              dtype="uint64", overwrite=overwrite, fill_value=0, **options)
+    # zarr arrays are C-ordered (z, y, x): the N5 axes reversed; zarr writes through the target's store
+    from ..zarr.store import PackageStore  # (needs zarr, which the caller required)
+
+    array = zarr.create_array(PackageStore(store), shape=dataset.shape[::-1], chunks=dataset.chunks[::-1],
+                              dtype="uint64", overwrite=overwrite, fill_value=0)
     attributes: dict[str, object] = {"axes": ["z", "y", "x"]}
     if placement is not None:
         attributes.update(resolution=placement[0][::-1], offset=placement[1][::-1])

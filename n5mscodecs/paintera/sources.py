@@ -60,10 +60,11 @@ def _opened(opening: _Opening) -> Any:
             return tifffile.memmap(local, mode="r")
         except ValueError:  # compressed or not contiguous: read it whole
             return tifffile.imread(local)
-    if opening.kind == "zarr":  # zarr opens the location with a store of its own
+    if opening.kind == "zarr":
         zarr = require("zarr", "zarr", "zarr array sources")
-        options = {"storage_options": store.storage_options} if store.storage_options else {}
-        return zarr.open_array(store.url(), mode="r", **options)
+        from ..zarr.store import PackageStore  # (needs zarr)
+
+        return zarr.open_array(PackageStore(store, read_only=True), mode="r")
     raise ConfigurationError(f"source: unknown kind {opening.kind!r}")
 
 

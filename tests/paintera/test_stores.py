@@ -191,3 +191,20 @@ def test_a_read_only_store_refuses_every_paintera_writer(root):
         assert digest(root) == before, name
     # and reading through it works
     assert np.array_equal(paintera.open_pyramid(read_only).levels[0].compute(), LABELS)
+
+
+def test_zarr_targets_and_sources_go_through_the_store(root):
+    zarr = pytest.importorskip("zarr")
+    converted(root + "/labels")
+    target = open_store(root[:-len("/c.n5")] + "/argmax.zarr")
+    summary = paintera.export_argmax(root + "/labels/data/s0", target)
+    assert summary.zarr and summary.target == target.location
+    source = open_label_source(target)
+    assert (source.kind, source.shape) == ("zarr", (12, 10, 6))
+    assert np.array_equal(source.read((slice(0, 12), slice(0, 10), slice(0, 6))), LABELS)
+    if target.is_local:  # zarr itself, on the location: C order
+        assert np.array_equal(zarr.open_array(target.location, mode="r")[:], LABELS.T)
+    paintera.convert(target, root + "/again", block_size=4)
+    assert np.array_equal(paintera.open_pyramid(root + "/again").levels[0].compute(), LABELS)
+    with pytest.raises(ReadOnlyError):
+        paintera.export_argmax(root + "/labels/data/s0", target.read_only_view(), overwrite=True)
