@@ -207,3 +207,9 @@ def test_ome_zarr_multisets_same_chunk_files(tmp_path, monkeypatch):
     assert {k.split("/")[0] for k in new} == {"s0", "s1", "s2"}
     assert "s0/c/0/0/0" not in new and "s0/c/0/0/1" in new
     assert new == {k: v for k, v in _chunk_files(tmp_path / "old.zarr").items() if "/c/" in k}
+    monkeypatch.undo()
+    from n5mscodecs.cli import main
+
+    assert main(["ome-zarr", str(source), str(tmp_path / "cli.zarr"), "--multisets", "--quiet"]) == 0
+    level = zarr.open_array(tmp_path / "cli.zarr" / "s1", mode="r")
+    assert np.array_equal(read_labels(level), LabelMultisetArray.from_labels(labels).downsample(2).argmax().T)
