@@ -35,7 +35,6 @@ decode.
 from __future__ import annotations
 
 import math
-import os
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -48,10 +47,11 @@ from .._extras import require
 from ..errors import ArgumentError, ConfigurationError, StorageError
 from ..multiset import INVALID, assemble
 from ..n5 import grid, storage
-from ..n5.store import open_store
 from ..n5.writing import INCOMPLETE_KEY, incomplete_marker
 from .containers import read_listed_block
+from .conventions import source_store
 from .multiscale import open_pyramid
+from .sources import first_multiscale, level_of_image
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -194,8 +194,8 @@ def _chunk_written(array, region_zyx, unit):
 
 
 def to_ome_zarr(
-    source: PathLike,
-    target: PathLike,
+    source: PathLike | Store,
+    target: PathLike | Store,
     *,
     version: str = DEFAULT_VERSION,
     multisets: bool = False,
@@ -214,12 +214,12 @@ def to_ome_zarr(
 
     Parameters
     ----------
-    source : path
-        A local path or a URL: a Paintera label source, a label multiset pyramid, a container holding
-        one, or a single label multiset dataset (what
-        :func:`~n5mscodecs.paintera.open_pyramid` opens).
-    target : path
-        A local path or a URL: the labels image group to write, e.g. ``out.zarr`` or
+    source : path or Store
+        A local path or a URL (or its store, :func:`~n5mscodecs.n5.open_store`): a Paintera label
+        source, a label multiset pyramid, a container holding one, or a single label multiset
+        dataset (what :func:`~n5mscodecs.paintera.open_pyramid` opens).
+    target : path or Store
+        A local path or a URL (or its store): the labels image group to write, e.g. ``out.zarr`` or
         ``image.zarr/labels/cells`` (then ``image-label.source.image`` points
         back to the image and the ``labels`` group lists it).
     version : {"0.4", "0.5"}
@@ -244,7 +244,7 @@ def to_ome_zarr(
     progress : callable, optional
         ``progress(description, total)`` as for :func:`~n5mscodecs.paintera.convert`.
     storage_options : dict, optional
-        fsspec options for URLs (source and target).
+        fsspec options for URLs (source and target; a store holds its own).
     assignment, additional_assignment
         The fragment-segment-assignment applied to every level, as for
         :func:`~n5mscodecs.paintera.open_pyramid`: by default the source's (segments, what
@@ -280,39 +280,42 @@ def to_ome_zarr(
     True
     """
     zarr = require("zarr", "ome-zarr", "OME-Zarr export")
+    from ..zarr.store import PackageStore  # (needs zarr, required above)
+
     started = time.perf_counter()
-    source, target = os.fspath(source), os.fspath(target)
+    # the locations become stores here, once; zarr writes through the target's (PackageStore). The
+    # target is a zarr group, no N5 container's: what lies above it (IMAGE/labels) stays reachable
+    source, target = source_store(source, storage_options), source_store(target, storage_options)
     if version not in NGFF_VERSIONS:
         raise ConfigurationError(f"version: one of {NGFF_VERSIONS}, got {version!r}")
     if multisets and version != "0.5":
         raise ConfigurationError("multisets: label multiset arrays are zarr v3 arrays: version 0.5 only")
     if overwrite and resume:
         raise ConfigurationError("overwrite and resume: pass one of them")
-    storage.refuse_overlap(target, source)
-    pyramid = open_pyramid(source, storage_options=storage_options, fill_label=0, assignment=assignment,
+    storage.refuse_overlap(target.location, source.location)
+    pyramid = open_pyramid(source, fill_label=0, assignment=assignment,
                            additional_assignment=additional_assignment)
     if multisets and pyramid.assignment is not None:
         raise ConfigurationError(
-            f"multisets: {storage.display(source)} has a fragment-segment-assignment "
+            f"multisets: {source.display()} has a fragment-segment-assignment "
             f"({pyramid.assignment.describe()}); label multisets hold fragments: pass assignment=None "
             "(--fragments) to write them")
     if pyramid.ndim > 3:
-        raise ConfigurationError(f"{storage.display(source)}: {pyramid.ndim} axes; NGFF labels here have 1 to 3")
+        raise ConfigurationError(f"{source.display()}: {pyramid.ndim} axes; NGFF labels here have 1 to 3")
     datasets = [pyramid.open_level(level) for level in range(len(pyramid))]
     if multisets and not all(isinstance(d, n5.LabelMultisetDataset) for d in datasets):
-        raise ConfigurationError(f"{storage.display(source)}: multisets=True needs label multiset levels")
+        raise ConfigurationError(f"{source.display()}: multisets=True needs label multiset levels")
     if multisets:
         import n5mscodecs.zarr  # noqa: F401  (the label_multiset data type and codecs)
-    name = name or storage.basename(target).removesuffix(".zarr") or "labels"
+    name = name or target.name.removesuffix(".zarr") or "labels"
     zarr_format = 2 if version == "0.4" else 3
-    target_store = open_store(target, storage_options)  # opened once; zarr opens its own for the arrays
     notes: list[str] = []
-    image = _labelled_image(target_store)
+    image = _labelled_image(target)
     if image is not None:  # IMAGE/labels/NAME: NGFF 0.5 wants as many levels as the image has
         image_levels, where = image
         if len(datasets) < image_levels:
             raise ConfigurationError(
-                f"{storage.display(target)}: the image {where} has {image_levels} levels, {storage.display(source)} "
+                f"{target.display()}: the image {where} has {image_levels} levels, {source.display()} "
                 f"only {len(datasets)}; NGFF wants a labels image with as many levels as its image: convert the "
                 f"labels with {image_levels - 1} downsampled levels (n5ms convert --scale, once per level), or "
                 "write them outside IMAGE/labels")
@@ -325,19 +328,17 @@ def to_ome_zarr(
         level_shards = [_checked_shards(shards, d, level) for level, d in enumerate(datasets)]
     # listed before the first write: a block that cannot be listed refuses the export, not stops it
     presents = [set(d.present_blocks()) for d in datasets]
-    # zarr takes storage_options for URLs only: a local store holds none
-    options = {"storage_options": target_store.storage_options} if target_store.storage_options else {}
-    exists = target_store.exists()
+    exists = target.exists()
     if exists and not (overwrite or resume):
-        raise FileExistsError(f"{storage.display(target)} exists (pass overwrite=True to replace it or resume=True "
+        raise FileExistsError(f"{target.display()} exists (pass overwrite=True to replace it or resume=True "
                               "to finish an interrupted export)")
-    group = zarr.open_group(target, mode="a" if resume and exists else "w", zarr_format=zarr_format, **options)
+    group = zarr.open_group(PackageStore(target), mode="a" if resume and exists else "w", zarr_format=zarr_format)
     marker = {INCOMPLETE_KEY: incomplete_marker("n5ms ome-zarr", FINISH_HINT)}
     if resume and exists and INCOMPLETE_KEY not in group.attrs.asdict():
         if "ome" in group.attrs or "multiscales" in group.attrs:
-            return OmeZarrSummary(target, version, [d.shape[::-1] for d in datasets], 0, 0,
+            return OmeZarrSummary(target.url(), version, [d.shape[::-1] for d in datasets], 0, 0,
                                   time.perf_counter() - started, pyramid.assignment, notes)
-        raise ConfigurationError(f"{storage.display(target)}: resume: not an interrupted n5ms ome-zarr export")
+        raise ConfigurationError(f"{target.display()}: resume: not an interrupted n5ms ome-zarr export")
     group.attrs.put(marker)
     written, total = 0, 0
     for level, dataset in enumerate(datasets):
@@ -345,19 +346,19 @@ def to_ome_zarr(
         array = _level_array(zarr, group, f"s{level}", shape, chunks, level_shards[level], multisets, zarr_format,
                              resume and exists, compressors)
         w, t = _write_level(array, dataset, chunks, level_shards[level], multisets, resume and exists, threads,
-                            progress, f"level {level}", target_store, pyramid.assignment, presents[level])
+                            progress, f"level {level}", target, pyramid.assignment, presents[level])
         written, total = written + w, total + t
     multiscales = multiscales_metadata(pyramid, name, version, _unit(datasets[0].attributes), len(datasets))
     image_label = {}
     try:
-        parent = target_store.parent()
+        parent = target.parent()
     except StorageError:  # a bucket: nothing above it (refused before any request)
         parent = None
     if parent is not None and parent.name == "labels":
         image_label["source"] = {"image": "../../"}
-        _list_label(zarr, parent.location, name, version, zarr_format, options)
+        _list_label(zarr, parent, name, version, zarr_format)
     group.attrs.put(_ome_attributes(version, multiscales, image_label))
-    return OmeZarrSummary(target, version, [d.shape[::-1] for d in datasets], written, total,
+    return OmeZarrSummary(target.url(), version, [d.shape[::-1] for d in datasets], written, total,
                           time.perf_counter() - started, pyramid.assignment, notes)
 
 
@@ -387,7 +388,7 @@ def _labelled_image(target: Store) -> tuple[int, str] | None:
         image = labels.parent()
     except StorageError:  # a bucket: nothing above it
         return None
-    multiscale = _first_multiscale(image)
+    multiscale = first_multiscale(image)
     if multiscale is None or not isinstance(multiscale.get("datasets"), list) or not multiscale["datasets"]:
         return None
     return len(multiscale["datasets"]), image.display()
@@ -453,9 +454,11 @@ def _write_level(array, dataset, chunks, shards, multisets, resuming, threads, p
     return written, len(units)
 
 
-def _list_label(zarr, parent, name, version, zarr_format, options):
+def _list_label(zarr, parent: Store, name, version, zarr_format):
     """Add ``name`` to the ``labels`` list of the NGFF ``labels`` group ``parent``."""
-    labels_group = zarr.open_group(parent, mode="a", zarr_format=zarr_format, **options)
+    from ..zarr.store import PackageStore  # (needs zarr, which the caller required)
+
+    labels_group = zarr.open_group(PackageStore(parent), mode="a", zarr_format=zarr_format)
     attributes = labels_group.attrs.asdict()
     holder = attributes if version == "0.4" else attributes.setdefault("ome", {"version": "0.5"})
     names = list(holder.get("labels", []))
@@ -465,65 +468,14 @@ def _list_label(zarr, parent, name, version, zarr_format, options):
     labels_group.attrs.put(attributes)
 
 
-def ome_zarr_level(path: PathLike, level: int = 0, *, storage_options: StorageOptions = None,
+def ome_zarr_level(path: PathLike | Store, level: int = 0, *, storage_options: StorageOptions = None,
                    ) -> tuple[str, tuple[float, ...], tuple[float, ...]] | None:
-    """``(array path, resolution, offset)`` of level ``level`` of the OME-Zarr multiscale image
-    at ``path`` (resolution and offset in N5 order, x first, from the level's ``scale`` and
-    ``translation``); None when ``path`` is no OME-Zarr multiscale group."""
-    path = os.fspath(path)
-    found = level_of_image(open_store(path, storage_options), level)
-    return None if found is None else (storage.join(path, found[0]), found[1], found[2])
-
-
-def _first_multiscale(image: Store) -> dict[str, Any] | None:
-    """The first ``multiscales`` entry of the NGFF (0.4 or 0.5) group ``image``, or None."""
-    attributes = None
-    for name in ("zarr.json", ".zattrs"):
-        document = image.get_json(name)
-        if isinstance(document, dict):
-            attributes = document.get("attributes", {}) if name == "zarr.json" else document
-            break
-    if not isinstance(attributes, dict):
-        return None
-    holder = attributes.get("ome", attributes)
-    multiscales = holder.get("multiscales") if isinstance(holder, dict) else None
-    if not isinstance(multiscales, list) or not multiscales or not isinstance(multiscales[0], dict):
-        return None
-    return multiscales[0]
-
-
-def level_of_image(image: Store, level: int = 0) -> tuple[str, tuple[float, ...], tuple[float, ...]] | None:
-    """:func:`ome_zarr_level` of the store ``image``: the level's array path is relative to it."""
-    multiscale = _first_multiscale(image)
-    if multiscale is None:
-        return None
-    multiscales = [multiscale]
-    levels = multiscales[0].get("datasets") or []
-    if not 0 <= level < len(levels):
-        raise ConfigurationError(f"{image.display()}: level {level}: the image has {len(levels)} levels")
-    scale, translation = _transforms(multiscales[0], levels[level], image.display())
-    return str(levels[level]["path"]), tuple(scale[::-1]), tuple(translation[::-1])
-
-
-def _transforms(multiscale, dataset, where):
-    """(scale, translation) of one level: its own transformations after the multiscale's."""
-    ndim = len(multiscale.get("axes") or [])
-    scale, translation = [1.0] * ndim, [0.0] * ndim
-    for transforms in (dataset.get("coordinateTransformations") or [],
-                       multiscale.get("coordinateTransformations") or []):
-        for transform in transforms:
-            kind = transform.get("type") if isinstance(transform, dict) else None
-            values = transform.get(kind) if kind in ("scale", "translation") else None
-            if values is None:
-                continue
-            if len(values) != ndim:
-                raise ConfigurationError(f"{where}: {kind} has {len(values)} values for {ndim} axes")
-            if kind == "scale":
-                translation = [t * s for t, s in zip(translation, values)]
-                scale = [a * s for a, s in zip(scale, values)]
-            else:
-                translation = [t + v for t, v in zip(translation, values)]
-    return scale, translation
+    """``(array location, resolution, offset)`` of level ``level`` of the OME-Zarr multiscale
+    image at ``path`` (a location or a store; resolution and offset in N5 order, x first, from
+    the level's ``scale`` and ``translation``); None when ``path`` is no OME-Zarr multiscale group."""
+    image = source_store(path, storage_options)
+    found = level_of_image(image, level)
+    return None if found is None else (image.url(found[0]), found[1], found[2])
 
 
 __all__ = ["DEFAULT_VERSION", "NGFF_VERSIONS", "OmeZarrSummary", "default_shards", "multiscales_metadata",
