@@ -33,8 +33,9 @@ import os
 from typing import TYPE_CHECKING
 
 from .errors import N5msCodecsError
-from .n5 import read_attributes, storage
-from .paintera.multiscale import find_label_pyramids, interrupted, open_pyramid
+from .n5 import storage
+from .n5.store import Store, open_store
+from .paintera.multiscale import interrupted, label_pyramid_keys, open_pyramid
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -68,18 +69,19 @@ def _local_group(path: Any) -> str | None:
     return None
 
 
-def _pyramid_paths(path: str) -> list[str]:
-    """What ``path`` opens as layers: the path itself when it is a Paintera ``data`` group
-    (whose levels may be plain integers), else the label pyramids found at or below it."""
-    found = find_label_pyramids(path)
-    if not found and interrupted(read_attributes(path)):
-        return [path]  # reading it says that it is incomplete and how to finish it
-    if not found and os.path.basename(path) == "data":
+def _pyramid_keys(store: Store) -> list[str]:
+    """What ``store`` opens as layers (keys of it): the store itself when it is a Paintera
+    ``data`` group (whose levels may be plain integers), else the label pyramids found at or
+    below it."""
+    found = label_pyramid_keys(store)
+    if not found and interrupted(store.get_attributes()):
+        return [""]  # reading it says that it is incomplete and how to finish it
+    if not found and store.name == "data":
         try:
-            open_pyramid(path)
+            open_pyramid(store)
         except N5msCodecsError:
             return []
-        return [path]
+        return [""]
     return found
 
 
@@ -93,23 +95,19 @@ def get_reader(path: str | Sequence[str]) -> Callable[[Any], list[LayerData]] | 
     group = _local_group(path)
     if group is None:
         return None
+    store = open_store(group, read_only=True)  # the path becomes a store here, once
     try:
-        found = _pyramid_paths(group)
+        found = _pyramid_keys(store)
     except (N5msCodecsError, OSError, ValueError):  # unreadable or malformed attributes: not ours to open
         return None
     if not found:
         return None
-    return functools.partial(_read, group, tuple(found))
+    return functools.partial(_read, store, tuple(found))
 
 
-def _read(group: str, found: Sequence[str], _path: Any = None) -> list[LayerData]:
-    return [layer_data(open_pyramid(p, fill_label=FILL_LABEL), _name(p, group)) for p in found]
-
-
-def _name(path: str, group: str) -> str:
-    if os.path.normpath(path) == group:
-        return os.path.basename(os.path.abspath(group))
-    return storage.relative(path, group)
+def _read(store: Store, found: Sequence[str], _path: Any = None) -> list[LayerData]:
+    return [layer_data(open_pyramid(store.child(key) if key else store, fill_label=FILL_LABEL),
+                       key or os.path.basename(os.path.abspath(store.location))) for key in found]
 
 
 def layer_data(pyramid: LabelPyramid, name: str | None = None) -> LayerData:

@@ -244,11 +244,11 @@ def find_label_pyramids(path: PathLike | Store, *, storage_options: StorageOptio
     ['labels', 'more/seg']
     """
     store = source_store(path, storage_options)
-    return [store.url(key) for key in _find_label_pyramids(store)]
+    return [store.url(key) for key in label_pyramid_keys(store)]
 
 
-def _find_label_pyramids(store: Store) -> list[str]:
-    """:func:`find_label_pyramids` below ``store``: each pyramid's key."""
+def label_pyramid_keys(store: Store) -> list[str]:
+    """:func:`find_label_pyramids` below ``store``, as keys of ``store`` (``""``: the store itself)."""
     found: list[str] = []
     for key, subdirectories, _ in store.walk():
         here = store.child(key) if key else store
@@ -374,7 +374,7 @@ def _open_pyramid(store: Store, fill_label: int) -> LabelPyramid:
         return _pyramid(store, store, names, fill_label, source)
     # a container or group: the one pyramid below it (only N5 groups and *.n5 directories are searched)
     searched = attributes or store.name.lower().endswith(".n5")
-    found = _find_label_pyramids(store) if searched else []
+    found = label_pyramid_keys(store) if searched else []
     if len(found) == 1:
         return _open_pyramid(store.child(found[0]), fill_label)
     if found:
