@@ -23,7 +23,7 @@ from .errors import ArgumentError, ConfigurationError, MissingExtraError, N5msCo
 from .n5 import storage
 from .n5.group import UnreadableAttributesWarning
 from .n5.store import Store, open_store, open_target
-from .paintera.convert import FINISH_HINT
+from .paintera.conventions import FINISH_HINT
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1       # the command ran and found problems (info --check, demo verification)

@@ -22,7 +22,7 @@ dtype('uint64')
 from .create import block_size, create_array_dataset, write, write_array
 from .dataset import ArrayDataset, LabelMultisetDataset, read_attributes, write_attributes
 from .default import n5_default_decode, n5_default_encode
-from .group import Group, dataset_paths, open, open_dataset
+from .group import Group, dataset_keys, dataset_paths, open, open_dataset
 from .header import N5BlockHeader
 from .metadata import N5_VERSION, DatasetMetadata, compression_attributes
 from .store import FsspecStore, LocalStore, Store, open_store
@@ -38,6 +38,7 @@ __all__ = [
     "block_size",
     "compression_attributes",
     "create_array_dataset",
+    "dataset_keys",
     "dataset_paths",
     "open",
     "open_dataset",

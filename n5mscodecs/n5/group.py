@@ -71,7 +71,14 @@ class UnreadableAttributesWarning(UserWarning):
 
 def dataset_paths(group: Where, *, storage_options: StorageOptions = None) -> Iterator[str]:
     """The datasets (directories whose attributes have ``dimensions``) below ``group`` (a
-    location, or its store), in order.
+    location, or its store), in order, as locations (see :func:`dataset_keys`)."""
+    store = open_store(group, storage_options)
+    return (store.url(key) for key in dataset_keys(store))
+
+
+def dataset_keys(store: Store) -> Iterator[str]:
+    """The datasets (directories whose attributes have ``dimensions``) below ``store``, in
+    order, as keys of it (``""``: the store itself).
 
     A directory whose ``attributes.json`` cannot be read (not JSON, not an object, not a
     regular file) may be a dataset: it is yielded too, with an
@@ -79,18 +86,17 @@ def dataset_paths(group: Where, *, storage_options: StorageOptions = None) -> It
     (opening it raises the same error, so that a caller such as ``n5ms info`` reports it), and
     the walk goes on below it, except into directories named by digits only (what a dataset's
     block directories are called)."""
-    store = group if isinstance(group, Store) else open_store(group, storage_options)
     for key, subdirectories, _ in store.walk():
         try:
             attributes = store.get_attributes(key)
         except N5msCodecsError as exc:  # ConfigurationError (garbage) or StorageError (not a regular file)
-            warnings.warn(str(exc), UnreadableAttributesWarning, stacklevel=2)
+            warnings.warn(str(exc), UnreadableAttributesWarning, stacklevel=3)
             subdirectories[:] = [name for name in subdirectories if not name.isdigit()]
-            yield store.url(key)
+            yield key
             continue
         if "dimensions" in attributes:
             subdirectories[:] = []  # block directories
-            yield store.url(key)
+            yield key
 
 
 def _default_chunks(shape: tuple[int, ...]) -> tuple[int, ...]:

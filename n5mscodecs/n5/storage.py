@@ -15,8 +15,7 @@ replaces an object in one request, which is atomic too. ``http(s)`` locations ar
 read-only.
 
 The container root is a boundary. A local location is *confined* to its root (the
-``root`` passed, else the nearest of it and its parents named ``*.n5`` or declared
-with :func:`~n5mscodecs.n5.storage.confine_to`): a read,
+store's boundary, else the nearest of it and its parents named ``*.n5``): a read,
 write or removal whose resolved path leads outside the resolved root (through a
 symbolic link inside the container) raises :class:`~n5mscodecs.StorageError`; readers may opt
 out (``read_outside``). Only regular files are read, up to a size bound: a FIFO,
@@ -32,7 +31,6 @@ import os
 import posixpath
 import re
 import stat
-import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -341,35 +339,18 @@ def _inside(path: str, root: str) -> bool:
     return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
-# roots declared by confine_to(): absolute, unresolved (replaced whole, so readers need no lock)
-_CONFINED: frozenset[str] = frozenset()
-_CONFINED_LOCK = threading.Lock()
-
-
-def confine_to(root: PathLike) -> None:
-    """Declare the local directory ``root`` a boundary, as a ``*.n5`` directory is one: local
-    locations below it are checked against it (see ``check_confined``). Writers call this
-    for a target that is not inside a ``*.n5`` container (``paintera.convert``)."""
-    global _CONFINED
-    if is_url(root):
-        return
-    with _CONFINED_LOCK:
-        _CONFINED = _CONFINED | {os.path.abspath(local_path(root))}
-
-
 def _nearest_root(path):
-    """The nearest of ``path`` and its parents that is a declared root or named ``*.n5``."""
+    """The nearest of ``path`` and its parents named ``*.n5``."""
     for candidate in _lineage(path):
-        if candidate in _CONFINED or os.path.basename(candidate).lower().endswith(".n5"):
+        if os.path.basename(candidate).lower().endswith(".n5"):
             return candidate
     return None
 
 
 def check_confined(location: PathLike, operation: str, root: PathLike | None = None) -> None:
     """Raise :class:`~n5mscodecs.StorageError` when the local ``location`` resolves outside
-    its container root (``root``, else the nearest of it and its parents named ``*.n5`` or
-    declared by :func:`~n5mscodecs.n5.storage.confine_to`; nothing to check without one, or
-    for a URL, whose keys cannot be links)."""
+    its container root (``root``, else the nearest of it and its parents named ``*.n5``;
+    nothing to check without one, or for a URL, whose keys cannot be links)."""
     if is_url(location):
         return
     path = os.path.abspath(local_path(location))

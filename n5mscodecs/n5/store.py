@@ -299,7 +299,7 @@ class LocalStore(Store):
         The root directory (or an ``os.PathLike``; ``file://`` allowed).
     boundary : str, optional
         The container root every key is confined to (default: the nearest of a key's
-        location and its parents named ``*.n5`` or declared with ``storage.confine_to``).
+        location and its parents named ``*.n5``).
     read_outside : bool
         Let reads follow symbolic links out of the boundary (writes never do).
     """

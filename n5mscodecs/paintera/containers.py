@@ -24,7 +24,6 @@ import numpy as np
 from .. import n5
 from .._threads import default_threads
 from ..errors import ConfigurationError, IncompleteError, N5msCodecsError, StorageError
-from ..n5 import storage
 from .conventions import CONVERSION_KEY, source_store
 from .lookup import LOOKUP_DIMENSION
 from .multiscale import interrupted
@@ -97,12 +96,10 @@ def survey(path: PathLike | Store, *, check: bool = False, storage_options: Stor
     attributes = store.get_attributes()
     if "dimensions" in attributes:
         return Survey(path, None, False, _entries([(store, name)], check))
-    directories = list(n5.dataset_paths(store))
-    if not attributes and not directories:
+    keys = list(n5.dataset_keys(store))
+    if not attributes and not keys:
         raise ConfigurationError(f"{name}: {_not_n5(store)}")
     heading = _source_lines(store, attributes) or [f"N5 group {attributes.get('n5', '')}".rstrip()]
-    # dataset_paths yields locations: their keys below the surveyed store
-    keys = [storage.relative(d, path) for d in directories]
     return Survey(path, heading, interrupted(attributes), _entries([(store.child(k), k) for k in keys], check))
 
 
