@@ -42,10 +42,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import ConfigurationError
-from ..n5.default import n5_default_decode, n5_default_encode
-from ..n5.metadata import N5_VERSION, DatasetMetadata
+from ..n5.block import ArrayBlockCodec
+from ..n5.metadata import DatasetMetadata
 from ..n5.storage import ATTRIBUTES
-from ..n5.writing import LOCK_NAME, WriterLock, check_complete, incomplete_marker, mark_complete, write_marked
+from ..n5.writing import (
+    LOCK_NAME,
+    WriterLock,
+    check_complete,
+    incomplete_marker,
+    mark_complete,
+    write_container_version,
+    write_marked,
+)
 from .conventions import is_label_source, source_store
 
 if TYPE_CHECKING:
@@ -389,14 +397,14 @@ def _table(store: Store, metadata: DatasetMetadata) -> np.ndarray:
     grid = -(-n // rows)
     present = sorted(int(name) for name in store.list_dir() if name.isdigit() and int(name) < grid)
     zero = np.zeros((1, 2), metadata.dtype)
+    codec = ArrayBlockCodec(metadata)
     parts, expected = [], 0
     for i in present:
         blocks = []
         for j in range(-(-2 // columns)):
             data = store.get(f"{i}/{j}")
             if data is not None:
-                blocks.append((j, n5_default_decode(data, metadata.dtype, metadata.compressor,
-                                                    chunk_shape=metadata.chunks)))
+                blocks.append((j, codec.decode(data, varlength=False)))
         length = min(max((block.shape[0] for _, block in blocks), default=0), n - i * rows)
         part = np.zeros((length, 2), metadata.dtype)
         for j, block in blocks:
@@ -476,14 +484,14 @@ def _write_dataset(dataset: Store, assignment: FragmentSegmentAssignment) -> Non
     if dataset.list_dir() and "dimensions" not in dataset.get_attributes():
         raise ConfigurationError(f"{dataset.display()}: refusing to overwrite something that is not an N5 dataset")
     metadata = DatasetMetadata.array((n, 2), (max(n, 1), 1), _U64, PAINTERA_COMPRESSION)
+    codec = ArrayBlockCodec(metadata)
     root = dataset.container_root()
     write_marked(dataset, metadata.to_json(), incomplete_marker(_WRITER, _FINISH))
     dataset.clear("", {ATTRIBUTES, LOCK_NAME})
-    if root is not None and "n5" not in (version := root.get_attributes()):
-        root.set_attributes("", {"n5": N5_VERSION, **version})
+    write_container_version(root)
     # Java writes both blocks, also the zero-length ones of an empty lookup (outside the grid [0, 2])
     for column, ids in enumerate((assignment.fragments, assignment.segments)):
-        dataset.set(f"0/{column}", n5_default_encode(ids.reshape(n, 1), metadata.compressor, dtype=_U64))
+        dataset.set(f"0/{column}", codec.encode(ids.reshape(n, 1)))
     mark_complete(dataset)
 
 
