@@ -1,6 +1,6 @@
 """One N5 block, encoded and decoded from its dataset's metadata alone.
 
-A :class:`BlockCodec` knows a dataset's :class:`~n5mscodecs.n5.metadata.DatasetMetadata`
+A block codec (:class:`LabelMultisetBlockCodec`, :class:`ArrayBlockCodec`) knows a dataset's :class:`~n5mscodecs.n5.metadata.DatasetMetadata`
 and nothing of where blocks are kept, as N5 Java's ``DefaultBlockReader`` and
 ``DefaultBlockWriter`` do: the bytes of one block become an array, an array becomes
 the bytes of one block, and every bound a block's bytes are checked against (the most
@@ -88,7 +88,7 @@ class LabelMultisetBlockCodec(_BlockCodec):
 
     @functools.cached_property
     def max_payload_bytes(self) -> int:
-        """The most payload bytes (numElements) a block may hold: a full block's voxels with
+        """The most payload bytes (numElements) a block may hold, a full block's voxels with
         ``max_entries`` entries per voxel on average (see
         :func:`~n5mscodecs.payload.max_payload_size`)."""
         return max_payload_size(grid.voxels(self.metadata.chunks), self.codec_chain.layout, self.max_entries)

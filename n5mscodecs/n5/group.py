@@ -136,7 +136,7 @@ class Group(Mapping[str, "Group | Dataset"]):
         The group's store (:func:`~n5mscodecs.n5.store.open_store`), handed down to its children.
     read_only : bool
         Refuse every change (mode ``r``).
-    container : Store or str, optional
+    container : ~n5mscodecs.n5.store.Store or str, optional
         The container root (its store): where writers put the ``{"n5": ...}`` version (default: the
         nearest ``*.n5`` of ``path`` and its parents, as :func:`~n5mscodecs.n5.write`).
     dataset_options : Mapping, optional
@@ -509,9 +509,9 @@ def open(path: PathLike | Store, mode: str = "r", *,  # noqa: A001 - mirrors zar
 
     Parameters
     ----------
-    path : str, os.PathLike or Store
+    path : str, os.PathLike or ~n5mscodecs.n5.store.Store
         A local path or a URL (``s3://``, ``gs://``, ``http(s)://``, ``file://``; the ``remote`` extra),
-        or a store (:func:`~n5mscodecs.n5.open_store`; ``storage_options`` and
+        or a store (:func:`~n5mscodecs.n5.store.open_store`; ``storage_options`` and
         ``allow_outside_root`` are then the store's). Mode ``r`` reads through a read-only
         view of the store: every write of what it returns raises :class:`~n5mscodecs.ReadOnlyError`.
     mode : {"r", "r+", "a", "w", "w-"}

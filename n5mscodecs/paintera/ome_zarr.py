@@ -214,11 +214,11 @@ def to_ome_zarr(
 
     Parameters
     ----------
-    source : path or Store
-        A local path or a URL (or its store, :func:`~n5mscodecs.n5.open_store`): a Paintera label
+    source : path or ~n5mscodecs.n5.store.Store
+        A local path or a URL (or its store, :func:`~n5mscodecs.n5.store.open_store`): a Paintera label
         source, a label multiset pyramid, a container holding one, or a single label multiset
         dataset (what :func:`~n5mscodecs.paintera.open_pyramid` opens).
-    target : path or Store
+    target : path or ~n5mscodecs.n5.store.Store
         A local path or a URL (or its store): the labels image group to write, e.g. ``out.zarr`` or
         ``image.zarr/labels/cells`` (then ``image-label.source.image`` points
         back to the image and the ``labels`` group lists it).

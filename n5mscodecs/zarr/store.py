@@ -324,7 +324,7 @@ class N5Store(WrapperStore):
         mapping is applied to every dataset instead.
     additional_assignment : mapping or pairs, optional
         ``{fragment: segment}`` pairs set over the lookup (labels view only).
-    location : str, os.PathLike or n5mscodecs.n5.Store, optional
+    location : str, os.PathLike or ~n5mscodecs.n5.store.Store, optional
         Where ``store``'s root is (a local path, URL or the package's store of it), for finding
         the stored assignments;
         default: the root of a zarr ``LocalStore`` or ``FsspecStore``. Without one,
