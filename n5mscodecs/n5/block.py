@@ -15,8 +15,11 @@ decode blocks here.
 >>> data = codec.encode(np.array([[1, 2], [3, 3]], np.uint64))
 >>> codec.decode(data, (0, 0)).argmax().tolist()
 [[1, 2], [3, 3]]
->>> codec.decode(codec.encode(np.array([[5, 6]], np.uint64)), (1, 1), labels=True).tolist()
-[[5]]
+>>> codec.block_shape((1, 1))  # a boundary block: cropped to the grid
+(2, 1)
+>>> padded = codec.encode(np.array([[5, 7], [6, 8]], np.uint64))  # as zarr writes boundary chunks
+>>> codec.decode(padded, (1, 1), labels=True).tolist()
+[[5], [6]]
 """
 
 from __future__ import annotations
