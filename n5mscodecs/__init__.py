@@ -44,6 +44,7 @@ from .multiset import (
     argmax_elements,
 )
 from .n5 import N5Varlen
+from .paintera import assignment as _assignment  # noqa: F401  (installs to_dask's assignment resolver)
 from .payload import LabelMultisetCodec, LabelMultisetVLen, N5LabelMultiset
 
 __all__ = [

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import n5mscodecs
-from n5mscodecs import LabelMultisetArray, ReadOnlyError, n5
+from n5mscodecs import ReadOnlyError, n5
 from n5mscodecs.n5.writing import WriterLock
 
 LABELS = (np.arange(60, dtype=np.uint64).reshape(5, 4, 3) // 7) + 1
@@ -173,8 +173,14 @@ def _imports(package: Path, name: str) -> dict[str, set[str]]:
                         graph[module].add(candidate)
             elif isinstance(node, ast.Import):
                 graph[module].update(alias.name for alias in node.names if alias.name in modules)
-    # a module importing the package it belongs to (its __init__ runs first anyway) is no edge
-    return {m: {t for t in targets if not m.startswith(t + ".")} for m, targets in graph.items()}
+    # importing a.b.c runs a/__init__ and a/b/__init__ first: edges to those packages too, except
+    # to the packages the importing module lies in (their __init__ runs before it anyway)
+    def ancestors(module: str) -> set[str]:
+        parts = module.split(".")
+        return {".".join(parts[:n]) for n in range(1, len(parts))}
+
+    return {m: {p for t in targets for p in ancestors(t) | {t} if p in modules and p != m and p not in ancestors(m)}
+            for m, targets in graph.items()}
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -198,6 +204,14 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         if module not in state and (found := visit(module)):
             return found
     return None
+
+
+def test_a_submodule_import_runs_its_packages():
+    graph = _imports(Path(n5mscodecs.__file__).parent, "n5mscodecs")
+    # n5.dataset must not reach paintera at all: importing paintera.anything runs paintera/__init__,
+    # which builds on n5 (to_dask gets Paintera's resolver handed down instead)
+    assert not any(t.startswith("n5mscodecs.paintera") for t in graph["n5mscodecs.n5.dataset"])
+    assert "n5mscodecs.n5" in graph["n5mscodecs.paintera.assignment"]  # via n5.block etc.: the package runs
 
 
 def test_the_cycle_finder_finds_cycles():

@@ -1,13 +1,13 @@
 """One N5 block, encoded and decoded from its dataset's metadata alone.
 
-A block codec (:class:`LabelMultisetBlockCodec`, :class:`ArrayBlockCodec`) knows a dataset's :class:`~n5mscodecs.n5.metadata.DatasetMetadata`
-and nothing of where blocks are kept, as N5 Java's ``DefaultBlockReader`` and
-``DefaultBlockWriter`` do: the bytes of one block become an array, an array becomes
-the bytes of one block, and every bound a block's bytes are checked against (the most
-bytes a block file may hold, what its payload may inflate to) comes from the metadata.
-Datasets (:mod:`n5mscodecs.n5.dataset`), the zarr view of N5 containers
-(:class:`~n5mscodecs.zarr.N5Store`), the Paintera writers and the CLI all encode and
-decode blocks here.
+A block codec (:class:`LabelMultisetBlockCodec`, :class:`ArrayBlockCodec`) knows a
+dataset's :class:`~n5mscodecs.n5.metadata.DatasetMetadata` and nothing of where blocks are
+kept, as N5 Java's ``DefaultBlockReader`` and ``DefaultBlockWriter`` do: the bytes of one
+block become an array, an array becomes the bytes of one block, and every bound a block's
+bytes are checked against (the most bytes a block file may hold, what its payload may
+inflate to) comes from the metadata. Datasets (:mod:`n5mscodecs.n5.dataset`), the zarr
+view of N5 containers (:class:`~n5mscodecs.zarr.N5Store`), the Paintera writers and the
+CLI all encode and decode blocks here.
 
 >>> import numpy as np
 >>> from n5mscodecs.n5.metadata import DatasetMetadata

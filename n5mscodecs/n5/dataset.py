@@ -24,7 +24,7 @@ from .store import READ_ONLY_MODE, Store, open_store
 from .writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
     from typing import Any
 
     from numpy.typing import ArrayLike
@@ -41,6 +41,20 @@ _BLOCK_ERRORS = (LabelMultisetFormatError, N5HeaderError, CompressionError)
 MAX_DASK_BLOCKS_PER_AXIS = 1 << 20
 #: Blocks one read (``dataset[...]``) may touch.
 MAX_BLOCKS_PER_READ = 1 << 24
+#: How :meth:`_Dataset.to_dask` resolves its ``assignment`` (``"auto"``: the dataset's stored Paintera
+#: fragment-segment-assignment): :func:`n5mscodecs.paintera.assignment.resolve_assignment`, installed
+#: by that module (``import n5mscodecs`` imports it). n5 sits below paintera and never imports it.
+assignment_resolver: Callable[..., Any] | None = None
+
+
+def resolved_assignment(store: Store | str, assignment: Any, additional_assignment: Any = None) -> Any:
+    """The lookup a reader applies to the dataset at ``store`` (None: its ids as stored), by
+    :data:`assignment_resolver` (for :meth:`_Dataset.to_dask` and the zarr labels views)."""
+    if assignment_resolver is None:  # pragma: no cover - ``import n5mscodecs`` installs it
+        raise ConfigurationError("assignment: import n5mscodecs.paintera to resolve it")
+    return assignment_resolver(store, assignment, additional_assignment)
+
+
 #: The views of a label multiset dataset (as :class:`~n5mscodecs.zarr.N5Store`'s ``multisets``).
 VIEWS = ("elements", "labels")
 
@@ -388,9 +402,7 @@ class _Dataset:
                               meta=np.empty((0,) * self.ndim, source.dtype))
         if source.dtype.kind not in "iu" or (assignment is None and not additional_assignment):
             return array
-        from ..paintera.assignment import resolve_assignment  # (paintera builds on n5: imported when used)
-
-        lookup = resolve_assignment(self.store, assignment, additional_assignment)
+        lookup = resolved_assignment(self.store, assignment, additional_assignment)
         return array if lookup is None else array.map_blocks(lookup.apply, dtype=np.uint64)
 
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import ConfigurationError
+from ..n5 import dataset as _n5_dataset
 from ..n5.block import ArrayBlockCodec
 from ..n5.metadata import DatasetMetadata
 from ..n5.storage import ATTRIBUTES
@@ -651,3 +652,8 @@ __all__ = ["ASSIGNMENT_DATASET", "PAINTERA_COMPRESSION", "SIBLING_SUFFIX", "Frag
            "IdAllocator", "assign_fragments", "assignment_location", "detach_fragments", "find_assignment",
            "merge_fragments", "parse_assignment_file", "parse_pair", "read_assignment", "resolve_assignment",
            "write_assignment"]
+
+
+# n5 datasets' to_dask(assignment="auto") resolves through this module: n5 sits below paintera
+# and does not import it, so the resolver is handed down here
+_n5_dataset.assignment_resolver = resolve_assignment

@@ -60,6 +60,7 @@ from zarr.storage import WrapperStore
 from ..errors import ConfigurationError, ReadOnlyError
 from ..multiset import BACKGROUND
 from ..n5 import ArrayDataset, LabelMultisetDataset, storage
+from ..n5.dataset import resolved_assignment
 from ..n5.grid import crop
 from ..n5.header import N5BlockHeader
 from ..n5.store import open_store, open_target
@@ -261,15 +262,13 @@ class _Assignments:
     makes; pickles with what it found (a lock is made anew)."""
 
     def __init__(self, assignment: Any, additional_assignment: Any, root: N5LocationStore | None) -> None:
-        from ..paintera.assignment import resolve_assignment
-
         self.auto = assignment is True or (isinstance(assignment, str) and assignment == "auto")
         self.additional_assignment = additional_assignment
         self.root = root
         self._found: dict[str, FragmentSegmentAssignment | None] = {}
         self._lock = threading.Lock()
         # a given lookup (or, for "auto", the additional pairs alone): checked and resolved here, once
-        self._given = resolve_assignment("", None if self.auto else assignment, additional_assignment)
+        self._given = resolved_assignment("", None if self.auto else assignment, additional_assignment)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -292,11 +291,9 @@ class _Assignments:
             return self._given
         with self._lock:
             if prefix not in self._found:
-                from ..paintera.assignment import resolve_assignment
-
                 store = self._store(prefix)
                 self._found[prefix] = (self._given if store is None else
-                                       resolve_assignment(store, "auto", self.additional_assignment))
+                                       resolved_assignment(store, "auto", self.additional_assignment))
             return self._found[prefix]
 
 

@@ -146,12 +146,12 @@ def test_each_dataset_is_looked_up_once_under_concurrent_reads(merged, monkeypat
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    from n5mscodecs.paintera import assignment as module
+    from n5mscodecs.n5 import dataset as module  # the resolver readers call (paintera installs it)
 
     target, raw, lookup = merged
     calls: dict[str, int] = {}
     guard = threading.Lock()
-    real = module.resolve_assignment
+    real = module.assignment_resolver
 
     def counting(store, *args, **kwargs):
         with guard:
@@ -160,7 +160,7 @@ def test_each_dataset_is_looked_up_once_under_concurrent_reads(merged, monkeypat
         return real(store, *args, **kwargs)
 
     store = nz.N5Store(LocalStore(target.parent, read_only=True), multisets="labels")
-    monkeypatch.setattr(module, "resolve_assignment", counting)
+    monkeypatch.setattr(module, "assignment_resolver", counting)
     paths = [f"labels/data/s{k}" for k in range(LEVELS)] * 8
     with ThreadPoolExecutor(max_workers=8) as pool:
         found = list(pool.map(store.assignment, paths))
