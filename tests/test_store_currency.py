@@ -144,6 +144,18 @@ def test_file_urls_are_their_paths(tmp_path):
     assert np.array_equal(n5.open(f"file://{tmp_path}/c.n5/labels").read_labels(), LABELS)
 
 
+def test_locations_keep_their_spelling_going_up_and_down(tmp_path):
+    """A location written with ``..`` (as ``../shared/data`` is): a child's parent is the location
+    its group gives, so a dataset's ``.parent`` is the group it was opened from."""
+    (tmp_path / "x").mkdir()
+    n5.write(tmp_path / "c.n5" / "g" / "labels", LABELS, chunks=2)
+    store = n5.open_store(f"{tmp_path}/x/../c.n5")
+    assert store.child("g/labels").parent().url() == store.url("g") == f"{tmp_path}/x/../c.n5/g"
+    root = n5.open(store)
+    assert root["g/labels"].parent.path == root["g"].path
+    assert np.array_equal(root["g/labels"].parent["labels"].read_labels(), LABELS)
+
+
 # ---------------------------------------------------------------------------------------------
 # no import cycles
 

@@ -110,6 +110,9 @@ def parent(location: PathLike) -> str:
     location = os.fspath(location)
     if is_url(location):
         return location.rstrip("/").rsplit("/", 1)[0]
+    head, tail = os.path.split(location.rstrip(os.sep) or location)
+    if head and tail not in ("", ".", ".."):  # as the location is written: its children's parent is it
+        return head
     return os.path.dirname(os.path.normpath(location)) or os.path.dirname(os.path.abspath(location))
 
 
