@@ -217,25 +217,11 @@ def retrying(location: str, operation: str, request):
             delay *= 2
 
 
-def _writable(location: str, options: StorageOptions):
-    fs, path = filesystem(location, options)
-    if location.startswith(("http://", "https://")):
-        raise ConfigurationError(f"{display(location)}: http(s) locations are read-only")
-    return fs, path
-
-
 def join(location: PathLike, *names: str | int) -> str:
     """``location`` / ``names`` (URLs keep their scheme and use "/")."""
     if is_url(location):
         return posixpath.join(location, *(str(n) for n in names))
     return os.path.join(os.fspath(location), *(str(n) for n in names))
-
-
-def relative(location: str, base: str) -> str:
-    """``location`` relative to ``base``, with "/" between the parts."""
-    if is_url(base) or is_url(location):
-        return posixpath.relpath(location.rstrip("/"), base.rstrip("/"))
-    return os.path.relpath(location, base).replace(os.sep, "/")
 
 
 def _lineage(location: str) -> list[str]:
