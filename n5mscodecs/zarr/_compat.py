@@ -13,6 +13,8 @@ where a name may be missing, checked before use:
   synchronous code);
 - the default-codec functions that :mod:`n5mscodecs.zarr.defaults` wraps
   (:func:`wrap_default_codec_function`);
+- an array's runtime configuration (:func:`array_config`: ``Array.config`` from zarr 3.1.2,
+  the private ``_async_array._config`` in 3.1.1);
 - what the codecs and the store build on: ``parse_named_configuration`` (a codec's
   ``{"name", "configuration"}`` document), ``default_buffer_prototype``, and the
   ``ArraySpec`` and ``NDBuffer`` types of a codec's chunk.
@@ -44,6 +46,7 @@ except ImportError:
 
 __all__ = [
     "ZARR_VERSION",
+    "array_config",
     "LOADS_DATA_TYPE_ENTRY_POINTS",
     "ArraySpec",
     "DataTypeValidationError",
@@ -119,3 +122,10 @@ def wrap_codec_class_lookup(make_wrapper: Callable[[Any], Any]) -> bool:
     """:func:`wrap_private_function` for zarr's ``get_codec_class`` wherever it is looked up."""
     wrapped = [wrap_private_function(module, "get_codec_class", make_wrapper) for module in CODEC_CLASS_LOOKUPS]
     return any(wrapped)
+
+
+def array_config(array: Any) -> Any:
+    """The runtime configuration (``ArrayConfig``: ``write_empty_chunks``, ``order``) of the zarr
+    ``Array`` ``array``: its public ``config`` where zarr has it, else the private one."""
+    config = getattr(array, "config", None)
+    return config if config is not None else array._async_array._config

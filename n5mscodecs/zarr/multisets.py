@@ -32,7 +32,7 @@ from ..multiset import LabelMultiset, LabelMultisetArray, assemble
 from ..multiset.array import _entry_positions, check_rule, first_encounter
 from ..payload import LabelMultisetVLen
 from ..payload.layout import ZARR_LAYOUT, decode_payload, multiset_input
-from ._compat import ArraySpec, default_buffer_prototype, sync
+from ._compat import ArraySpec, array_config, default_buffer_prototype, sync
 from .codecs import _MultisetCodec, full_chunk
 from .dtype import LabelMultisetDType, fill_value_id
 
@@ -122,8 +122,9 @@ class _ChunkFormat:
         fill = dtype.default_scalar() if metadata.fill_value is None else metadata.fill_value
         self.fill = cast("LabelMultiset", fill)
         self.fill_id = fill_value_id(self.fill)
-        self.write_empty_chunks = array.config.write_empty_chunks
-        self.spec = ArraySpec(shape=self.chunks, dtype=dtype, fill_value=self.fill, config=array.config,
+        config = array_config(array)
+        self.write_empty_chunks = config.write_empty_chunks
+        self.spec = ArraySpec(shape=self.chunks, dtype=dtype, fill_value=self.fill, config=config,
                               prototype=default_buffer_prototype())
         self.encode_key: Callable[[tuple[int, ...]], str] = metadata.encode_chunk_key
         self.v2 = metadata.zarr_format == 2

@@ -120,7 +120,8 @@ def test_fill_value_chunks_are_removed(tmp_path):
     files = _chunk_files(tmp_path / "a")
     assert "c/0/0/0" not in files and "c/1/1/1" not in files and len(files) == 25
     assert np.all(read_labels(array, (slice(0, 16),) * 3)[0:8, 0:8, 0:8] == 0)
-    keep = zarr.open_array(tmp_path / "a", mode="r+").with_config({"write_empty_chunks": True})
+    with zarr.config.set({"array.write_empty_chunks": True}):  # (with_config needs zarr >= 3.1.2)
+        keep = zarr.open_array(tmp_path / "a", mode="r+")
     write_label_multisets(keep, 0, (slice(0, 8),) * 3)
     assert "c/0/0/0" in _chunk_files(tmp_path / "a")
 
