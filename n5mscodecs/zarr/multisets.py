@@ -30,6 +30,7 @@ from zarr.abc.codec import BytesBytesCodec
 from ..errors import ArgumentError, ConfigurationError, LabelMultisetFormatError
 from ..multiset import LabelMultiset, LabelMultisetArray, assemble
 from ..multiset.array import _entry_positions, check_rule, first_encounter
+from ..n5 import grid
 from ..payload import LabelMultisetVLen
 from ..payload.layout import ZARR_LAYOUT, decode_payload, multiset_input
 from ._compat import ArraySpec, array_config, default_buffer_prototype, sync
@@ -92,22 +93,11 @@ def _region(shape: tuple[int, ...], region: Region) -> tuple[tuple[slice, ...], 
 
 
 def _boxes(region: tuple[slice, ...], shape: tuple[int, ...], chunks: tuple[int, ...]) -> list[_Box]:
-    """The chunks ``region`` touches, each with its part of the region."""
-    ranges = [range(s.start // c, -(-s.stop // c)) if s.stop > s.start else range(0)
-              for s, c in zip(region, chunks)]
-    boxes = []
-    for coords in np.ndindex(*(len(r) for r in ranges)):
-        position = tuple(r[i] for r, i in zip(ranges, coords))
-        lows = [g * c for g, c in zip(position, chunks)]
-        highs = [min(low + c, n) for low, c, n in zip(lows, chunks, shape)]
-        starts = [max(low, s.start) for low, s in zip(lows, region)]
-        stops = [min(high, s.stop) for high, s in zip(highs, region)]
-        boxes.append(_Box(
-            position,
-            tuple(slice(a - low, b - low) for a, b, low in zip(starts, stops, lows)),
-            tuple(slice(a - s.start, b - s.start) for a, b, s in zip(starts, stops, region)),
-            starts == lows and stops == highs))
-    return boxes
+    """The chunks ``region`` touches, each with its part of the region (``grid.covering_blocks``)."""
+    covering = grid.covering_blocks([s.start for s in region], [s.stop for s in region], chunks, shape)
+    return [_Box(position, in_chunk, in_region,
+                 all(c.start == 0 and c.stop == n for c, n in zip(in_chunk, grid.block_shape(position, chunks, shape))))
+            for position, in_region, in_chunk in covering]
 
 
 class _ChunkFormat:
