@@ -312,7 +312,7 @@ class LocalStore(Store):
         self.read_only = read_only
 
     def _path(self, key: str) -> str:
-        return os.path.join(storage.local_path(self.location), *_parts(key))
+        return os.path.join(self.location, *_parts(key))
 
     def child(self, key: str) -> LocalStore:
         return self._derived(LocalStore(self.url(key), boundary=self.boundary, read_outside=self.read_outside))
@@ -538,8 +538,9 @@ class FsspecStore(Store):
         self.storage_options = storage_options
         # the file system is resolved once; children share it
         self.fs, self.path = _resolved if _resolved is not None else storage.filesystem(location, storage_options)
-        self.read_only = read_only or storage.read_only_location(location)
-        if storage.read_only_location(location):
+        http = storage.read_only_location(location)
+        self.read_only = read_only or http
+        if http:
             self.read_only_reason = "http(s) locations are read-only"
 
     def _key_path(self, key: str) -> str:

@@ -258,8 +258,8 @@ class WriterLock:
                     raise self._refuse(owner, directory, os.path.join(directory, LOCK_NAME))
             return
         store = self.store
-        root = self.store.container_root()
-        for _ in range(0 if root is None else storage.depth_below(self.target, root.location)):
+        root = storage.container_root(self.target)  # its location: the walk below goes up once
+        for _ in range(0 if root is None else storage.depth_below(self.target, root)):
             store = store.parent()
             if self.reuse and _held_by_this_thread(_lock_key(store.location, None)):
                 return
