@@ -14,7 +14,8 @@
 - **The writer lock.** Every writer holds ``.n5ms-lock`` in the location it writes
   while it writes: ``n5ms convert`` and ``paintera.convert``, ``n5ms argmax``,
   ``n5ms commit``/``paintera.commit`` and the assignment writers hold the label
-  source's (or target's); :func:`n5mscodecs.n5.write`, :func:`~n5mscodecs.n5.write_array`
+  source's (or target's), ``n5ms ome-zarr``/``paintera.to_ome_zarr`` the zarr
+  target's; :func:`n5mscodecs.n5.write`, :func:`~n5mscodecs.n5.write_array`
   and :func:`~n5mscodecs.n5.create_array_dataset` (with or without ``overwrite``) hold
   *the dataset's own* (``DATASET/.n5ms-lock``). A second writer of the same location
   gets :class:`~n5mscodecs.TargetInUseError` naming the first. The dataset's own

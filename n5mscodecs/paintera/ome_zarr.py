@@ -47,7 +47,7 @@ from .._extras import require
 from ..errors import ArgumentError, ConfigurationError, StorageError
 from ..multiset import INVALID, assemble
 from ..n5 import grid, storage
-from ..n5.writing import INCOMPLETE_KEY, incomplete_marker
+from ..n5.writing import INCOMPLETE_KEY, LOCK_NAME, WriterLock, incomplete_marker
 from .containers import read_listed_block
 from .conventions import source_store
 from .multiscale import open_pyramid
@@ -332,32 +332,39 @@ def to_ome_zarr(
     if exists and not (overwrite or resume):
         raise FileExistsError(f"{target.display()} exists (pass overwrite=True to replace it or resume=True "
                               "to finish an interrupted export)")
-    group = zarr.open_group(PackageStore(target), mode="a" if resume and exists else "w", zarr_format=zarr_format)
-    marker = {INCOMPLETE_KEY: incomplete_marker("n5ms ome-zarr", FINISH_HINT)}
-    if resume and exists and INCOMPLETE_KEY not in group.attrs.asdict():
-        if "ome" in group.attrs or "multiscales" in group.attrs:
-            return OmeZarrSummary(target.url(), version, [d.shape[::-1] for d in datasets], 0, 0,
-                                  time.perf_counter() - started, pyramid.assignment, notes)
-        raise ConfigurationError(f"{target.display()}: resume: not an interrupted n5ms ome-zarr export")
-    group.attrs.put(marker)
-    written, total = 0, 0
-    for level, dataset in enumerate(datasets):
-        shape, chunks = dataset.shape[::-1], dataset.chunks[::-1]
-        array = _level_array(zarr, group, f"s{level}", shape, chunks, level_shards[level], multisets, zarr_format,
-                             resume and exists, compressors)
-        w, t = _write_level(array, dataset, chunks, level_shards[level], multisets, resume and exists, threads,
-                            progress, f"level {level}", target, pyramid.assignment, presents[level])
-        written, total = written + w, total + t
-    multiscales = multiscales_metadata(pyramid, name, version, _unit(datasets[0].attributes), len(datasets))
-    image_label = {}
-    try:
-        parent = target.parent()
-    except StorageError:  # a bucket: nothing above it (refused before any request)
-        parent = None
-    if parent is not None and parent.name == "labels":
-        image_label["source"] = {"image": "../../"}
-        _list_label(zarr, parent, name, version, zarr_format)
-    group.attrs.put(_ome_attributes(version, multiscales, image_label))
+    # the target's writer lock from before the first byte to after the last, as every writer of
+    # the package holds one: a second export into it (or a writer above it) is refused
+    with WriterLock(target):
+        if not exists and any(target.exists(key) for key in ("zarr.json", ".zgroup")):
+            raise FileExistsError(f"{target.display()} was created by another writer meanwhile")
+        if exists and overwrite:  # zarr's mode "w" would remove the lock file with the rest
+            target.clear(keep=(LOCK_NAME,))
+        group = zarr.open_group(PackageStore(target), mode="a", zarr_format=zarr_format)
+        marker = {INCOMPLETE_KEY: incomplete_marker("n5ms ome-zarr", FINISH_HINT)}
+        if resume and exists and INCOMPLETE_KEY not in group.attrs.asdict():
+            if "ome" in group.attrs or "multiscales" in group.attrs:
+                return OmeZarrSummary(target.url(), version, [d.shape[::-1] for d in datasets], 0, 0,
+                                      time.perf_counter() - started, pyramid.assignment, notes)
+            raise ConfigurationError(f"{target.display()}: resume: not an interrupted n5ms ome-zarr export")
+        group.attrs.put(marker)
+        written, total = 0, 0
+        for level, dataset in enumerate(datasets):
+            shape, chunks = dataset.shape[::-1], dataset.chunks[::-1]
+            array = _level_array(zarr, group, f"s{level}", shape, chunks, level_shards[level], multisets, zarr_format,
+                                 resume and exists, compressors)
+            w, t = _write_level(array, dataset, chunks, level_shards[level], multisets, resume and exists, threads,
+                                progress, f"level {level}", target, pyramid.assignment, presents[level])
+            written, total = written + w, total + t
+        multiscales = multiscales_metadata(pyramid, name, version, _unit(datasets[0].attributes), len(datasets))
+        image_label = {}
+        try:
+            parent = target.parent()
+        except StorageError:  # a bucket: nothing above it (refused before any request)
+            parent = None
+        if parent is not None and parent.name == "labels":
+            image_label["source"] = {"image": "../../"}
+            _list_label(zarr, parent, name, version, zarr_format)
+        group.attrs.put(_ome_attributes(version, multiscales, image_label))
     return OmeZarrSummary(target.url(), version, [d.shape[::-1] for d in datasets], written, total,
                           time.perf_counter() - started, pyramid.assignment, notes)
 

@@ -3,6 +3,8 @@ people use: ome-zarr-models validates the metadata, ome-zarr-py's Reader finds t
 
 import json
 import os
+from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -159,6 +161,41 @@ def test_an_interrupted_export_is_no_image_until_resumed(source, tmp_path, monke
     assert np.array_equal(zarr.open_array(target / "s0", mode="r")[...], levels[0])
     with pytest.raises(ConfigurationError, match="overlaps the source"):
         paintera.to_ome_zarr(source, source / "data", overwrite=True)
+
+
+def test_the_export_holds_the_targets_writer_lock(source, tmp_path):
+    """A second writer of the target is refused before it writes a byte; the lock file goes with
+    the export, and an overwrite keeps it while it replaces the old export."""
+    from n5mscodecs import TargetInUseError
+    from n5mscodecs.n5.writing import LOCK_NAME, WriterLock
+
+    target = tmp_path / "locked.zarr"
+    paintera.to_ome_zarr(source, target, version="0.5", shards=False)
+    assert not (target / LOCK_NAME).exists()
+    (target / "s0" / "stray").write_text("from the old export")
+
+    def files():
+        return {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()}
+
+    before = files()
+    with WriterLock(target):   # another writer of it, here the same process
+        with pytest.raises(TargetInUseError, match="is being written by"):
+            paintera.to_ome_zarr(source, target, version="0.5", overwrite=True)
+        assert files().keys() - {Path(LOCK_NAME)} == before.keys()
+        assert all(files()[k] == v for k, v in before.items())
+    seen = []
+    real_clear = type(n5.open_store(target)).clear
+
+    def clear(store, key="", keep=()):
+        seen.append((store.local_file(LOCK_NAME), os.path.exists(store.local_file(LOCK_NAME))))
+        return real_clear(store, key, keep)
+
+    with mock.patch.object(type(n5.open_store(target)), "clear", clear):
+        paintera.to_ome_zarr(source, target, version="0.5", overwrite=True)
+    assert seen and seen[0][1]   # the lock was held while the old export was removed
+    assert not (target / "s0" / "stray").exists() and not (target / LOCK_NAME).exists()
+    _, levels = expected_levels(source)
+    assert np.array_equal(zarr.open_array(target / "s0", mode="r")[...], levels[0])
 
 
 def test_incomplete_paintera_sources_are_not_exported(source, tmp_path):
