@@ -12,8 +12,10 @@ before/after baseline of calling the C functions from the kernels.
 
 Encode also shows its floor: the same kernels compressing chunks that were hi/lo packed
 beforehand (``hilo=False`` on the packed stream: the same compressed chunks, no packing pass),
-i.e. the time spent inside the zstd / LZ4 library, and the ratio imagecodecs / that floor:
-no encoder calling that library build can beat imagecodecs by more at that thread count.
+i.e. the time spent inside the zstd / LZ4 library, and the ratio imagecodecs / that floor;
+and, at one thread, the bare library loop (the kernel compressing those chunks into one
+buffer: no header, staging or copy): no encoder calling that library build can beat
+imagecodecs by more at one thread.
 
 With 1 among several ``--threads``, it also prints the machine's own two-thread
 ceiling (two threads copying memory against one) and, per operation, our gain
@@ -70,6 +72,24 @@ def two_thread_ceiling(nbytes, rounds):
             "two": lambda: list(pool.map(copy, (0, 1))),
         }, rounds)
     return medians["one"][0] / medians["two"][0]
+
+
+def bare_library_loop(packed, chunk_size, lz4, level):
+    """One thread calling the library on every (packed) chunk into one preallocated buffer,
+    through the same kernel as the encoder: no hi/lo pass, no header, no staging, no copy.
+    No encoder that writes these bytes with this library build can beat imagecodecs by more
+    than this at one thread."""
+    chunks = -(-packed.size // chunk_size)
+    worker = _chunked.ChunkWorker()
+    block = np.empty(packed.size + 1024 * chunks + (1 << 20), np.uint8)
+    block_of, offset_of, size_of = np.zeros(chunks, np.int32), np.zeros(chunks, np.int64), np.zeros(chunks, np.int64)
+
+    def run():
+        status = _chunked.encode_chunks(worker, packed, chunk_size, 0, chunks, lz4, level, False, 1, block, 0, 0,
+                                        block_of, offset_of, size_of)
+        assert status[0] == 0, status
+
+    return run
 
 
 def main():
@@ -153,6 +173,8 @@ def main():
         for threads in args.threads:
             operations["encode"][f"floor: library alone, threads={threads}"] = on_path(
                 native, lambda t=threads: n5mscodecs.chunked_encode(packed, threads=t, **floor_options))
+        operations["encode"]["bare library loop, 1 thread"] = on_path(
+            native, bare_library_loop(packed.reshape(-1).view(np.uint8), args.chunk, codec == "lz4", level or 1))
         for operation, functions in operations.items():
             medians = interleaved_medians(functions, args.repeat)
             reference = medians["imagecodecs"][0] if "imagecodecs" in medians else None
