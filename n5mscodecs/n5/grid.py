@@ -54,9 +54,12 @@ def crop(block: _Block, shape: Sequence[int]) -> _Block:
 def normalize_selection(
     key: Selection, shape: Sequence[int]
 ) -> tuple[list[int], list[int], list[int], list[int]]:
-    """``(starts, stops, steps, dropped axes)`` of a basic selection (ints, slices, Ellipsis)."""
+    """``(starts, stops, steps, dropped axes)`` of a basic selection (ints, slices, Ellipsis),
+    or IndexError in numpy's words (a bool is no index: numpy reads it as a mask)."""
     if not isinstance(key, tuple):
         key = (key,)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("at most one Ellipsis")
     if any(k is Ellipsis for k in key):
         i = key.index(Ellipsis)
         key = key[:i] + (slice(None),) * (len(shape) - len(key) + 1) + key[i + 1:]
@@ -65,10 +68,10 @@ def normalize_selection(
     key = key + (slice(None),) * (len(shape) - len(key))
     starts, stops, steps, drop = [], [], [], []
     for axis, (k, n) in enumerate(zip(key, shape)):
-        if isinstance(k, (int, np.integer)):
+        if isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
             i = int(k) + n if k < 0 else int(k)
             if not 0 <= i < n:
-                raise IndexError(f"index {k} out of range for axis {axis} of size {n}")
+                raise IndexError(f"index {int(k)} is out of bounds for axis {axis} with size {n}")
             starts.append(i)
             stops.append(i + 1)
             steps.append(1)
@@ -76,13 +79,13 @@ def normalize_selection(
         elif isinstance(k, slice):
             start, stop, step = k.indices(n)
             if step <= 0:
-                raise IndexError("only positive slice steps are supported")
+                raise IndexError(f"slices of positive step only, got step {step} on axis {axis}")
             stop = max(stop, start)
             starts.append(start)
             stops.append(stop)
             steps.append(step)
         else:
-            raise IndexError("N5 datasets support basic indexing only (ints, slices, ...)")
+            raise IndexError(f"slices, ints and Ellipsis only (basic indexing), got {k!r} on axis {axis}")
     return starts, stops, steps, drop
 
 

@@ -63,33 +63,17 @@ class _Box:
 
 
 def _region(shape: tuple[int, ...], region: Region) -> tuple[tuple[slice, ...], tuple[int, ...]]:
-    """``(slices, dropped axes)`` of a basic selection: every slice with bounds inside
-    ``shape`` and step 1; an int selects one index and drops its axis (as numpy does)."""
-    items = () if region is None else region if isinstance(region, tuple) else (region,)
-    if sum(item is Ellipsis for item in items) > 1:
-        raise ArgumentError("region", "at most one Ellipsis")
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
-        items = items[:at] + (slice(None),) * (len(shape) - len(items) + 1) + items[at + 1:]
-    if len(items) > len(shape):
-        raise ArgumentError("region", f"{len(items)} indices for an array of {len(shape)} dimensions")
-    items += (slice(None),) * (len(shape) - len(items))
-    slices, dropped = [], []
-    for axis, (item, n) in enumerate(zip(items, shape)):
-        if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
-            index = int(item) + n if item < 0 else int(item)
-            if not 0 <= index < n:
-                raise ArgumentError("region", f"index {int(item)} is out of bounds for axis {axis} of size {n}")
-            slices.append(slice(index, index + 1))
-            dropped.append(axis)
-        elif isinstance(item, slice):
-            start, stop, step = item.indices(n)
-            if step != 1:
-                raise ArgumentError("region", f"slices of step 1 only, got step {step} on axis {axis}")
-            slices.append(slice(start, max(start, stop)))
-        else:
-            raise ArgumentError("region", f"slices, ints and Ellipsis only, got {item!r} on axis {axis}")
-    return tuple(slices), tuple(dropped)
+    """``(slices, dropped axes)`` of a basic selection (``grid.normalize_selection``): every
+    slice with bounds inside ``shape`` and step 1; an int selects one index and drops its
+    axis (as numpy does)."""
+    try:
+        starts, stops, steps, dropped = grid.normalize_selection(() if region is None else region, shape)
+    except IndexError as error:
+        raise ArgumentError("region", str(error)) from None
+    for axis, step in enumerate(steps):
+        if step != 1:
+            raise ArgumentError("region", f"slices of step 1 only, got step {step} on axis {axis}")
+    return tuple(slice(start, stop) for start, stop in zip(starts, stops)), tuple(dropped)
 
 
 def _boxes(region: tuple[slice, ...], shape: tuple[int, ...], chunks: tuple[int, ...]) -> list[_Box]:

@@ -170,6 +170,12 @@ def test_datasets_look_like_arrays(tmp_path):
     assert np.array_equal(opened[:], expected)
     with pytest.raises(IndexError, match="steps"):
         written[::2] = 0
+    # indexing errors in numpy's words; a bool is a mask to numpy, never index 1
+    for key, message in [((6, 0), "index 6 is out of bounds for axis 0 with size 6"),
+                         ((True,), "slices, ints and Ellipsis only"), ((..., 0, ...), "at most one Ellipsis"),
+                         ((0, 0, 0), "too many indices: 3 for 2"), ((slice(None, None, -1),), "positive step")]:
+        with pytest.raises(IndexError, match=message.replace("(", r"\(")):
+            opened[key]
 
 
 def test_label_multiset_views_are_chosen_at_open(tmp_path):

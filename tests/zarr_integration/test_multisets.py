@@ -171,10 +171,14 @@ def test_errors(tmp_path):
         read_labels(array, (slice(0, 10, 2),))
     with pytest.raises(ArgumentError, match="^region: index 20 is out of bounds"):
         read_multisets(array, (20,))
-    with pytest.raises(ArgumentError, match="^region: 4 indices"):
+    with pytest.raises(ArgumentError, match="^region: too many indices: 4 for 3"):
         read_labels(array, (0, 0, 0, 0))
     with pytest.raises(ArgumentError, match="^region: slices, ints and Ellipsis"):
         read_labels(array, ([1, 2],))
+    with pytest.raises(ArgumentError, match="^region: slices, ints and Ellipsis"):
+        read_labels(array, (True,))   # numpy reads a bool as a mask, never as index 1
+    with pytest.raises(ArgumentError, match="^region: at most one Ellipsis"):
+        read_labels(array, (Ellipsis, 0, Ellipsis))
     with pytest.raises(ConfigurationError, match="negative label"):
         write_label_multisets(array, np.full((2, 2, 2), -3), (slice(0, 2),) * 3)
     with pytest.raises(ValueError, match="rule"):
