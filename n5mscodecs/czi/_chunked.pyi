@@ -94,3 +94,17 @@ def encode_chunks(
     offset_of: BytesLike,
     size_of: BytesLike,
 ) -> tuple[int, int, int, Any]: ...
+def encode_payload(
+    worker: ChunkWorker,
+    source: BytesLike,
+    chunk_size: int,
+    lz4: bool,
+    level: int,
+    hilo: bool,
+    num_threads: int,
+    size_of: BytesLike,
+    decompressed_size: int,
+    last_size: int,
+    codec: int,
+    preprocessing: int,
+) -> tuple[int, bytes | None, int, Any]: ...

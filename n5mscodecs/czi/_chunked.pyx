@@ -17,10 +17,12 @@ to ``max_bytes``; the last allowed byte carries 8 value bits.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_DECREF
 from cython.parallel cimport prange
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memmove
 
 from n5mscodecs._bytes cimport load_u32_le
 from n5mscodecs._status cimport *  # every Status code: OK, ERR_...
@@ -124,6 +126,14 @@ PREPROCESSING = ID_PREPROCESSING
 cdef enum:
     # hi/lo (un)packing handles this many 16-bit words per prange iteration.
     HILO_BLOCK_WORDS = 32768
+
+cdef enum:
+    MAX_VARINT_4 = (1 << 29) - 1  # the largest value of a 4-byte header varint
+
+cdef extern from "Python.h":
+    # as PyObject*, not object: the result is resized in place before anyone sees it
+    PyObject* new_bytes "PyBytes_FromStringAndSize"(const char* data, Py_ssize_t size)
+    int resize_bytes "_PyBytes_Resize"(PyObject** data, Py_ssize_t size) except -1
 
 
 include "_header.pxi"

@@ -464,3 +464,105 @@ def encode_chunks(ChunkWorker worker, const uint8_t[::1] source, Py_ssize_t chun
     if status == ERR_CORRUPT and not lz4:
         return status, i, fill, lib.ZSTD_getErrorName(result).decode("ascii", "replace")
     return status, (i if status != OK else stop), fill, detail
+
+
+def encode_payload(ChunkWorker worker, const uint8_t[::1] source, Py_ssize_t chunk_size, bint lz4, int level,
+                   bint hilo, int num_threads, int64_t[::1] size_of, Py_ssize_t decompressed_size,
+                   Py_ssize_t last_size, int codec, int preprocessing):
+    """The whole payload on one thread, each chunk compressed straight to its place in the
+    result: :func:`encode_chunks` and :func:`new_payload` without staging or a final copy.
+
+    Chunks of ``chunk_size`` bytes of ``source`` (empty: one empty chunk; ``size_of`` has a
+    value per chunk and receives the compressed sizes); the header is :func:`new_payload`'s
+    (``decompressed_size``, ``last_size``, ``codec``, ``preprocessing``). The chunks start
+    where the largest header these chunks can need ends (every compressed size at its
+    bound): where the header comes out shorter, the chunks move down to it once. Returns
+    ``(status, payload, chunk, detail)``: OK with the ``bytes``, else None and
+    ``CHUNK_TOO_LARGE``, ``PAYLOAD_TOO_LONG``, ``NO_MEMORY`` or ``CORRUPT`` (the chunk,
+    and zstd's error text) as the two calls report them.
+    """
+    cdef Py_ssize_t total = source.shape[0], chunks = size_of.shape[0]
+    cdef Py_ssize_t i, begin, n, bound, fill = 0, capacity = 0
+    cdef Py_ssize_t sizes_length, header_bound, header_size, compressed
+    cdef size_t result = 0
+    cdef int status = OK
+    cdef const uint8_t* chunk
+    cdef uint8_t* packed
+    cdef uint8_t* out
+    cdef uint8_t* data
+    cdef void* context
+    cdef PyObject* payload
+    cdef object finished
+    cdef const uint8_t* source_start = &source[0] if total else empty_buffer
+    if not (0 < chunk_size <= MAX_CODEC_INPUT and chunks == max(1, (total + chunk_size - 1) // chunk_size)):
+        raise IndexError("encode_payload: chunk size or count out of bounds")
+    check_decompressed_sizes(decompressed_size, last_size)
+    # the bounds first: the header these chunks need at most, and room for every chunk's worst case
+    for i in range(chunks):
+        n = min(chunk_size, total - i * chunk_size)
+        bound = lib.LZ4_compressBound(<int>n) if lz4 else <Py_ssize_t>lib.ZSTD_compressBound(n)
+        size_of[i] = min(bound, <Py_ssize_t>MAX_VARINT_4)
+        capacity += bound
+    status = header_layout(&size_of[0], chunks, decompressed_size, last_size, codec, preprocessing, &sizes_length,
+                           &header_bound, &compressed)
+    if status != OK:
+        return status, None, 0, 0
+    worker.enter()
+    try:
+        payload = new_bytes(NULL, header_bound + capacity)
+        if payload == NULL:
+            raise MemoryError()
+        out = <uint8_t*>PyBytes_AS_STRING(<object>payload)
+        with nogil:
+            if header_bound + capacity >= (1 << 22):
+                n5ms_advise_huge_pages(out, header_bound + capacity)
+            data = out + header_bound
+            for i in range(chunks):
+                begin = i * chunk_size
+                n = min(chunk_size, total - begin)
+                chunk = source_start + begin
+                if hilo and n > 1:
+                    packed = worker.reserve(n)
+                    if packed == NULL:
+                        status = ERR_NO_MEMORY
+                        break
+                    hilo_chunks(chunk, packed, n, 0, num_threads, True)
+                    chunk = packed
+                context = worker.lz4_compression_state() if lz4 else worker.zstd_cctx()
+                if context == NULL:
+                    status = ERR_NO_MEMORY
+                    break
+                bound = capacity - fill
+                if lz4:
+                    result = <size_t>lib.LZ4_compress_fast_extState(
+                        context, <const char*>chunk, <char*>(data + fill), <int>n, <int>min(bound, 0x7FFFFFFF), level)
+                    if result == 0:
+                        status = ERR_CORRUPT
+                        break
+                else:
+                    result = lib.ZSTD_compressCCtx(context, data + fill, bound, chunk, n, level)
+                    if lib.ZSTD_isError(result):
+                        status = ERR_CORRUPT
+                        break
+                size_of[i] = <int64_t>result
+                fill += <Py_ssize_t>result
+            if status == OK:
+                status = header_layout(&size_of[0], chunks, decompressed_size, last_size, codec, preprocessing,
+                                       &sizes_length, &header_size, &compressed)
+            if status == OK:
+                if header_size < header_bound:
+                    memmove(out + header_size, data, fill)
+                write_header(out, &size_of[0], chunks, sizes_length, decompressed_size, last_size, codec,
+                             preprocessing)
+    finally:
+        worker.leave()
+    if status != OK:
+        Py_DECREF(<object>payload)
+        if status == ERR_CORRUPT and not lz4:
+            return status, None, i, lib.ZSTD_getErrorName(result).decode("ascii", "replace")
+        return status, None, i, 0
+    # shrinking in place: a large result keeps its pages (the allocator remaps, never copies them)
+    resize_bytes(&payload, header_size + fill)
+    finished = <object>payload
+    Py_DECREF(finished)
+    return OK, finished, chunks, 0

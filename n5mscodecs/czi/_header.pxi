@@ -292,6 +292,68 @@ def check_zstd_frames(const uint8_t[::1] data, const int64_t[::1] compressed_off
     return status, i, value
 
 
+cdef int header_layout(const int64_t* compressed_sizes, Py_ssize_t chunks, Py_ssize_t chunk_size,
+                       Py_ssize_t last_size, int codec, int preprocessing, Py_ssize_t* sizes_length,
+                       Py_ssize_t* header_size, Py_ssize_t* total) noexcept nogil:
+    """The header's ChunkSizes length, its whole size and the compressed total for these
+    sizes (decompressed sizes within the 4-byte varint maximum: checked by the callers):
+    OK, ``CHUNK_TOO_LARGE`` (a compressed size above that maximum) or ``PAYLOAD_TOO_LONG``
+    (ChunkSizes above its 3-byte length)."""
+    cdef Py_ssize_t i, values_length
+    sizes_length[0] = 0
+    total[0] = 0
+    for i in range(chunks):
+        if not 0 <= compressed_sizes[i] <= MAX_VARINT_4:
+            return ERR_CHUNK_TOO_LARGE
+        sizes_length[0] += varint_length(<uint32_t>compressed_sizes[i], 4)
+        total[0] += compressed_sizes[i]
+    if sizes_length[0] > (1 << 22) - 1:
+        return ERR_PAYLOAD_TOO_LONG
+    values_length = varint_length(<uint32_t>chunk_size, 4)
+    if last_size >= 0:
+        values_length += varint_length(<uint32_t>last_size, 4)
+    header_size[0] = (varint_length(ID_CHUNK_SIZES, 2) + varint_length(<uint32_t>sizes_length[0], 3)
+                      + sizes_length[0] + varint_length(ID_DECOMPRESSED_SIZES, 2)
+                      + varint_length(<uint32_t>values_length, 3) + values_length + (3 if codec != 0 else 0)
+                      + (3 if preprocessing >= 0 else 0) + 1)
+    return OK
+
+
+cdef void write_header(uint8_t* out, const int64_t* compressed_sizes, Py_ssize_t chunks, Py_ssize_t sizes_length,
+                       Py_ssize_t chunk_size, Py_ssize_t last_size, int codec, int preprocessing) noexcept nogil:
+    """The header of :func:`header_layout` (which checked the values) at ``out``."""
+    cdef Py_ssize_t i, pos = 0
+    cdef Py_ssize_t values_length = varint_length(<uint32_t>chunk_size, 4)
+    if last_size >= 0:
+        values_length += varint_length(<uint32_t>last_size, 4)
+    pos += write_varint(out + pos, ID_CHUNK_SIZES, 2)
+    pos += write_varint(out + pos, <uint32_t>sizes_length, 3)
+    for i in range(chunks):
+        pos += write_varint(out + pos, <uint32_t>compressed_sizes[i], 4)
+    pos += write_varint(out + pos, ID_DECOMPRESSED_SIZES, 2)
+    pos += write_varint(out + pos, <uint32_t>values_length, 3)
+    pos += write_varint(out + pos, <uint32_t>chunk_size, 4)
+    if last_size >= 0:
+        pos += write_varint(out + pos, <uint32_t>last_size, 4)
+    if codec != 0:
+        out[pos] = ID_COMPRESSION_METHOD
+        out[pos + 1] = 1
+        out[pos + 2] = <uint8_t>codec
+        pos += 3
+    if preprocessing >= 0:
+        out[pos] = ID_PREPROCESSING
+        out[pos + 1] = 1
+        out[pos + 2] = <uint8_t>preprocessing
+        pos += 3
+    out[pos] = ID_END_OF_HEADER
+
+
+cdef int check_decompressed_sizes(Py_ssize_t chunk_size, Py_ssize_t last_size) except -1:
+    if not (0 <= chunk_size <= MAX_VARINT_4 and last_size <= MAX_VARINT_4):
+        raise ValueError("decompressed size above the varint maximum")
+    return 0
+
+
 def new_payload(const int64_t[::1] compressed_sizes, Py_ssize_t chunk_size, Py_ssize_t last_size,
                 int codec, int preprocessing, int64_t[::1] positions):
     """A new ``bytes`` for an encoded payload with its header written; the
@@ -307,54 +369,25 @@ def new_payload(const int64_t[::1] compressed_sizes, Py_ssize_t chunk_size, Py_s
     maximum) and ``PAYLOAD_TOO_LONG`` (ChunkSizes above its 3-byte
     length) come with ``None``.
     """
-    cdef Py_ssize_t chunks = compressed_sizes.shape[0], i, pos = 0
-    cdef Py_ssize_t sizes_length = 0, values_length, header_size, total
-    cdef uint32_t max_size = <uint32_t>((1 << 29) - 1)  # max_varint(4)
+    cdef Py_ssize_t chunks = compressed_sizes.shape[0], i
+    cdef Py_ssize_t sizes_length, header_size, total
+    cdef const int64_t* sizes = &compressed_sizes[0] if chunks else NULL
+    cdef int status
     cdef object result
     cdef uint8_t* out
     if positions.shape[0] < chunks:
         raise IndexError("new_payload: positions shorter than compressed_sizes")
-    if not (0 <= chunk_size <= max_size and last_size <= max_size):
-        raise ValueError("new_payload: decompressed size above the varint maximum")
-    total = 0
-    for i in range(chunks):
-        if not 0 <= compressed_sizes[i] <= max_size:
-            return ERR_CHUNK_TOO_LARGE, None
-        sizes_length += varint_length(<uint32_t>compressed_sizes[i], 4)
-        total += compressed_sizes[i]
-    if sizes_length > (1 << 22) - 1:
-        return ERR_PAYLOAD_TOO_LONG, None
-    values_length = varint_length(<uint32_t>chunk_size, 4)
-    if last_size >= 0:
-        values_length += varint_length(<uint32_t>last_size, 4)
-    header_size = (varint_length(ID_CHUNK_SIZES, 2) + varint_length(<uint32_t>sizes_length, 3) + sizes_length
-                   + varint_length(ID_DECOMPRESSED_SIZES, 2) + varint_length(<uint32_t>values_length, 3)
-                   + values_length + (3 if codec != 0 else 0) + (3 if preprocessing >= 0 else 0) + 1)
+    check_decompressed_sizes(chunk_size, last_size)
+    status = header_layout(sizes, chunks, chunk_size, last_size, codec, preprocessing, &sizes_length, &header_size,
+                           &total)
+    if status != OK:
+        return status, None
     result = PyBytes_FromStringAndSize(NULL, header_size + total)
     out = <uint8_t*>PyBytes_AS_STRING(result)
     with nogil:
         if header_size + total >= (1 << 22):
             n5ms_advise_huge_pages(out, header_size + total)
-        pos += write_varint(out + pos, ID_CHUNK_SIZES, 2)
-        pos += write_varint(out + pos, <uint32_t>sizes_length, 3)
-        for i in range(chunks):
-            pos += write_varint(out + pos, <uint32_t>compressed_sizes[i], 4)
-        pos += write_varint(out + pos, ID_DECOMPRESSED_SIZES, 2)
-        pos += write_varint(out + pos, <uint32_t>values_length, 3)
-        pos += write_varint(out + pos, <uint32_t>chunk_size, 4)
-        if last_size >= 0:
-            pos += write_varint(out + pos, <uint32_t>last_size, 4)
-        if codec != 0:
-            out[pos] = ID_COMPRESSION_METHOD
-            out[pos + 1] = 1
-            out[pos + 2] = <uint8_t>codec
-            pos += 3
-        if preprocessing >= 0:
-            out[pos] = ID_PREPROCESSING
-            out[pos + 1] = 1
-            out[pos + 2] = <uint8_t>preprocessing
-            pos += 3
-        out[pos] = ID_END_OF_HEADER
+        write_header(out, sizes, chunks, sizes_length, chunk_size, last_size, codec, preprocessing)
         for i in range(chunks):
             positions[i] = header_size
             header_size += compressed_sizes[i]

@@ -299,6 +299,21 @@ class NativeBackend:
         return lambda: _native_compressor(job.staging, job.source, job.chunk_size, job.codec, job.level, job.hilo,
                                           job.kernel_threads)
 
+    def encode_payload(self, source: np.ndarray, chunk_size: int, codec: str, level: int, hilo: bool,
+                       kernel_threads: int, chunk_count: int, header_fields: tuple[int, int, int, int],
+                       ) -> tuple[int, bytes | None]:
+        """``(status, payload)`` of the whole payload on the calling thread, each chunk compressed
+        straight to its place (``_chunked.encode_payload``; ``header_fields``: its decompressed
+        size, last size, codec and preprocessing); a status other than OK is the header's."""
+        sizes = np.empty(chunk_count, np.int64)
+        status, payload, i, detail = _chunked.encode_payload(
+            chunk_worker(), source, chunk_size, codec == "lz4", level, hilo, kernel_threads, sizes, *header_fields)
+        if status == Status.ERR_NO_MEMORY:
+            raise MemoryError(f"chunk {i}: no memory for the codec context or scratch")
+        if status == Status.ERR_CORRUPT:
+            raise RuntimeError(f"chunk {i}: {codec} compression failed ({detail})")
+        return status, payload
+
 
 class PythonBackend:
     """Chunk by chunk through the ``zstandard`` and ``lz4`` Python APIs."""

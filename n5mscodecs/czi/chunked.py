@@ -35,7 +35,7 @@ from .._buffers import aligned_empty, read_bytes, writable_bytes
 from .._status import Status
 from ..errors import ChunkedFormatError, ConfigurationError
 from . import _chunked
-from .backends import STREAM_MIN_BYTES, DecodeJob, EncodeJob, Staging, current_backend
+from .backends import STREAM_MIN_BYTES, DecodeJob, EncodeJob, NativeBackend, Staging, current_backend
 from .header import (
     CODECS,
     HEADER_FORMS,
@@ -458,34 +458,59 @@ def chunked_encode(
             f"{chunk_count} chunks do not fit into the ChunkSizes header chunk "
             f"(at most {MAX_CHUNK_SIZES_PAYLOAD}); use a larger max_chunk_size"
         )
-    # Expected size: incompressible data plus generous per-chunk framing.
-    staging = Staging(chunk_count, total + total // 255 + 64 * chunk_count)
     workers, kernel_threads = thread_split(threads, chunk_count, total)
-
-    job = EncodeJob(source, max_chunk_size, codec, level, hilo, kernel_threads, staging)
-    run_chunks(current_backend().encoder(job), chunk_count, workers)
-
-    compressed_sizes = staging.size_of
     # DecompressedSizes [C] (one chunk: its size), or [C, L] for a shorter last chunk.
     last = total - (chunk_count - 1) * max_chunk_size
     if chunk_count == 1:
         chunk_size, last_size = total, -1
     else:
         chunk_size, last_size = max_chunk_size, (-1 if last == max_chunk_size else last)
-    positions = np.empty(chunk_count, dtype=np.int64)
     if hilo:
         preprocessing = PREPROCESSING_HILO
     else:  # -1: no Preprocessing item
         preprocessing = PREPROCESSING_NONE if header == "libczi" else -1
-    status, output = _chunked.new_payload(
-        compressed_sizes, chunk_size, last_size, CODECS.index(codec), preprocessing, positions
-    )
+    backend = current_backend()
+    header_fields = (chunk_size, last_size, CODECS.index(codec), preprocessing)
+    if workers == 1 and isinstance(backend, NativeBackend):
+        # one thread: every chunk compressed straight to its place in the result
+        output = _checked_payload(*backend.encode_payload(source, max_chunk_size, codec, level, hilo,
+                                                          kernel_threads, chunk_count, header_fields))
+    else:
+        output = _encode_staged(backend, source, max_chunk_size, codec, level, hilo, workers, kernel_threads,
+                                chunk_count, header_fields)
+    if out is None or target is None:  # no out, or out given as a size (imagecodecs: bytes)
+        if _is_size(out) and len(output) > out:
+            raise ConfigurationError(f"out holds {out} bytes, the payload needs {len(output)}")
+        return output
+    if len(output) > target.shape[0]:
+        raise ConfigurationError(f"out holds {target.shape[0]} bytes, the payload needs {len(output)}")
+    target[: len(output)] = np.frombuffer(output, np.uint8)
+    return output_view(out, target, len(output))
+
+
+def _checked_payload(status: int, payload: bytes | None) -> bytes:
+    """``payload``, or the ConfigurationError for a header that cannot describe its chunks."""
     if status == Status.ERR_CHUNK_TOO_LARGE:
         raise ConfigurationError(f"a compressed chunk exceeds {MAX_CHUNK_SIZE} bytes; use a smaller max_chunk_size")
-    if status != Status.OK:
+    if status != Status.OK or payload is None:
         raise ConfigurationError(
             "the ChunkSizes header chunk would exceed its 4,194,303-byte limit; use a larger max_chunk_size"
         )
+    return payload
+
+
+def _encode_staged(backend, source, max_chunk_size, codec, level, hilo, workers, kernel_threads, chunk_count,
+                   header_fields):
+    """The payload from ``workers`` threads: chunks staged in large blocks as they come, then
+    copied behind the header (whose size the compressed sizes decide) on the same workers."""
+    # Expected size: incompressible data plus generous per-chunk framing.
+    total = source.shape[0]
+    staging = Staging(chunk_count, total + total // 255 + 64 * chunk_count)
+    job = EncodeJob(source, max_chunk_size, codec, level, hilo, kernel_threads, staging)
+    run_chunks(backend.encoder(job), chunk_count, workers)
+    compressed_sizes = staging.size_of
+    positions = np.empty(chunk_count, dtype=np.int64)
+    output = _checked_payload(*_chunked.new_payload(compressed_sizes, *header_fields, positions))
     # The staged chunks are copied into it (and its pages first touched) on the same workers.
     blocks = staging.blocks
 
@@ -499,11 +524,4 @@ def chunked_encode(
         return copy_range
 
     run_chunks(start_copier, chunk_count, workers * kernel_threads)
-    if out is None or target is None:  # no out, or out given as a size (imagecodecs: bytes)
-        if _is_size(out) and len(output) > out:
-            raise ConfigurationError(f"out holds {out} bytes, the payload needs {len(output)}")
-        return output
-    if len(output) > target.shape[0]:
-        raise ConfigurationError(f"out holds {target.shape[0]} bytes, the payload needs {len(output)}")
-    target[: len(output)] = np.frombuffer(output, np.uint8)
-    return output_view(out, target, len(output))
+    return output
