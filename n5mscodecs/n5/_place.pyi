@@ -2,6 +2,13 @@
 
 from .._buffers import BytesLike
 
+HAVE_AVX2: bool
+
 def place_block(
-    source: BytesLike, source_dims: tuple[int, ...], start: tuple[int, ...], destination: BytesLike, itemsize: int
+    source: BytesLike,
+    source_dims: tuple[int, ...],
+    start: tuple[int, ...],
+    destination: BytesLike,
+    itemsize: int,
+    simd: bool = True,
 ) -> None: ...
