@@ -10,11 +10,11 @@ from n5mscodecs._bytes cimport load_u16_be, load_u32_be, load_u64_be
 
 cdef extern from *:
     """
-    /* 4- and 8-byte values with AVX2 (x86-64 with gcc or clang, chosen at run time): tiles
-       of 8 x 8 (4 x 4) values, each source row (8 x values of one z) loaded whole, bytes
-       swapped with one shuffle, the tile transposed in registers and stored as whole
-       destination rows (8 z values of one x): every load and store a full vector, where the
-       portable loop stores each value on its own. */
+    /* 2-, 4- and 8-byte values with AVX2 (x86-64 with gcc or clang, chosen at run time):
+       tiles of 16 x 16, 8 x 8 or 4 x 4 values, each source row (32 bytes of x of one z)
+       loaded whole, bytes swapped with one shuffle, the tile transposed in registers and
+       stored as whole destination rows (32 bytes of z of one x): every load and store a full
+       vector, where the portable loop stores each value on its own. */
     #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
     #include <immintrin.h>
     #define N5MS_PLACE_AVX2 1
@@ -42,6 +42,33 @@ cdef extern from *:
             _mm256_storeu_si256((__m256i*)(d + (x + 4) * d_x), _mm256_permute2x128_si256(u[x], u[x + 4], 0x31));
         }
     }
+    N5MS_PLACE_TARGET static inline void n5ms_tile_u16(const uint8_t* s, Py_ssize_t s_z, uint8_t* d,
+                                                       Py_ssize_t d_x) {
+        const __m256i swap = _mm256_setr_epi8(1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14,
+                                              1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+        __m256i r[16], a[16], b[16], c[16];
+        for (int z = 0; z < 16; z++)
+            r[z] = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i*)(s + z * s_z)), swap);
+        for (int k = 0; k < 16; k += 2) {  /* a[2m]: x 0-3 of z pair m, a[2m + 1]: x 4-7 (lane 1: x + 8) */
+            a[k] = _mm256_unpacklo_epi16(r[k], r[k + 1]);
+            a[k + 1] = _mm256_unpackhi_epi16(r[k], r[k + 1]);
+        }
+        for (int p = 0; p < 16; p += 4) {  /* b[p + j]: x 2j and 2j + 1 of z p/4*4 .. +3 */
+            b[p] = _mm256_unpacklo_epi32(a[p], a[p + 2]);
+            b[p + 1] = _mm256_unpackhi_epi32(a[p], a[p + 2]);
+            b[p + 2] = _mm256_unpacklo_epi32(a[p + 1], a[p + 3]);
+            b[p + 3] = _mm256_unpackhi_epi32(a[p + 1], a[p + 3]);
+        }
+        for (int q = 0; q < 16; q += 8)  /* c[q + x]: x of z q .. q + 7 */
+            for (int j = 0; j < 4; j++) {
+                c[q + 2 * j] = _mm256_unpacklo_epi64(b[q + j], b[q + 4 + j]);
+                c[q + 2 * j + 1] = _mm256_unpackhi_epi64(b[q + j], b[q + 4 + j]);
+            }
+        for (int x = 0; x < 8; x++) {
+            _mm256_storeu_si256((__m256i*)(d + x * d_x), _mm256_permute2x128_si256(c[x], c[x + 8], 0x20));
+            _mm256_storeu_si256((__m256i*)(d + (x + 8) * d_x), _mm256_permute2x128_si256(c[x], c[x + 8], 0x31));
+        }
+    }
     N5MS_PLACE_TARGET static inline void n5ms_tile_u64(const uint8_t* s, Py_ssize_t s_z, uint8_t* d,
                                                        Py_ssize_t d_x) {
         const __m256i swap = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8,
@@ -61,29 +88,30 @@ cdef extern from *:
     /* The whole tiles of one y: x tiles outer, z tiles inner (a destination row is written
        from start to end before the next), `side` values a side; returns how many x and z
        values the tiles covered (the caller places the rest). */
+    N5MS_PLACE_TARGET static inline void n5ms_tile(const uint8_t* s, Py_ssize_t s_z, uint8_t* d, Py_ssize_t d_x,
+                                                   Py_ssize_t itemsize) {
+        if (itemsize == 2) n5ms_tile_u16(s, s_z, d, d_x);
+        else if (itemsize == 4) n5ms_tile_u32(s, s_z, d, d_x);
+        else n5ms_tile_u64(s, s_z, d, d_x);
+    }
+    /* The whole tiles of one y (a tile is 32 bytes of x by as many z values): x tiles outer, z
+       tiles inner (a destination row is written from start to end before the next), two x
+       tiles at a time where they fit (whole 64-byte source lines); returns how many x and z
+       values the tiles covered (the caller places the rest). */
     N5MS_PLACE_TARGET static void n5ms_place_tiles(const uint8_t* s, Py_ssize_t s_z, uint8_t* d, Py_ssize_t d_x,
                                                    Py_ssize_t count_x, Py_ssize_t count_z, Py_ssize_t itemsize,
                                                    Py_ssize_t* done_x, Py_ssize_t* done_z) {
-        Py_ssize_t side = itemsize == 4 ? 8 : 4;
+        Py_ssize_t side = 32 / itemsize, x0 = 0;
         Py_ssize_t whole_x = count_x - count_x % side, whole_z = count_z - count_z % side;
-        Py_ssize_t x0 = 0;
-        for (; x0 + 2 * side <= whole_x; x0 += 2 * side)  /* two tiles: whole 64-byte source lines */
+        for (; x0 + 2 * side <= whole_x; x0 += 2 * side)
             for (Py_ssize_t z0 = 0; z0 < whole_z; z0 += side) {
-                if (itemsize == 4) {
-                    n5ms_tile_u32(s + x0 * 4 + z0 * s_z, s_z, d + x0 * d_x + z0 * 4, d_x);
-                    n5ms_tile_u32(s + (x0 + 8) * 4 + z0 * s_z, s_z, d + (x0 + 8) * d_x + z0 * 4, d_x);
-                } else {
-                    n5ms_tile_u64(s + x0 * 8 + z0 * s_z, s_z, d + x0 * d_x + z0 * 8, d_x);
-                    n5ms_tile_u64(s + (x0 + 4) * 8 + z0 * s_z, s_z, d + (x0 + 4) * d_x + z0 * 8, d_x);
-                }
+                n5ms_tile(s + x0 * itemsize + z0 * s_z, s_z, d + x0 * d_x + z0 * itemsize, d_x, itemsize);
+                n5ms_tile(s + (x0 + side) * itemsize + z0 * s_z, s_z, d + (x0 + side) * d_x + z0 * itemsize, d_x,
+                          itemsize);
             }
         for (; x0 < whole_x; x0 += side)
-            for (Py_ssize_t z0 = 0; z0 < whole_z; z0 += side) {
-                if (itemsize == 4)
-                    n5ms_tile_u32(s + x0 * 4 + z0 * s_z, s_z, d + x0 * d_x + z0 * 4, d_x);
-                else
-                    n5ms_tile_u64(s + x0 * 8 + z0 * s_z, s_z, d + x0 * d_x + z0 * 8, d_x);
-            }
+            for (Py_ssize_t z0 = 0; z0 < whole_z; z0 += side)
+                n5ms_tile(s + x0 * itemsize + z0 * s_z, s_z, d + x0 * d_x + z0 * itemsize, d_x, itemsize);
         *done_x = whole_x;
         *done_z = whole_z;
     }
@@ -101,7 +129,7 @@ cdef extern from *:
     void n5ms_place_tiles(const uint8_t* s, Py_ssize_t s_z, uint8_t* d, Py_ssize_t d_x, Py_ssize_t count_x,
                           Py_ssize_t count_z, Py_ssize_t itemsize, Py_ssize_t* done_x, Py_ssize_t* done_z) nogil
 
-#: Whether 4- and 8-byte blocks are placed with AVX2 (``simd=False`` forces the portable loop).
+#: Whether 2-, 4- and 8-byte blocks are placed with AVX2 (``simd=False`` forces the portable loop).
 HAVE_AVX2 = bool(n5ms_place_have_avx2())
 
 
@@ -162,7 +190,7 @@ def place_block(const uint8_t[::1] source, tuple source_dims, tuple start, uint8
     """Copy the values ``start : start + count`` of a block of ``source_dims`` (3 dims, N5
     order, first fastest; big-endian values of ``itemsize`` bytes) into ``destination``, a
     byte view of shape ``(count_x, count_y, count_z * itemsize)`` whose last axis is contiguous
-    (4- and 8-byte values in AVX2 tiles where the CPU has it, unless ``simd`` is False).
+    (2-, 4- and 8-byte values in AVX2 tiles where the CPU has it, unless ``simd`` is False).
 
     The caller has checked that the box lies inside the block and ``source`` holds it."""
     cdef Py_ssize_t size_x = source_dims[0], size_y = source_dims[1]
@@ -173,7 +201,7 @@ def place_block(const uint8_t[::1] source, tuple source_dims, tuple start, uint8
     cdef Py_ssize_t y, done_x, done_z, plane = size_x * size_y * itemsize
     cdef const uint8_t* first = &source[0]
     cdef uint8_t* target = &destination[0, 0, 0]
-    cdef bint tiles = simd and HAVE_AVX2 and (itemsize == 4 or itemsize == 8)
+    cdef bint tiles = simd and HAVE_AVX2 and (itemsize == 2 or itemsize == 4 or itemsize == 8)
     if count_x == 0 or count_y == 0 or count_z == 0:
         return
     with nogil:

@@ -33,18 +33,20 @@ def test_reads_of_every_dtype_and_window_match_the_data(tmp_path):
         assert np.array_equal(dataset[10:40:3, :, 2:19], data[10:40:3, :, 2:19])
 
 
-@pytest.mark.parametrize("itemsize", [4, 8])
+@pytest.mark.parametrize("itemsize", [2, 4, 8])
 def test_vector_tiles_equal_the_portable_loop(itemsize):
-    """The AVX2 tiles (4- and 8-byte values; where the CPU has it) and the portable loop place
-    every box of a block alike: offsets into the block, sizes around the tile sides (4, 8, 16
-    and one past), destinations with padded rows."""
+    """The AVX2 tiles (2-, 4- and 8-byte values; where the CPU has it) and the portable loop place
+    every box of a block alike: offsets into the block, sizes around the tile sides (4, 8, 16,
+    32 and one past), destinations with padded rows."""
     from n5mscodecs.n5 import _place
 
     rng = np.random.default_rng(itemsize)
-    dims = (37, 11, 70)
+    dims = (70, 11, 70)
     block = rng.integers(0, 255, int(np.prod(dims)) * itemsize, dtype=np.uint8)
     values = block.view(f">u{itemsize}").reshape(dims, order="F")
-    for count in [(1, 1, 1), (8, 3, 8), (16, 2, 16), (17, 1, 33), (32, 4, 64), (33, 11, 65), (4, 5, 9)]:
+    boxes = [(1, 1, 1), (8, 3, 8), (16, 2, 16), (17, 1, 33), (32, 4, 64), (33, 11, 65), (4, 5, 9), (64, 2, 48),
+             (65, 3, 70)]
+    for count in boxes:
         start = tuple(int(rng.integers(0, d - c + 1)) for d, c in zip(dims, count))
         results = []
         for simd in (True, False):
