@@ -154,15 +154,16 @@ class ArrayBlockCodec(_BlockCodec):
             size if compressor is None else max_compressed_size(size))
 
     def decode(self, data: BytesLike, grid_position: Sequence[int] | None = None, *,
-               native: bool = True, varlength: bool = True) -> np.ndarray:
+               native: bool = True, varlength: bool = True, scratch: bool = False) -> np.ndarray:
         """Block bytes to an N5-order array of the header's shape (1-d for varlength blocks,
-        which ``varlength=False`` refuses); ``native=False`` keeps the stored big-endian values.
+        which ``varlength=False`` refuses); ``native=False`` keeps the stored big-endian values
+        (``scratch``: in this thread's scratch, for a reader that places them at once).
         The header dims are at most the block size (Java overstates boundary blocks up to it,
         zarr pads to it) and varlength blocks are bounded too: both checked before anything is
         inflated."""
         return n5_default_decode(data, self.dtype, self.metadata.compressor, chunk_shape=self.metadata.chunks,
                                  varlength=varlength, max_varlength_bytes=self.max_data_bytes(MODE_VARLENGTH),
-                                 native=native)
+                                 native=native, scratch=scratch)
 
     def encode(self, block: ArrayLike) -> bytes:
         """A default-mode block's bytes (its header dims are the block's shape)."""

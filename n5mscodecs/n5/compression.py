@@ -106,6 +106,13 @@ class Compressor:
         with a bound: filled in place)."""
         raise NotImplementedError
 
+    def decode_scratch(self, data: BytesLike, expected_size: int) -> bytes | bytearray | np.ndarray:
+        """:meth:`decode` of a block whose ``expected_size`` bytes its caller consumes at once (a
+        read placing it into its result): the result may live in this thread's scratch, valid
+        until the thread's next ``decode_scratch``. Fresh memory per block costs page faults
+        (the allocator hands back and re-faults the heap's top between blocks)."""
+        return self.decode(data, expected_size)
+
     def configuration(self) -> dict[str, Any]:
         return {}
 
@@ -182,6 +189,22 @@ class Gzip(Compressor):
         return {"type": "gzip", "level": self.level, "useZlib": self.use_zlib}
 
 
+# Per-thread scratch of decode_scratch, kept up to this many bytes (a 128^3 block of uint64)
+_SCRATCH_KEEP = 16 << 20
+_scratch = threading.local()
+
+
+def _scratch_buffer(size: int) -> np.ndarray:
+    """``size`` bytes (contents undefined) of this thread's scratch, or a new array past the
+    bound kept."""
+    if size > _SCRATCH_KEEP:
+        return np.empty(size, np.uint8)
+    buffer = getattr(_scratch, "buffer", None)
+    if buffer is None or buffer.size < size:
+        buffer = _scratch.buffer = np.empty(max(size, 1 << 20), np.uint8)
+    return buffer[:size]
+
+
 # deflate expands at most 1032:1 (a 258-byte match in two 1-bit codes: four per byte)
 _DEFLATE_MAX_RATIO = 1032
 
@@ -235,9 +258,16 @@ class Zstd(Compressor):
     def decode(
         self, data: BytesLike, expected_size: int | None = None, max_size: int | None = None
     ) -> bytes | np.ndarray:
+        return self._decode(data, expected_size, max_size, None)
+
+    def decode_scratch(self, data: BytesLike, expected_size: int) -> bytes | np.ndarray:
+        return self._decode(data, expected_size, None, _scratch_buffer)
+
+    def _decode(self, data, expected_size, max_size, buffer_of):
+        """``buffer_of(size)``: the uint8 array to fill (None: a new one)."""
         bound = _limit(expected_size, max_size)
         window = 0 if bound is None else min(1 << 31, max(_ZSTD_MIN_WINDOW, 1 << bound.bit_length()))
-        source = as_bytes(data)
+        source = read_bytes(data, "zstd").data  # zstandard reads any buffer: no copy of the input
         out: bytes | np.ndarray
         try:
             reader = zstandard.ZstdDecompressor(max_window_size=window).stream_reader(source, read_across_frames=True)
@@ -246,7 +276,8 @@ class Zstd(Compressor):
             else:
                 # one buffer, filled in place (pages are touched only as output arrives), never
                 # larger than what the input can expand to
-                buffer = np.empty(min(bound, len(source) * _ZSTD_MAX_RATIO) + 1, np.uint8)
+                size = min(bound, len(source) * _ZSTD_MAX_RATIO) + 1
+                buffer = np.empty(size, np.uint8) if buffer_of is None else buffer_of(size)
                 view, produced = buffer.data, 0
                 while produced <= bound:
                     n = reader.readinto(view[produced:produced + _READ_STEP])

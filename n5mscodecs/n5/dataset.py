@@ -727,8 +727,9 @@ class ArrayDataset(_Dataset):
         return out[grid.final_view(steps, drop)]
 
     def _decode_stored(self, data, grid_position):
-        """A block's values as stored (big-endian, N5 order), checked as :meth:`decode_block` does."""
-        return self.block_codec.decode(data, grid_position, native=False)
+        """A block's values as stored (big-endian, N5 order), checked as :meth:`decode_block` does:
+        in this thread's decompression scratch, valid until its next block."""
+        return self.block_codec.decode(data, grid_position, native=False, scratch=True)
 
     def write_block(self, grid_position: Sequence[int], data: ArrayLike) -> None:
         data = np.asarray(data, self.dtype)

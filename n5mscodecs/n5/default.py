@@ -54,6 +54,7 @@ def n5_default_decode(
     varlength: bool = False,
     max_varlength_bytes: int | None = None,
     native: bool = True,
+    scratch: bool = False,
 ) -> np.ndarray:
     """Decode one block to an N5-order array of its header dims (native byte order).
 
@@ -64,7 +65,8 @@ def n5_default_decode(
     the most bytes such a block may claim (checked before anything is decompressed).
     ``native=False`` returns the stored big-endian values as they are (a view of the
     decompressed bytes, read-only for raw blocks): a reader that copies them into place
-    anyway swaps the bytes in that one copy.
+    anyway swaps the bytes in that one copy. ``scratch``: that reader consumes the values
+    before this thread decodes another block (:meth:`Compressor.decode_scratch`).
 
     >>> import numpy as np
     >>> block = n5_default_encode(np.arange(6, dtype=np.int32).reshape(2, 3))
@@ -98,7 +100,7 @@ def n5_default_decode(
             raise N5HeaderError(f"payload has {body.size} bytes, dims {list(header.shape)} need {nbytes}")
         payload = body[:nbytes]
     else:
-        payload = compressor.decode(body, nbytes)
+        payload = compressor.decode_scratch(body, nbytes) if scratch else compressor.decode(body, nbytes)
     values = np.frombuffer(payload, dtype.newbyteorder(">"))
     if native:
         values = values.astype(dtype)

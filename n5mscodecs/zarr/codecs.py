@@ -319,7 +319,7 @@ class N5DefaultZarrCodec(_WorkerThreadCodec, ArrayBytesCodec):
     def _decode_sync(self, chunk_bytes, chunk_spec):
         shape, dtype = tuple(chunk_spec.shape), chunk_spec.dtype.to_native_dtype()
         block = n5_default_decode(chunk_bytes.as_numpy_array(), dtype, self._compressor, chunk_shape=shape,
-                                  native=False)
+                                  native=False, scratch=True)  # placed below, on this thread
         # a C-ordered chunk in one tiled byte-swapping transpose: zarr's copy into the result is
         # then a plain one (a truncated boundary block, as Java writes it, is padded)
         chunk = np.empty(shape, dtype) if block.shape == shape else np.full(shape, chunk_spec.fill_value, dtype)
