@@ -66,7 +66,7 @@ def n5_default_decode(
     ``native=False`` returns the stored big-endian values as they are (a view of the
     decompressed bytes, read-only for raw blocks): a reader that copies them into place
     anyway swaps the bytes in that one copy. ``scratch``: that reader consumes the values
-    before this thread decodes another block (:meth:`Compressor.decode_scratch`).
+    before this thread decodes another block (``Compressor.decode_scratch``).
 
     >>> import numpy as np
     >>> block = n5_default_encode(np.arange(6, dtype=np.int32).reshape(2, 3))
