@@ -10,6 +10,7 @@ numcodecs' helpers expect, and a ValueError, as this package promises).
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +29,24 @@ if TYPE_CHECKING:
 
 
 HUGE_PAGE = 1 << 21
+
+# Per-thread scratch (``thread_scratch``): fresh allocations of hundreds of KiB per block
+# made glibc hand back and re-fault the heap's top on every call, which cost more than
+# the work done in them.
+_thread_scratch = threading.local()
+
+
+def thread_scratch(name: str, size: int, dtype: Any, keep: int) -> np.ndarray:
+    """``size`` values of ``dtype`` (contents undefined): a view of this thread's scratch
+    ``name`` (``keep`` values, made on first use), valid until the thread's next call for
+    ``name``; a new array when ``size`` exceeds ``keep``."""
+    if size > keep:
+        return np.empty(size, dtype)
+    array = getattr(_thread_scratch, name, None)
+    if array is None:
+        array = np.empty(keep, dtype)
+        setattr(_thread_scratch, name, array)
+    return array[:size]
 
 
 def aligned_empty(nbytes: int, *, huge_from: int = 2 * HUGE_PAGE) -> np.ndarray:

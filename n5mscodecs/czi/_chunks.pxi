@@ -395,6 +395,32 @@ def decode_chunks(ChunkWorker worker, const uint8_t[::1] payload, uint8_t[::1] t
     return status, (i if status != OK else stop), detail
 
 
+cdef int compress_chunk(ChunkWorker worker, const uint8_t* chunk, Py_ssize_t n, bint lz4, int level, bint hilo,
+                        int num_threads, uint8_t* destination, Py_ssize_t capacity, size_t* result) noexcept nogil:
+    """One chunk of ``n`` bytes (hi/lo-packed into the worker's scratch first when ``hilo``)
+    into ``destination`` (``capacity`` bytes, at least its compress bound): zstd, one frame at
+    ``level`` with its content size; LZ4, one raw block at acceleration ``level``. Returns OK
+    (``result``: the compressed size), ``NO_MEMORY`` or ``CORRUPT`` (``result``: zstd's error
+    code)."""
+    cdef uint8_t* packed
+    cdef void* context
+    if hilo and n > 1:
+        packed = worker.reserve(n)
+        if packed == NULL:
+            return ERR_NO_MEMORY
+        hilo_chunks(chunk, packed, n, 0, num_threads, True)
+        chunk = packed
+    context = worker.lz4_compression_state() if lz4 else worker.zstd_cctx()
+    if context == NULL:
+        return ERR_NO_MEMORY
+    if lz4:
+        result[0] = <size_t>lib.LZ4_compress_fast_extState(
+            context, <const char*>chunk, <char*>destination, <int>n, <int>min(capacity, 0x7FFFFFFF), level)
+        return OK if result[0] != 0 else ERR_CORRUPT
+    result[0] = lib.ZSTD_compressCCtx(context, destination, capacity, chunk, n, level)
+    return ERR_CORRUPT if lib.ZSTD_isError(result[0]) else OK
+
+
 def encode_chunks(ChunkWorker worker, const uint8_t[::1] source, Py_ssize_t chunk_size,
                   Py_ssize_t first, Py_ssize_t stop, bint lz4, int level, bint hilo, int num_threads,
                   uint8_t[::1] block, int32_t block_index, Py_ssize_t fill,
@@ -413,9 +439,6 @@ def encode_chunks(ChunkWorker worker, const uint8_t[::1] source, Py_ssize_t chun
     cdef int64_t detail = 0
     cdef size_t result
     cdef int status = OK
-    cdef const uint8_t* chunk
-    cdef uint8_t* packed
-    cdef void* context
     cdef const uint8_t* source_start = &source[0] if total else empty_buffer
     cdef uint8_t* block_start = &block[0] if capacity else empty_buffer
     if not (0 < chunk_size <= MAX_CODEC_INPUT and 0 <= first <= stop and stop <= size_of.shape[0]
@@ -432,29 +455,10 @@ def encode_chunks(ChunkWorker worker, const uint8_t[::1] source, Py_ssize_t chun
                 if fill + bound > capacity:
                     status, detail = ERR_BLOCK_FULL, bound
                     break
-                chunk = source_start + begin
-                if hilo and n > 1:
-                    packed = worker.reserve(n)
-                    if packed == NULL:
-                        status = ERR_NO_MEMORY
-                        break
-                    hilo_chunks(chunk, packed, n, 0, num_threads, True)
-                    chunk = packed
-                context = worker.lz4_compression_state() if lz4 else worker.zstd_cctx()
-                if context == NULL:
-                    status = ERR_NO_MEMORY
+                status = compress_chunk(worker, source_start + begin, n, lz4, level, hilo, num_threads,
+                                        block_start + fill, bound, &result)
+                if status != OK:
                     break
-                if lz4:
-                    result = <size_t>lib.LZ4_compress_fast_extState(
-                        context, <const char*>chunk, <char*>(block_start + fill), <int>n, <int>bound, level)
-                    if result == 0:
-                        status = ERR_CORRUPT
-                        break
-                else:
-                    result = lib.ZSTD_compressCCtx(context, block_start + fill, bound, chunk, n, level)
-                    if lib.ZSTD_isError(result):
-                        status = ERR_CORRUPT
-                        break
                 block_of[i] = block_index
                 offset_of[i] = fill
                 size_of[i] = <int64_t>result
@@ -486,11 +490,8 @@ def encode_payload(ChunkWorker worker, const uint8_t[::1] source, Py_ssize_t chu
     cdef Py_ssize_t sizes_length, header_bound, header_size, compressed
     cdef size_t result = 0
     cdef int status = OK
-    cdef const uint8_t* chunk
-    cdef uint8_t* packed
     cdef uint8_t* out
     cdef uint8_t* data
-    cdef void* context
     cdef PyObject* payload
     cdef object finished
     cdef const uint8_t* source_start = &source[0] if total else empty_buffer
@@ -520,30 +521,10 @@ def encode_payload(ChunkWorker worker, const uint8_t[::1] source, Py_ssize_t chu
             for i in range(chunks):
                 begin = i * chunk_size
                 n = min(chunk_size, total - begin)
-                chunk = source_start + begin
-                if hilo and n > 1:
-                    packed = worker.reserve(n)
-                    if packed == NULL:
-                        status = ERR_NO_MEMORY
-                        break
-                    hilo_chunks(chunk, packed, n, 0, num_threads, True)
-                    chunk = packed
-                context = worker.lz4_compression_state() if lz4 else worker.zstd_cctx()
-                if context == NULL:
-                    status = ERR_NO_MEMORY
+                status = compress_chunk(worker, source_start + begin, n, lz4, level, hilo, num_threads, data + fill,
+                                        capacity - fill, &result)
+                if status != OK:
                     break
-                bound = capacity - fill
-                if lz4:
-                    result = <size_t>lib.LZ4_compress_fast_extState(
-                        context, <const char*>chunk, <char*>(data + fill), <int>n, <int>min(bound, 0x7FFFFFFF), level)
-                    if result == 0:
-                        status = ERR_CORRUPT
-                        break
-                else:
-                    result = lib.ZSTD_compressCCtx(context, data + fill, bound, chunk, n, level)
-                    if lib.ZSTD_isError(result):
-                        status = ERR_CORRUPT
-                        break
                 size_of[i] = <int64_t>result
                 fill += <Py_ssize_t>result
             if status == OK:

@@ -292,6 +292,12 @@ def check_zstd_frames(const uint8_t[::1] data, const int64_t[::1] compressed_off
     return status, i, value
 
 
+cdef inline Py_ssize_t decompressed_sizes_length(Py_ssize_t chunk_size, Py_ssize_t last_size) noexcept nogil:
+    """The DecompressedSizes payload's length: ``[chunk_size]``, or ``[chunk_size, last_size]``
+    when ``last_size >= 0``."""
+    return varint_length(<uint32_t>chunk_size, 4) + (varint_length(<uint32_t>last_size, 4) if last_size >= 0 else 0)
+
+
 cdef int header_layout(const int64_t* compressed_sizes, Py_ssize_t chunks, Py_ssize_t chunk_size,
                        Py_ssize_t last_size, int codec, int preprocessing, Py_ssize_t* sizes_length,
                        Py_ssize_t* header_size, Py_ssize_t* total) noexcept nogil:
@@ -309,9 +315,7 @@ cdef int header_layout(const int64_t* compressed_sizes, Py_ssize_t chunks, Py_ss
         total[0] += compressed_sizes[i]
     if sizes_length[0] > (1 << 22) - 1:
         return ERR_PAYLOAD_TOO_LONG
-    values_length = varint_length(<uint32_t>chunk_size, 4)
-    if last_size >= 0:
-        values_length += varint_length(<uint32_t>last_size, 4)
+    values_length = decompressed_sizes_length(chunk_size, last_size)
     header_size[0] = (varint_length(ID_CHUNK_SIZES, 2) + varint_length(<uint32_t>sizes_length[0], 3)
                       + sizes_length[0] + varint_length(ID_DECOMPRESSED_SIZES, 2)
                       + varint_length(<uint32_t>values_length, 3) + values_length + (3 if codec != 0 else 0)
@@ -323,15 +327,12 @@ cdef void write_header(uint8_t* out, const int64_t* compressed_sizes, Py_ssize_t
                        Py_ssize_t chunk_size, Py_ssize_t last_size, int codec, int preprocessing) noexcept nogil:
     """The header of :func:`header_layout` (which checked the values) at ``out``."""
     cdef Py_ssize_t i, pos = 0
-    cdef Py_ssize_t values_length = varint_length(<uint32_t>chunk_size, 4)
-    if last_size >= 0:
-        values_length += varint_length(<uint32_t>last_size, 4)
     pos += write_varint(out + pos, ID_CHUNK_SIZES, 2)
     pos += write_varint(out + pos, <uint32_t>sizes_length, 3)
     for i in range(chunks):
         pos += write_varint(out + pos, <uint32_t>compressed_sizes[i], 4)
     pos += write_varint(out + pos, ID_DECOMPRESSED_SIZES, 2)
-    pos += write_varint(out + pos, <uint32_t>values_length, 3)
+    pos += write_varint(out + pos, <uint32_t>decompressed_sizes_length(chunk_size, last_size), 3)
     pos += write_varint(out + pos, <uint32_t>chunk_size, 4)
     if last_size >= 0:
         pos += write_varint(out + pos, <uint32_t>last_size, 4)

@@ -85,9 +85,7 @@ cdef extern from *:
         _mm256_storeu_si256((__m256i*)(d + 2 * d_x), _mm256_permute2x128_si256(t[0], t[2], 0x31));
         _mm256_storeu_si256((__m256i*)(d + 3 * d_x), _mm256_permute2x128_si256(t[1], t[3], 0x31));
     }
-    /* The whole tiles of one y: x tiles outer, z tiles inner (a destination row is written
-       from start to end before the next), `side` values a side; returns how many x and z
-       values the tiles covered (the caller places the rest). */
+    /* One tile of `itemsize`-byte values. */
     N5MS_PLACE_TARGET static inline void n5ms_tile(const uint8_t* s, Py_ssize_t s_z, uint8_t* d, Py_ssize_t d_x,
                                                    Py_ssize_t itemsize) {
         if (itemsize == 2) n5ms_tile_u16(s, s_z, d, d_x);

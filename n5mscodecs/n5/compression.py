@@ -29,7 +29,7 @@ import numpy as np
 import zstandard
 from numcodecs import blosc as _blosc
 
-from .._buffers import as_bytes, read_bytes
+from .._buffers import as_bytes, read_bytes, thread_scratch
 from ..errors import CompressionError, ConfigurationError
 from . import _xxhash
 
@@ -189,20 +189,12 @@ class Gzip(Compressor):
         return {"type": "gzip", "level": self.level, "useZlib": self.use_zlib}
 
 
-# Per-thread scratch of decode_scratch, kept up to this many bytes (a 128^3 block of uint64)
+# decode_scratch's output: this thread's scratch up to this many bytes (a 128^3 block of uint64)
 _SCRATCH_KEEP = 16 << 20
-_scratch = threading.local()
 
 
 def _scratch_buffer(size: int) -> np.ndarray:
-    """``size`` bytes (contents undefined) of this thread's scratch, or a new array past the
-    bound kept."""
-    if size > _SCRATCH_KEEP:
-        return np.empty(size, np.uint8)
-    buffer = getattr(_scratch, "buffer", None)
-    if buffer is None or buffer.size < size:
-        buffer = _scratch.buffer = np.empty(max(size, 1 << 20), np.uint8)
-    return buffer[:size]
+    return thread_scratch("compression.output", size, np.uint8, _SCRATCH_KEEP)
 
 
 # deflate expands at most 1032:1 (a 258-byte match in two 1-bit codes: four per byte)

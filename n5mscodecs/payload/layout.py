@@ -20,14 +20,13 @@ decodes to shape ``(dx, dy, dz)`` and voxel ``[i, j, k]`` is payload voxel
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 from numcodecs.abc import Codec
 
-from .._buffers import HUGE_PAGE, aligned_empty, read_bytes
+from .._buffers import HUGE_PAGE, aligned_empty, read_bytes, thread_scratch
 from .._status import Status
 from .._threads import default_threads
 from ..errors import ConfigurationError, InputTypeError, LabelMultisetFormatError
@@ -327,23 +326,14 @@ def _multisets(data, shape, layout, threads):
 
 
 # Per-thread scratch for a decode's temporaries (the list-start index, the argmax of
-# each list), reused across calls up to this many values each: fresh allocations of
-# a few hundred KiB per block made glibc return and re-fault the heap's top on every
-# call, which cost more than the decode.
+# each list), reused across calls up to this many values each.
 _SCRATCH_VALUES = 1 << 17
-_scratch = threading.local()
 
 
 def _scratch_array(name, size, dtype):
     """A ``size``-value array of ``dtype`` (contents undefined), this thread's ``name``
     scratch when it is small enough."""
-    if size > _SCRATCH_VALUES:
-        return np.empty(size, dtype)
-    array = getattr(_scratch, name, None)
-    if array is None:
-        array = np.empty(_SCRATCH_VALUES, dtype)
-        setattr(_scratch, name, array)
-    return array[:size]
+    return thread_scratch(f"payload.{name}", size, dtype, _SCRATCH_VALUES)
 
 
 def _list_start_index(list_data_size):
