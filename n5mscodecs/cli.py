@@ -9,15 +9,13 @@ verification); 2 bad arguments, unreadable or corrupt input, or a target in the 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
-import re
 import sys
 import time
 import warnings
 
 from . import __version__, demo, paintera, preview
+from . import cli_values as values
 from ._extras import require
 from .errors import ArgumentError, ConfigurationError, MissingExtraError, N5msCodecsError
 from .n5 import storage
@@ -108,151 +106,6 @@ def _print_summary(summary, stored_bytes):
         print("    nothing to do: the conversion was complete already")
     else:
         print(f"    {seconds:.2f} s, {summary.voxels / max(seconds, 1e-9) / 1e6:.1f} Mvoxel/s")
-
-
-# ---------------------------------------------------------------------------------------------
-# argument types
-
-_NUMBER = r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?"
-_NUMBER_LIST = re.compile(rf"^{_NUMBER}(,{_NUMBER})*$")
-
-
-#: The largest count, size or level an option takes: Java's int (N5's blockSize, maxNumEntries).
-INT_MAX = 2**31 - 1
-
-
-def _int_at_least(minimum, maximum=INT_MAX):
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        if value > maximum:
-            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {value}")
-        return value
-    parse.__name__ = f"integer >= {minimum}"
-    return parse
-
-
-def _path(text):
-    """A path or URL argument: not empty, no NUL character (no file system takes one)."""
-    if not text:
-        raise argparse.ArgumentTypeError("expected a path, got ''")
-    if "\0" in text:
-        raise argparse.ArgumentTypeError(f"a path cannot hold a NUL character: {text!r}")
-    return text
-
-
-def _max_num_entries(text):
-    value = _int_at_least(-1)(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("0 would keep no entry: use -1 (no cut) or a count >= 1")
-    return value
-
-
-def _numbers(text, kind=float):
-    if not _NUMBER_LIST.match(text.strip()):
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers like 4,4,40, got {text!r}")
-    try:
-        values = tuple(kind(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 64,64,64, got {text!r}") from None
-    if kind is float and not all(math.isfinite(v) for v in values):
-        raise argparse.ArgumentTypeError(f"expected finite numbers, got {text!r}")
-    return values
-
-
-def _triple(text):
-    values = _numbers(text)
-    if len(values) != 3:
-        raise argparse.ArgumentTypeError(f"expected 3 values x,y,z, got {text!r}")
-    return values
-
-
-def _resolution(text):
-    values = _triple(text)
-    if any(v <= 0 for v in values):
-        raise argparse.ArgumentTypeError(f"voxel sizes must be > 0, got {text!r}")
-    return values
-
-
-def _factors(text):
-    try:
-        values = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected integers like 2 or 2,2,1, got {text!r}") from None
-    if any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"factors must be >= 1, got {text!r}")
-    if any(v > INT_MAX for v in values):
-        raise argparse.ArgumentTypeError(f"factors must be <= {INT_MAX}, got {text!r}")
-    return values[0] if len(values) == 1 else values
-
-
-def _shards(text):
-    values = _numbers(text, int)
-    if any(not 1 <= v <= INT_MAX for v in values):
-        raise argparse.ArgumentTypeError(f"expected positive integers x,y,z (multiples of the block size), "
-                                         f"got {text!r}")
-    return values
-
-
-#: The largest --block-size: a cube of at most 2**31-1 voxels, N5's (Java's) limit per block.
-MAX_BLOCK_EDGE = 1290
-
-
-def _block_size(text):
-    value = _int_at_least(1)(text)
-    if value > MAX_BLOCK_EDGE:
-        raise argparse.ArgumentTypeError(f"must be <= {MAX_BLOCK_EDGE} (a block of {value}^3 voxels holds more "
-                                         f"than N5's {INT_MAX}), got {value}")
-    return value
-
-
-_COMPRESSION_HELP = ("N5 compression: raw, gzip[:LEVEL -1..9], zstd[:LEVEL], lz4[:BLOCKSIZE], xz[:PRESET 0..9], "
-                     "bzip2[:LEVEL 1..9], blosc[:CNAME[:CLEVEL[:SHUFFLE]]] (CNAME lz4, zstd, zlib, ...), "
-                     "or an N5 compression object as JSON, e.g. '{\"type\": \"zstd\", \"level\": 19}' "
-                     "(default gzip)")
-
-
-def compression_config(text):
-    """The N5 ``compression`` attributes a ``--compression`` value spells (``gzip:9`` ->
-    ``{"type": "gzip", "level": 9}``, see :func:`n5mscodecs.paintera.parse_compression`)."""
-    try:
-        return paintera.parse_compression(text)
-    except N5msCodecsError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _storage_option(text):
-    """``KEY=VALUE`` with VALUE read as JSON where it parses (true, 3, {"a": 1}), else a string."""
-    key, separator, value = text.partition("=")
-    if not separator or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    try:
-        return key, json.loads(value)
-    except ValueError:
-        return key, value
-
-
-# options whose values may start with "-" (--offset -10,0,0)
-_NEGATIVE_OK = {"--offset", "--resolution", "--max-num-entries", "--index"}
-
-
-def _join_negative_values(argv):
-    """``--offset -10,0,0`` -> ``--offset=-10,0,0``: argparse reads a value starting with '-'
-    as an option unless it is one plain negative number."""
-    joined, argv = [], list(argv)
-    i = 0
-    while i < len(argv):
-        if argv[i] in _NEGATIVE_OK and i + 1 < len(argv) and _NUMBER_LIST.match(argv[i + 1]):
-            joined.append(f"{argv[i]}={argv[i + 1]}")
-            i += 2
-        else:
-            joined.append(argv[i])
-            i += 1
-    return joined
 
 
 # ---------------------------------------------------------------------------------------------
@@ -359,22 +212,17 @@ def _say_assignment(command, applied, args):
         print(f"n5ms {command}: --fragments: wrote the stored fragment ids", file=sys.stderr)
 
 
-def _assignment_pair(text):
-    try:
-        return paintera.parse_pair(text)
-    except N5msCodecsError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_assignment_options(command):
     command.add_argument("--fragments", action="store_true",
                          help="write the stored fragment ids: do not apply the source's fragment-segment-assignment "
                               "(applied by default: the segments Paintera shows)")
-    command.add_argument("--additional-assignment", type=_assignment_pair, action="append", default=[],
+    command.add_argument("--additional-assignment", type=values.assignment_pair, action="append", default=[],
                          metavar="FRAGMENT=SEGMENT",
                          help="map FRAGMENT to SEGMENT on top of the stored assignment (repeat; as "
                               "paintera-conversion-helper to-scalar --additional-assignment)")
-    command.add_argument("--assignment-file", type=_path, metavar="FILE",
+    command.add_argument("--assignment-file", type=values.path, metavar="FILE",
                          help="more FRAGMENT SEGMENT pairs: one per line ('k v' or 'k=v') or a JSON object; "
                               "--additional-assignment wins over the file")
 
@@ -433,21 +281,8 @@ def cmd_info(args):
     return EXIT_OK
 
 
-def _offset(text):
-    values = _numbers(text, int)
-    if len(values) != 3 or any(v < 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected 3 non-negative integers x,y,z, got {text!r}")
-    return values
 
 
-def _label_id(text):
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an id (an integer), got {text!r}") from None
-    if not 0 <= value < 2**64:
-        raise argparse.ArgumentTypeError(f"expected an id in [0, 2**64), got {text!r}")
-    return value
 
 
 def _flagged(source: Store):
@@ -538,7 +373,7 @@ def cmd_zarr_json(args):
 # parser
 
 def _add_storage_options(command):
-    command.add_argument("--storage-option", dest="storage_option", type=_storage_option, action="append",
+    command.add_argument("--storage-option", dest="storage_option", type=values.storage_option, action="append",
                          default=[], metavar="KEY=VALUE",
                          help="fsspec storage option for URL locations (repeat), e.g. endpoint_url=http://... "
                               "or anon=true; credentials also come from the usual environment variables")
@@ -551,18 +386,19 @@ def build_parser():
     threads_help = "worker threads (default: every core)"
     demo_command = commands.add_parser(
         "demo", help="convert a generated segmentation to a Paintera pyramid and verify it")
-    demo_command.add_argument("--size", type=_int_at_least(1), default=256,
+    demo_command.add_argument("--size", type=values.int_at_least(1), default=256,
                               help="edge length of the cube (default 256)")
-    demo_command.add_argument("--labels", type=_int_at_least(1), default=300, help="number of cells (default 300)")
+    demo_command.add_argument("--labels", type=values.int_at_least(1), default=300,
+                              help="number of cells (default 300)")
     demo_command.add_argument("--seed", type=int, default=0)
-    demo_command.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
-    demo_command.add_argument("--out", type=_path,
+    demo_command.add_argument("--threads", type=values.int_at_least(1), default=None, help=threads_help)
+    demo_command.add_argument("--out", type=values.path,
                               help="directory to keep the output in (default: a temporary directory, "
                                    "removed at the end)")
     demo_command.add_argument("--quiet", action="store_true", help="no progress bars")
     demo_command.set_defaults(run=cmd_demo)
     info = commands.add_parser("info", help="summarise an N5 container, Paintera source or dataset")
-    info.add_argument("path", type=_path)
+    info.add_argument("path", type=values.path)
     info.add_argument("--check", action="store_true",
                       help="read and decode every block; list each bad one, exit 1 if any")
     _add_storage_options(info)
@@ -570,21 +406,22 @@ def build_parser():
     convert = commands.add_parser(
         "convert", help="integer labels -> Paintera label source (label multiset pyramid)",
         description="Convert integer labels into a Paintera label source. Axes are N5's: x, y, z.")
-    convert.add_argument("source", type=_path, help="N5 dataset (or group with --dataset), zarr array, .npy or TIFF")
-    convert.add_argument("target", type=_path, help="the Paintera source group to create, e.g. out.n5/labels")
-    convert.add_argument("--dataset", type=_path, help="dataset inside an N5 group SOURCE")
-    convert.add_argument("--level", type=_int_at_least(0), default=0,
+    convert.add_argument("source", type=values.path,
+                         help="N5 dataset (or group with --dataset), zarr array, .npy or TIFF")
+    convert.add_argument("target", type=values.path, help="the Paintera source group to create, e.g. out.n5/labels")
+    convert.add_argument("--dataset", type=values.path, help="dataset inside an N5 group SOURCE")
+    convert.add_argument("--level", type=values.int_at_least(0), default=0,
                          help="level of an OME-Zarr multiscale SOURCE (default 0); its scale and translation "
                               "are the defaults of --resolution and --offset")
-    convert.add_argument("--block-size", type=_block_size, default=64,
-                         help=f"edge of the blocks of every level, 1..{MAX_BLOCK_EDGE} (default 64)")
-    convert.add_argument("--scale", type=_factors, action="append",
+    convert.add_argument("--block-size", type=values.block_size, default=64,
+                         help=f"edge of the blocks of every level, 1..{values.MAX_BLOCK_EDGE} (default 64)")
+    convert.add_argument("--scale", type=values.factors, action="append",
                          help="factors of one more level, e.g. 2 or 2,2,1 (repeat). Default: halve until the "
                               "volume fits one block; with an anisotropic --resolution only the axes whose "
                               "voxel size is at most half the coarsest are halved (4,4,40: 2,2,1 until x and y "
                               "reach 32, then 2,2,2)")
-    convert.add_argument("--compression", type=compression_config, default="gzip", help=_COMPRESSION_HELP)
-    convert.add_argument("--max-num-entries", type=_max_num_entries, default=-1,
+    convert.add_argument("--compression", type=values.compression_config, default="gzip", help=values.COMPRESSION_HELP)
+    convert.add_argument("--max-num-entries", type=values.max_num_entries, default=-1,
                          help="cut downsampled lists to this many entries (default -1: no cut)")
     convert.add_argument("--keep", choices=("highest", "lowest"), default=None,
                          help="entries kept by --max-num-entries with --rule spec (default: highest)")
@@ -594,11 +431,12 @@ def build_parser():
     convert.add_argument("--write-background-blocks", action="store_true",
                          help="also write blocks whose voxels are all 0 (skipped by default, as Java does: "
                               "a missing block reads as 0)")
-    convert.add_argument("--resolution", type=_resolution, help="voxel size x,y,z")
-    convert.add_argument("--offset", type=_triple, help="offset x,y,z (negative values allowed: --offset -10,0,0)")
-    convert.add_argument("--lookup-block-size", type=_int_at_least(1), default=10000,
+    convert.add_argument("--resolution", type=values.resolution, help="voxel size x,y,z")
+    convert.add_argument("--offset", type=values.triple,
+                         help="offset x,y,z (negative values allowed: --offset -10,0,0)")
+    convert.add_argument("--lookup-block-size", type=values.int_at_least(1), default=10000,
                          help="ids per label-to-block-mapping file")
-    convert.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
+    convert.add_argument("--threads", type=values.int_at_least(1), default=None, help=threads_help)
     convert.add_argument("--scheduler", help="dask.distributed scheduler address (default: local threads)")
     convert.add_argument("--reserved", choices=("reject", "accept"), default="reject",
                          help="negative labels and labels above MAX_ID (Paintera's reserved ids): reject (default; "
@@ -609,7 +447,7 @@ def build_parser():
                           help="replace an existing target (never one that is, holds or lies inside SOURCE)")
     existing.add_argument("--resume", action="store_true", help="finish an interrupted conversion")
     convert.add_argument("--quiet", action="store_true", help="no progress bars")
-    convert.add_argument("--container", type=_path, help=_CONTAINER_HELP)
+    convert.add_argument("--container", type=values.path, help=_CONTAINER_HELP)
     _add_storage_options(convert)
     convert.set_defaults(run=cmd_convert)
     argmax = commands.add_parser(
@@ -618,14 +456,14 @@ def build_parser():
                     "Missing blocks and voxels without an entry (INVALID) become 0. An N5 target keeps "
                     "the N5 axis order (x, y, z); a TARGET ending in .zarr is a zarr v3 array in C order, "
                     "axes (z, y, x). Resolution and offset are copied (for zarr as attributes, z, y, x).")
-    argmax.add_argument("source", type=_path)
-    argmax.add_argument("target", type=_path, help="N5 dataset path, or PATH.zarr for a zarr array (z, y, x)")
+    argmax.add_argument("source", type=values.path)
+    argmax.add_argument("target", type=values.path, help="N5 dataset path, or PATH.zarr for a zarr array (z, y, x)")
     argmax.add_argument("--overwrite", action="store_true")
-    argmax.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
+    argmax.add_argument("--threads", type=values.int_at_least(1), default=None, help=threads_help)
     argmax.add_argument("--quiet", action="store_true", help="no progress bar")
     argmax.add_argument("--rule", choices=("spec", "java"), default="spec",
                         help="java: the labels Paintera shows (Java's argmax, cached argmax values); default spec")
-    argmax.add_argument("--container", type=_path, help=_CONTAINER_HELP + " (N5 targets)")
+    argmax.add_argument("--container", type=values.path, help=_CONTAINER_HELP + " (N5 targets)")
     _add_assignment_options(argmax)
     _add_storage_options(argmax)
     argmax.set_defaults(run=cmd_argmax)
@@ -634,16 +472,16 @@ def build_parser():
         description="Draw one slice of a label multiset dataset: argmax labels in colour and, when some voxel "
                     "has more than one entry, the entries per voxel with a colour bar. Voxels without an "
                     "entry (missing blocks, INVALID) are hatched grey.")
-    preview.add_argument("source", type=_path, help="label multiset dataset or Paintera source group")
-    preview.add_argument("--out", type=_path, required=True,
+    preview.add_argument("source", type=values.path, help="label multiset dataset or Paintera source group")
+    preview.add_argument("--out", type=values.path, required=True,
                          help="picture to write; the extension picks the format (.png, .jpg, .webp, .tif, ...)")
     preview.add_argument("--axis", choices=("x", "y", "z"), default="z", help="axis across the slice (default z)")
     preview.add_argument("--index", type=int, help="slice index (default: the middle)")
     preview.add_argument("--level", default="s0", help="level of a source group (default s0)")
     size = preview.add_mutually_exclusive_group()
-    size.add_argument("--width", type=_int_at_least(1), default=None,
+    size.add_argument("--width", type=values.int_at_least(1), default=None,
                       help="width of the slice panel in pixels (default: at least 800 px for the whole picture)")
-    size.add_argument("--scale", type=_int_at_least(1), default=None, help="pixels per voxel (nearest neighbour)")
+    size.add_argument("--scale", type=values.int_at_least(1), default=None, help="pixels per voxel (nearest neighbour)")
     _add_storage_options(preview)
     preview.set_defaults(run=cmd_preview)
     ome = commands.add_parser(
@@ -652,8 +490,8 @@ def build_parser():
                     "multiscale labels image: uint64 argmax labels per level (INVALID and missing blocks as 0), "
                     "axes z, y, x, scale and translation from Paintera's resolution, offset and "
                     "downsamplingFactors. Written as IMAGE.zarr/labels/NAME, it points back to the image.")
-    ome.add_argument("source", type=_path, help="Paintera label source, label multiset pyramid or dataset (N5)")
-    ome.add_argument("target", type=_path,
+    ome.add_argument("source", type=values.path, help="Paintera label source, label multiset pyramid or dataset (N5)")
+    ome.add_argument("target", type=values.path,
                      help="the labels image to write, e.g. labels.zarr or image.zarr/labels/cells")
     ome.add_argument("--ngff", choices=("0.4", "0.5"), default="0.5",
                      help="NGFF version: 0.4 (zarr v2 arrays) or 0.5 (zarr v3, sharded; default)")
@@ -661,11 +499,11 @@ def build_parser():
                      help="write the label multisets (lossless zarr v3 label_multiset arrays, an extension that "
                           "generic NGFF readers cannot decode; 0.5 only)")
     sharding = ome.add_mutually_exclusive_group()
-    sharding.add_argument("--shards", type=_shards,
+    sharding.add_argument("--shards", type=values.shards,
                           help="shard shape x,y,z (0.5; default: whole blocks up to 64 MiB per shard)")
     sharding.add_argument("--no-shards", action="store_true", help="no sharding (0.5)")
     ome.add_argument("--name", help="the multiscale's name (default: the target's name)")
-    ome.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
+    ome.add_argument("--threads", type=values.int_at_least(1), default=None, help=threads_help)
     existing = ome.add_mutually_exclusive_group()
     existing.add_argument("--overwrite", action="store_true", help="replace an existing target")
     existing.add_argument("--resume", action="store_true", help="finish an interrupted export")
@@ -681,25 +519,26 @@ def build_parser():
                     "and maxNumEntries, the source's rule), unique-labels and the label-to-block lookup are "
                     "patched, maxId is raised. Axes are N5's: x, y, z. An interrupted commit leaves the source "
                     "flagged INCOMPLETE; running the same commit again finishes it.")
-    commit.add_argument("source", type=_path, help="the Paintera label source, e.g. out.n5/labels")
-    commit.add_argument("edit", type=_path, help="the edited labels: N5 dataset (or group with --dataset), zarr array, "
-                                     "OME-Zarr image, .npy or TIFF, as convert reads them")
-    commit.add_argument("--offset", type=_offset, required=True,
+    commit.add_argument("source", type=values.path, help="the Paintera label source, e.g. out.n5/labels")
+    commit.add_argument("edit", type=values.path,
+                        help="the edited labels: N5 dataset (or group with --dataset), zarr array, "
+                             "OME-Zarr image, .npy or TIFF, as convert reads them")
+    commit.add_argument("--offset", type=values.offset, required=True,
                         help="voxel position x,y,z of the edit's corner in s0")
-    commit.add_argument("--dataset", type=_path, help="dataset inside an N5 group EDIT")
-    commit.add_argument("--level", type=_int_at_least(0), default=0, help="level of an OME-Zarr multiscale EDIT")
-    commit.add_argument("--ignore", type=_label_id, default=None,
+    commit.add_argument("--dataset", type=values.path, help="dataset inside an N5 group EDIT")
+    commit.add_argument("--level", type=values.int_at_least(0), default=0, help="level of an OME-Zarr multiscale EDIT")
+    commit.add_argument("--ignore", type=values.label_id, default=None,
                         help="one more id that keeps the old voxel (besides INVALID), e.g. 0")
     commit.add_argument("--rule", choices=("spec", "java"), default=None,
                         help="downsampling rule of the lower levels (default: the source's conversion rule, "
                              "else java, what Paintera writes)")
     commit.add_argument("--reserved", choices=("reject", "accept"), default="reject",
                         help="painted negative or reserved labels: reject (default) or accept")
-    commit.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
+    commit.add_argument("--threads", type=values.int_at_least(1), default=None, help=threads_help)
     _add_storage_options(commit)
     commit.set_defaults(run=cmd_commit)
     zarr_json = commands.add_parser("zarr-json", help="write zarr.json beside each attributes.json (N5 + zarr)")
-    zarr_json.add_argument("container", type=_path)
+    zarr_json.add_argument("container", type=values.path)
     zarr_json.add_argument("--overwrite", action="store_true", help="replace existing zarr.json files")
     _add_storage_options(zarr_json)
     zarr_json.set_defaults(run=cmd_zarr_json)
@@ -718,7 +557,7 @@ def _quiet_broken_pipe():
 
 def main(argv=None):
     parser = build_parser()
-    args = parser.parse_args(_join_negative_values(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(values.join_negative_values(sys.argv[1:] if argv is None else argv))
     args.storage_options = dict(getattr(args, "storage_option", [])) or None
     try:
         code = args.run(args)
