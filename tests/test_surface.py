@@ -158,3 +158,14 @@ def test_kernel_stubs_match_the_compiled_modules(kernel):
         assert [a.arg for a in node.args.args] == [p.name for p in parameters], name
         defaults = [ast.literal_eval(d) for d in node.args.defaults]
         assert defaults == [p.default for p in parameters if p.default is not inspect.Parameter.empty], name
+
+
+def test_no_test_reads_the_clock():
+    """Tests assert mechanisms (what failed, how often it was tried, how many requests
+    overlapped), never elapsed wall time: a busy machine makes any time bound flaky."""
+    import re
+
+    clock = re.compile(r"\btime\.(perf_counter|monotonic|time|process_time)\(|\btimeit\b")
+    readers = [f"{path.relative_to(ROOT)}:{number}" for path in sorted((ROOT / "tests").rglob("*.py"))
+               for number, line in enumerate(path.read_text().splitlines(), 1) if clock.search(line)]
+    assert readers == []

