@@ -28,6 +28,7 @@ from .metadata import N5_VERSION, DatasetMetadata, compression_attributes
 from .store import FsspecStore, LocalStore, Store, open_store
 from .varlen import CodecChain, N5Varlen, n5_block_header, n5_varlen_decode, n5_varlen_decode_labels, n5_varlen_encode
 from .writing import mark_complete
+from .zarr_backed import ZarrBackedStore
 
 __all__ = [
     "N5_VERSION",
@@ -43,6 +44,7 @@ __all__ = [
     "open",
     "open_dataset",
     "open_store",
+    "ZarrBackedStore",
     "Store",
     "LocalStore",
     "FsspecStore",

@@ -36,11 +36,11 @@ import stat
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._threads import default_threads
-from ..errors import ConfigurationError, ReadOnlyError, StorageError
+from ..errors import ConfigurationError, InputTypeError, ReadOnlyError, StorageError
 from . import storage
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterator, Mapping
+    from collections.abc import Callable, Collection, Iterator, Mapping
 
     from .storage import PathLike, StorageOptions
 
@@ -630,6 +630,19 @@ class FsspecStore(Store):
         return storage.REMOTE_REQUESTS if threads is None else default_threads(threads)
 
 
+#: This package's store for another library's store object (zarr-python's, installed by
+#: :mod:`n5mscodecs.n5.zarr_backed`), or None for an object it does not know.
+foreign_store: Callable[[object, bool], Store | None] | None = None
+
+
+def _foreign(location: object, read_only: bool) -> Store:
+    store = foreign_store(location, read_only) if foreign_store is not None else None
+    if store is None:
+        raise InputTypeError(f"location: expected a path, a URL or a store (this package's or zarr-python's), "
+                             f"got {type(location).__module__}.{type(location).__qualname__}")
+    return store
+
+
 def open_store(location: PathLike | Store, storage_options: StorageOptions = None, *, read_only: bool = False,
                boundary: str | None = None, read_outside: bool = False) -> Store:
     """The store of a location: where every public entry point turns a location into a store.
@@ -664,6 +677,8 @@ def open_store(location: PathLike | Store, storage_options: StorageOptions = Non
     """
     if isinstance(location, Store):
         return location.read_only_view() if read_only else location
+    if not isinstance(location, (str, os.PathLike)):
+        return _foreign(location, read_only)
     location = os.fspath(location)
     if storage.is_url(location):
         return FsspecStore(location, storage_options, read_only=read_only)
@@ -677,6 +692,8 @@ def open_target(location: PathLike | Store, storage_options: StorageOptions = No
     when given, else the nearest ``*.n5`` of the target and its parents, else the target)."""
     if isinstance(location, Store):
         return location
+    if not isinstance(location, (str, os.PathLike)):
+        return _foreign(location, False)
     if isinstance(container, Store):
         container = container.location
     if container is None:
