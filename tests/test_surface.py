@@ -186,7 +186,8 @@ def test_one_import_opens_label_multiset_arrays_with_plain_zarr(tmp_path):
         "import json, sys, zarr, n5mscodecs\n"
         "imported = 'n5mscodecs.zarr' in sys.modules\n"
         f"a = zarr.open_array({str(tmp_path / 'm.zarr')!r}, mode='r')\n"
-        "print(json.dumps({'dtype': type(a.metadata.data_type).__name__, 'item': str(a[1, 2, 1]), 'imported': imported}))\n"
+        "print(json.dumps({'dtype': type(a.metadata.data_type).__name__, 'item': str(a[1, 2, 1]),\n"
+        "                  'imported': imported}))\n"
     )
     assert found["dtype"] == "LabelMultisetDType" and found["item"] == "LabelMultiset({1: 1})"
     assert found["imported"] == n5mscodecs._extras.zarr_needs_data_type_registration()

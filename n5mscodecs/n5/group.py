@@ -546,10 +546,12 @@ def open(path: PathLike | Store, mode: str = "r", *,  # noqa: A001 - mirrors zar
     if mode not in MODES:
         raise ConfigurationError(f"mode must be one of {MODES}, got {mode!r}")
     # the store is chosen here, once; reads below stay inside the container root
-    if not isinstance(path, Store):
+    if isinstance(path, (str, os.PathLike)):
         path = os.fspath(path)
         path = open_store(path, storage_options, boundary=storage.confinement_root(path),
                           read_outside=allow_outside_root)
+    elif not isinstance(path, Store):
+        path = open_store(path)  # zarr-python's stores; anything else is refused by name
     store = path.read_only_view(READ_ONLY_MODE) if mode == "r" else path
     path = store.location
     if store.is_file():

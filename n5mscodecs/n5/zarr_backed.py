@@ -51,12 +51,12 @@ def from_zarr_store(zarr_store: Any, read_only: bool = False) -> Store | None:
     if name == "LocalStore":
         return LocalStore(str(zarr_store.root), read_only=read_only)
     if name == "FsspecStore":
-        fs = zarr_store.fs
+        fs = getattr(zarr_store.fs, "sync_fs", zarr_store.fs)  # zarr wraps synchronous file systems
+        protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+        if protocols & {"file", "local"}:
+            return LocalStore(zarr_store.path, read_only=read_only)
         options = {k: v for k, v in fs.storage_options.items() if k != "asynchronous"}
-        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-        path = zarr_store.path
-        location = path if "://" in path else f"{protocol}://{path.lstrip('/') if protocol != 'file' else path}"
-        return FsspecStore(location, options, read_only=read_only)
+        return FsspecStore(fs.unstrip_protocol(zarr_store.path), options, read_only=read_only)
     return ZarrBackedStore(zarr_store, read_only=read_only)
 
 
@@ -95,15 +95,26 @@ class ZarrBackedStore(Store):
         self.read_only = read_only or bool(zarr_store.read_only)
         if self.read_only:
             self.read_only_reason = f"the {type(zarr_store).__name__} is read-only"
+        elif not zarr_store.supports_deletes:
+            # every N5 writer removes keys (its writer lock at least)
+            self.read_only = True
+            self.read_only_reason = (f"a {type(zarr_store).__name__} cannot remove keys, which N5 writers need: "
+                                     "write to a directory, then archive it")
 
     def _key(self, key: str) -> str:
         return "/".join([*_parts(self.prefix), *_parts(key)])
 
     def _run(self, key: str, operation: str, coroutine: Coroutine[Any, Any, Any]) -> Any:
         try:
-            return _Loop.run(coroutine)
+            return _Loop.run(self._opened(coroutine))
         except (OSError, NotImplementedError, ValueError, KeyError) as exc:
             raise StorageError(f"{self.display(key)}: {operation}: {type(exc).__name__}: {exc}") from None
+
+    async def _opened(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        # zarr opens its stores on first use (ZipStore reads its directory then)
+        if not getattr(self.zarr_store, "_is_open", True):
+            await self.zarr_store._open()
+        return await coroutine
 
     def child(self, key: str) -> ZarrBackedStore:
         return self._derived(ZarrBackedStore(self.zarr_store, self._key(key)))

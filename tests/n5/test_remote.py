@@ -164,6 +164,18 @@ def test_plain_datasets(bucket):
     assert list(n5.dataset_paths(f"{bucket}/plain.n5")) == [f"{bucket}/plain.n5/raw"]
 
 
+def test_a_zarr_fsspec_store_on_s3_becomes_this_packages_store(s3):
+    zarr_storage = pytest.importorskip("zarr.storage")
+    labels = (np.arange(32 * 24 * 16, dtype=np.uint64).reshape(32, 24, 16) // 61) % 9
+    zarr_store = zarr_storage.FsspecStore.from_url("s3://bucket/zarr-fsspec.n5/labels",
+                                                   storage_options={"endpoint_url": s3})
+    store = open_store(zarr_store)
+    assert type(store).__name__ == "FsspecStore" and store.location == "s3://bucket/zarr-fsspec.n5/labels"
+    n5.write(zarr_store, labels, chunks=(16, 16, 16))
+    assert np.array_equal(n5.open("s3://bucket/zarr-fsspec.n5/labels")[...].argmax(), labels)
+    assert np.array_equal(n5.open(zarr_store)[...].argmax(), labels)
+
+
 def test_groups_on_object_stores(bucket):
     root = n5.open(f"{bucket}/groups.n5", mode="w")
     root.require_group("volumes").create_label_multiset_dataset("labels", LABELS, chunks=8)
