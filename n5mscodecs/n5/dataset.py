@@ -14,7 +14,7 @@ from .._extras import require
 from ..errors import CompressionError, ConfigurationError, LabelMultisetFormatError, N5HeaderError, ReadOnlyError
 from ..multiset import BACKGROUND, LabelMultisetArray, assemble
 from ..multiset.array import check_rule
-from . import grid, storage
+from . import grid, indexing, storage
 from .attributes import Attributes
 from .block import ArrayBlockCodec, LabelMultisetBlockCodec
 from .default import place_block
@@ -364,6 +364,26 @@ class _Dataset:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(function, items))
 
+    # zarr's advanced selections (numpy's semantics), read block by block: see n5.indexing
+    @property
+    def oindex(self) -> indexing.Indexer:
+        """Orthogonal selections: ``ds.oindex[[4, 0], :, mask]`` (each axis on its own)."""
+        return indexing.Indexer(self, indexing.orthogonal)
+
+    @property
+    def vindex(self) -> indexing.Indexer:
+        """Coordinate selections: ``ds.vindex[xs, ys, zs]`` (arrays broadcast together)."""
+        return indexing.Indexer(self, indexing.coordinate)
+
+    def get_orthogonal_selection(self, selection: Any) -> Any:
+        return indexing.orthogonal(self, selection)
+
+    def get_coordinate_selection(self, selection: Any) -> Any:
+        return indexing.coordinate(self, selection)
+
+    def get_mask_selection(self, mask: Any) -> Any:
+        return indexing.mask(self, mask)
+
     def _read_region(self, key, read_block, threads):
         """``(pieces, bounding box, final view)``: ``pieces`` are ``(target, source, block)``
         of every block covering ``key``, read in parallel (block None when missing)."""
@@ -545,7 +565,7 @@ class LabelMultisetDataset(_Dataset):
         return out[view]
 
     def __getitem__(self, key: Selection) -> LabelMultisetArray | LabelMultiset | np.ndarray:
-        return self.read(key)
+        return indexing.numpy_style(self, key) if indexing.is_advanced(key) else self.read(key)
 
     def read_labels(self, key: Selection = (), threads: int | None = None,
                     rule: Rule = "spec") -> np.ndarray | np.uint64:
@@ -669,7 +689,7 @@ class ArrayDataset(_Dataset):
         return self.block_codec.decode(data, grid_position)
 
     def __getitem__(self, key: Selection) -> np.ndarray | np.generic:
-        return self.read(key)
+        return indexing.numpy_style(self, key) if indexing.is_advanced(key) else self.read(key)
 
     def __setitem__(self, key: Selection, value: ArrayLike) -> None:
         """Write ``value`` (broadcast to the selection, cast to ``dtype``) into a basic selection
