@@ -351,6 +351,8 @@ class LocalStore(Store):
             raise
         except NotADirectoryError:
             raise StorageError(f"{self.display(key)}: read: a parent of it is a file, not a directory") from None
+        except OSError as exc:  # a link loop (ELOOP), a name too long, ...: named, never a bare OSError
+            raise StorageError(f"{self.display(key)}: read: {exc.strerror or exc}") from None
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             os.close(fd)
