@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._threads import default_threads
 from ..errors import ConfigurationError, ReadOnlyError, StorageError
-from . import listing, storage
+from . import listing, storage, web
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterator, Mapping
@@ -565,6 +565,8 @@ class FsspecStore(Store):
         try:
             if max_size is None:
                 data = self._request(key, "read", lambda: self.fs.cat_file(path))
+            elif self.http:  # a server may ignore Range: the body is read up to the bound, no further
+                data = self._request(key, "read", lambda: web.bounded_get(self.fs, path, max_size))
             else:
                 data = self._request(key, "read", lambda: self.fs.cat_file(path, start=0, end=max_size + 1))
         except FileNotFoundError:
