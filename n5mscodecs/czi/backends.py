@@ -197,7 +197,7 @@ def _chunk_decompressor(codec):
     decompress = decompressor.decompress
 
     def decompress_chunk(source, size):
-        if bytes(source[:4]) != _ZSTD_MAGIC_BYTES:  # a skippable frame first: zstandard would allocate its size
+        if bytes(source[:4]) != _ZSTD_MAGIC_BYTES or _declares_empty(source):  # see _zstd_frames
             return _zstd_frames(decompressor, source, size)
         try:  # one frame (its content size was checked against the declared size): the common case
             # max_output_size only matters for frames without a content size; 0 would
@@ -245,6 +245,24 @@ def _zstd_frame_end(data, pos):
     return end
 
 
+def _declares_empty(frame):
+    """Whether the zstd frame starting ``frame`` declares a content size of 0."""
+    try:
+        return zstandard.frame_content_size(frame) == 0
+    except zstandard.ZstdError:
+        return False  # named by the decoder
+
+
+def _check_empty(decompressor, frame):
+    """Decode a frame declaring 0 bytes. zstandard's ``decompress`` returns b"" for one without
+    reading its blocks or checksum; libzstd, the native path and libCZI reject a frame that holds
+    more than it declares or fails its checksum (issue 51, item 20). The streaming decoder reads
+    it (bounded: libzstd stops at the first block beyond the declared size)."""
+    stream = decompressor.decompressobj()
+    if stream.decompress(frame) or not stream.eof:
+        raise zstandard.ZstdError("a frame declaring 0 bytes holds more")
+
+
 def _zstd_frames(decompressor, source, size):
     """Every frame of a chunk, as zstd's ``ZSTD_decompress`` reads them: concatenated
     frames, skippable frames skipped, anything else an error. No frame may make more
@@ -256,6 +274,10 @@ def _zstd_frames(decompressor, source, size):
             frame, room = data[pos:end], size - produced
             if zstandard.frame_content_size(frame) > room:
                 raise zstandard.ZstdError("the frames hold more than DecompressedSizes")
+            if _declares_empty(frame):
+                _check_empty(decompressor, frame)
+                pos = end
+                continue
             part = decompressor.decompress(frame, max_output_size=max(room, 1))
             parts.append(part)
             produced += len(part)

@@ -14,7 +14,7 @@ from .._extras import require
 from ..errors import CompressionError, ConfigurationError, LabelMultisetFormatError, N5HeaderError, ReadOnlyError
 from ..multiset import BACKGROUND, LabelMultisetArray, assemble
 from ..multiset.array import check_rule
-from . import grid, indexing, storage
+from . import grid, indexing, listing, storage
 from .attributes import Attributes
 from .block import ArrayBlockCodec, LabelMultisetBlockCodec
 from .default import place_block
@@ -179,16 +179,10 @@ class _Dataset:
         return self.store.exists(self.block_key(grid_position))
 
     def present_blocks(self) -> list[tuple[int, ...]]:
-        """Grid positions of the blocks that exist, sorted (found by listing: a grid can be
-        astronomically large)."""
-        found: list[tuple[int, ...]] = []
-        for directory, subdirectories, files in self.store.walk():
-            parts = directory.split("/") if directory else []
-            if len(parts) == self.ndim - 1 and all(p.isdigit() for p in parts):
-                # a directory where a block should be is listed too: reading it is an error
-                names = files + subdirectories
-                found.extend(tuple(int(p) for p in [*parts, f]) for f in names if f.isdigit())
-        return sorted(found)
+        """Grid positions of the blocks that exist, sorted: found by listing (a grid can be
+        astronomically large), or by looking up each block where the store cannot list (see
+        :mod:`n5mscodecs.n5.listing`)."""
+        return listing.present_blocks(self.store, self.grid_shape)
 
     def chunk_exists(self, grid_position: int | Sequence[int]) -> bool:
         """Whether the block at ``grid_position`` (one int per axis; an int for a 1-d dataset) is

@@ -53,9 +53,12 @@ ATTEMPTS = 5
 RETRY_DELAY = 0.1
 #: Seconds to connect, and to wait for each read of a response, for s3:// and http(s)://
 #: locations (unless storage options set them). A server that accepts and never answers
-#: costs at most :func:`~n5mscodecs.n5.storage.worst_case_seconds` before the StorageError.
+#: costs at most :func:`~n5mscodecs.n5.storage.never_answered_seconds` before the StorageError.
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 15.0
+#: Seconds one http(s) request may take in all, its body included (a body dripping one byte
+#: per read time-out is cut there); retried as a time-out.
+REQUEST_DEADLINE = 60.0
 #: Largest JSON document (``attributes.json``) read.
 MAX_JSON_BYTES = 1 << 26
 
@@ -116,13 +119,23 @@ def parent(location: PathLike) -> str:
     return os.path.dirname(os.path.normpath(location)) or os.path.dirname(os.path.abspath(location))
 
 
-def worst_case_seconds() -> float:
-    """Longest a URL request can take before its :class:`~n5mscodecs.StorageError` when the server accepts
-    connections and never answers (or never accepts them): ``ATTEMPTS`` times the
+def never_answered_seconds() -> float:
+    """Longest a URL request takes before its :class:`~n5mscodecs.StorageError` when the server
+    accepts connections and never answers (or never accepts them): ``ATTEMPTS`` times the
     connect and read time-outs, plus the backoff between attempts. A refused connection
     or a non-transient error (access denied, a bad client configuration) fails sooner."""
-    backoff = sum(RETRY_DELAY * 2**k for k in range(ATTEMPTS - 1))
-    return ATTEMPTS * (CONNECT_TIMEOUT + READ_TIMEOUT) + backoff
+    return ATTEMPTS * (CONNECT_TIMEOUT + READ_TIMEOUT) + _backoff()
+
+
+def worst_case_seconds() -> float:
+    """Longest an http(s) request can take before its :class:`~n5mscodecs.StorageError`, whatever
+    the server does (also a body dripping slowly): ``ATTEMPTS`` times ``REQUEST_DEADLINE``
+    (at least the connect and read time-outs), plus the backoff between attempts."""
+    return ATTEMPTS * max(REQUEST_DEADLINE, CONNECT_TIMEOUT + READ_TIMEOUT) + _backoff()
+
+
+def _backoff() -> float:
+    return sum(RETRY_DELAY * 2**k for k in range(ATTEMPTS - 1))
 
 
 def _bounded_options(location, options):
@@ -138,7 +151,8 @@ def _bounded_options(location, options):
         import aiohttp
 
         client = dict(options.get("client_kwargs") or {})
-        client.setdefault("timeout", aiohttp.ClientTimeout(sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT))
+        client.setdefault("timeout", aiohttp.ClientTimeout(total=REQUEST_DEADLINE, sock_connect=CONNECT_TIMEOUT,
+                                                           sock_read=READ_TIMEOUT))
         options["client_kwargs"] = client
     return options
 

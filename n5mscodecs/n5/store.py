@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._threads import default_threads
 from ..errors import ConfigurationError, InputTypeError, ReadOnlyError, StorageError
-from . import storage
+from . import listing, storage, web
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterator, Mapping
@@ -192,6 +192,11 @@ class Store(abc.ABC):
     def list_dir(self, key: str = "") -> list[str]:
         """The names directly below ``key``, sorted (empty when there is nothing)."""
 
+    def can_list(self, key: str = "") -> bool:
+        """Whether listing the group or dataset ``key`` shows what it holds (see
+        :mod:`n5mscodecs.n5.listing`): directories and object stores do."""
+        return True
+
     @abc.abstractmethod
     def walk(self, key: str = "") -> Iterator[tuple[str, list[str], list[str]]]:
         """``(directory, subdirectories, files)`` below ``key``, top-down and sorted, as ``os.walk``;
@@ -279,15 +284,9 @@ class Store(abc.ABC):
 
 
 def _file_kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
+             (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+    return next((kind for test, kind in kinds if test(mode)), "not a regular file")
 
 
 class LocalStore(Store):
@@ -351,6 +350,8 @@ class LocalStore(Store):
             raise
         except NotADirectoryError:
             raise StorageError(f"{self.display(key)}: read: a parent of it is a file, not a directory") from None
+        except OSError as exc:  # a link loop (ELOOP), a name too long, ...: named, never a bare OSError
+            raise StorageError(f"{self.display(key)}: read: {exc.strerror or exc}") from None
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             os.close(fd)
@@ -538,7 +539,7 @@ class FsspecStore(Store):
         self.storage_options = storage_options
         # the file system is resolved once; children share it
         self.fs, self.path = _resolved if _resolved is not None else storage.filesystem(location, storage_options)
-        http = storage.read_only_location(location)
+        self.http = http = storage.read_only_location(location)
         self.read_only = read_only or http
         if http:
             self.read_only_reason = "http(s) locations are read-only"
@@ -559,12 +560,13 @@ class FsspecStore(Store):
     def _request(self, key: str, operation: str, request):
         return storage.retrying(self.url(key), operation, request)
 
-
     def get(self, key: str = "", *, max_size: int | None = None) -> bytes | None:
         path = self._key_path(key)
         try:
             if max_size is None:
                 data = self._request(key, "read", lambda: self.fs.cat_file(path))
+            elif self.http:  # a server may ignore Range: the body is read up to the bound, no further
+                data = self._request(key, "read", lambda: web.bounded_get(self.fs, path, max_size))
             else:
                 data = self._request(key, "read", lambda: self.fs.cat_file(path, start=0, end=max_size + 1))
         except FileNotFoundError:
@@ -593,7 +595,9 @@ class FsspecStore(Store):
 
     def exists(self, key: str = "") -> bool:
         path = self._key_path(key)
-        return self._request(key, "look up", lambda: self.fs.exists(path))
+        # http: only a 404 is "absent" (fsspec's default says so of a 503 too)
+        strict = {"strict": True} if self.http else {}
+        return self._request(key, "look up", lambda: self.fs.exists(path, **strict))
 
     def is_directory(self, key: str = "") -> bool:
         path = self._key_path(key)
@@ -607,17 +611,24 @@ class FsspecStore(Store):
             return []
         return sorted(posixpath.basename(p.rstrip("/")) for p in names)
 
+    def can_list(self, key: str = "") -> bool:
+        # many http servers serve no listings: there, the listing must show the attributes.json
+        return not self.http or storage.ATTRIBUTES in self.list_dir(key)
+
     def walk(self, key: str = "") -> Iterator[tuple[str, list[str], list[str]]]:
-        root, path = self.path.rstrip("/"), self._key_path(key)
+        """As :meth:`Store.walk`; each listing is retried as a read is, and one that keeps
+        failing is a :class:`~n5mscodecs.StorageError` naming it, never skipped."""
+        return listing.walk(self._listing, "/".join(_parts(key)))
 
-        def refuse(error: OSError) -> None:  # fsspec's default omits what it cannot list
-            if not isinstance(error, FileNotFoundError):
-                raise StorageError(f"{self.display(key)}: list: {error}") from None
-
-        for directory, subdirectories, files in self.fs.walk(path, on_error=refuse):
-            subdirectories.sort()
-            below = directory.rstrip("/")[len(root):].strip("/") if directory.startswith(root) else directory
-            yield below, subdirectories, sorted(files)
+    def _listing(self, key: str) -> tuple[list[str], list[str]] | None:
+        path = self._key_path(key).rstrip("/")
+        try:
+            entries = self._request(key, "list", lambda: self.fs.ls(path, detail=True))
+        except FileNotFoundError:
+            return None
+        named = [(e["name"].rstrip("/"), e.get("type") == "directory") for e in entries]
+        return (sorted(posixpath.basename(n) for n, is_dir in named if is_dir and n != path),
+                sorted(posixpath.basename(n) for n, is_dir in named if not is_dir and n != path))  # not itself
 
     def _make_directory(self, key: str = "") -> None:
         return None  # object stores have no directories

@@ -391,29 +391,34 @@ def _read_dataset(store: Store) -> FragmentSegmentAssignment:
 
 
 def _table(store: Store, metadata: DatasetMetadata) -> np.ndarray:
-    """The ``[n, 2]`` rows of the dataset ``store``, in order, from the blocks present. Rows no
-    block holds read as 0: one ``(0, 0)`` row stands for each run of them (a pair that maps 0
-    to itself), so that nothing is allocated for what is not stored."""
+    """The ``[n, 2]`` rows of the dataset ``store``, in order. Every block of the grid must be
+    stored and hold all its rows, as Java's reader (``N5FragmentSegmentAssignmentInitialLut``)
+    needs them: a missing or short block is a ConfigurationError naming the dataset and the
+    block (before issue 51 it read as zeros: fragments mapped to 0, 0 to a segment, pairs lost).
+    Blocks are read one at a time, so a dataset claiming pairs it does not store is refused at
+    its first missing block, before its rows are allocated."""
     n, (rows, columns) = metadata.shape[0], metadata.chunks
-    grid = -(-n // rows)
-    present = sorted(int(name) for name in store.list_dir() if name.isdigit() and int(name) < grid)
-    zero = np.zeros((1, 2), metadata.dtype)
     codec = ArrayBlockCodec(metadata)
-    parts, expected = [], 0
-    for i in present:
-        blocks = []
+    parts = []
+    for i in range(-(-n // rows)):
+        length = min(rows, n - i * rows)
+        part = np.empty((length, 2), metadata.dtype)
         for j in range(-(-2 // columns)):
-            data = store.get(f"{i}/{j}")
-            if data is not None:
-                blocks.append((j, codec.decode(data, varlength=False)))
-        length = min(max((block.shape[0] for _, block in blocks), default=0), n - i * rows)
-        part = np.zeros((length, 2), metadata.dtype)
-        for j, block in blocks:
-            width = min(block.shape[1], 2 - j * columns)
+            width, key = min(columns, 2 - j * columns), f"{i}/{j}"
+            data = store.get(key, max_size=codec.max_block_bytes())
+            where = f"{store.display()}: block {key} ({'fragments' if j * columns == 0 else 'segments'})"
+            if data is None:
+                raise ConfigurationError(f"{where}: missing; a fragment-segment-assignment of {n} pairs needs "
+                                         "every block (Java's reader fails too)")
+            try:
+                block = codec.decode(data, varlength=False)
+            except ValueError as exc:  # N5HeaderError, CompressionError: named with the block
+                raise ConfigurationError(f"{where}: {exc}") from None
+            if block.shape[0] < length or block.shape[1] < width:
+                raise ConfigurationError(f"{where}: header dims {list(block.shape)}, short of the "
+                                         f"{[length, width]} of {n} pairs it must hold")
             part[:, j * columns:j * columns + width] = block[:length, :width]
-        parts += [zero] * (i > expected) + [part] + [zero] * (length < min(rows, n - i * rows))
-        expected = i + 1
-    parts += [zero] * (expected < grid)
+        parts.append(part)
     return np.concatenate(parts) if parts else np.zeros((0, 2), metadata.dtype)
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from .. import n5
 from .._threads import default_threads
 from ..errors import ConfigurationError, IncompleteError, N5msCodecsError, StorageError
+from ..n5.storage import ATTRIBUTES
 from .conventions import CONVERSION_KEY, source_store
 from .lookup import LOOKUP_DIMENSION
 from .multiscale import interrupted
@@ -89,13 +90,17 @@ def survey(path: PathLike | Store, *, check: bool = False, storage_options: Stor
     """
     store = source_store(path, storage_options)  # opened once; the datasets below are its children
     path, name = store.url(), store.display()
+    # a dataset is known by its attributes.json: a server without directory listings has no directories
+    attributes = store.get_attributes() if store.exists(ATTRIBUTES) else {}
+    if "dimensions" in attributes:
+        return Survey(path, None, False, _entries([(store, name)], check))
+    if attributes and not store.can_list():
+        raise ConfigurationError(f"{name}: the server gives no directory listings, so the datasets of this "
+                                 "group cannot be found: name a dataset")
     if not store.is_directory():
         if store.exists():
             raise ConfigurationError(f"{name}: a file, not an N5 container")
         raise FileNotFoundError(f"{name}: no such directory")
-    attributes = store.get_attributes()
-    if "dimensions" in attributes:
-        return Survey(path, None, False, _entries([(store, name)], check))
     keys = list(n5.dataset_keys(store))
     if not attributes and not keys:
         raise ConfigurationError(f"{name}: {_not_n5(store)}")

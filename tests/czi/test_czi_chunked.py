@@ -1015,3 +1015,24 @@ def test_copy_staged_with_streaming_stores_writes_the_same_bytes():
                          np.array(sizes, np.int64), positions, 0, len(sizes), True)
     assert out[header_size:] == staged.tobytes()
     assert chunked_info(out).decompressed_sizes.tolist() == [1000] * 8 + [7]
+
+
+@pytest.mark.parametrize("frame", [
+    # declares 0 bytes (single segment, content size 0), then a last raw block of 5 bytes
+    (0xFD2FB528).to_bytes(4, "little") + bytes([0x20, 0x00, 0x29, 0, 0]) + b"hello",
+    # declares 0 bytes, an empty last block, and a checksum that does not match
+    (0xFD2FB528).to_bytes(4, "little") + bytes([0x24, 0x00, 0x01, 0, 0]) + b"\0\0\0\0",
+])
+def test_a_zstd_frame_declaring_zero_bytes_is_decoded_not_trusted_on_both_backends(frame):
+    """Issue 51, item 20: zstandard's decompress() returns b"" for a frame whose header says 0
+    bytes without reading it; libzstd (the native path, and libCZI) rejects it."""
+    from n5mscodecs.czi import backends
+
+    payload = b"\x01\x01" + bytes([len(frame)]) + b"\x03\x01\x00\x00" + frame  # one chunk, 0 bytes
+    for backend in ("native", "python") if backends.NATIVE_AVAILABLE else ("python",):
+        with backends.use_backend(backend), pytest.raises(ChunkedFormatError, match="chunk 0: corrupt zstd"):
+            chunked_decode(payload)
+    valid = zstandard.ZstdCompressor(write_checksum=True).compress(b"")
+    for backend in ("native", "python") if backends.NATIVE_AVAILABLE else ("python",):
+        with backends.use_backend(backend):
+            assert bytes(chunked_decode(b"\x01\x01" + bytes([len(valid)]) + b"\x03\x01\x00\x00" + valid)) == b""

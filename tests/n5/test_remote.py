@@ -577,9 +577,9 @@ def short_timeouts(monkeypatch):
 
 def hang_guard_seconds():
     """How long a failing request may take before a test calls it a hang: far beyond the
-    configured time-outs (``storage.worst_case_seconds()``), so that a busy machine never trips
+    configured time-outs (``storage.never_answered_seconds()``), so that a busy machine never trips
     it. Tests assert what failed and how often it was tried, never how long it took."""
-    return 10 * storage.worst_case_seconds() + 30
+    return 10 * storage.never_answered_seconds() + 30
 
 
 def _outcome_within(seconds, call):

@@ -232,3 +232,32 @@ def test_a_read_only_store_refuses_every_change(store):
         view.child("g").set("0/0", b"x")
     assert store.get("g/0/0") == b"block" and store.get_attributes("g") == {"a": 1} and not store.exists("new")
     assert view.get("g/0/0") == b"block" and [d for d, _, _ in view.walk()] == ["", "g", "g/0"]
+
+
+def test_a_block_that_is_a_link_loop_is_a_storage_error_naming_it_on_every_reader(tmp_path):
+    """Issue 51, item 18: a bare OSError (ELOOP) came out of every reader."""
+    zarr = pytest.importorskip("zarr", minversion="3")
+    import n5mscodecs.zarr as nz
+
+    plain = n5.write(tmp_path / "c.n5" / "plain", np.arange(16, dtype=np.uint16).reshape(4, 4), chunks=(2, 2))
+    labels = n5.write(tmp_path / "c.n5" / "labels", np.arange(16, dtype=np.uint64).reshape(4, 4), chunks=(2, 2))
+    for dataset in (plain, labels):
+        block = tmp_path / "c.n5" / dataset.store.name / "1" / "1"
+        block.unlink()
+        os.symlink(block.parent / "loop", block.parent / "loop-back")
+        os.symlink(block.parent / "loop-back", block.parent / "loop")
+        os.symlink(block.parent / "loop", block)
+    readers = {
+        "plain[...]": lambda: n5.open(plain.path)[:],
+        "plain.read_block": lambda: n5.open(plain.path).read_block((1, 1)),
+        "labels[...]": lambda: n5.open(labels.path)[:],
+        "read_labels": lambda: n5.open(labels.path).read_labels(),
+        "read_block_labels": lambda: n5.open(labels.path).read_block_labels((1, 1)),
+        "store.get": lambda: open_store(tmp_path / "c.n5").get("plain/1/1"),
+        "zarr plain": lambda: zarr.open_array(nz.open_n5_store(tmp_path / "c.n5"), path="plain", mode="r")[:],
+        "zarr labels": lambda: nz.open_labels(tmp_path / "c.n5", "labels")[:],
+    }
+    for name, read in readers.items():
+        with pytest.raises(StorageError, match=r"1/1: read: .*(loop|levels)") as raised:
+            read()
+        assert "1/1" in str(raised.value), name
