@@ -54,6 +54,7 @@ from ..multiset.rules import check_rule
 from ..n5 import storage
 from ..n5.metadata import max_id
 from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
+from .commit_checks import commit_offset
 from .conventions import CONVERSION_KEY, is_label_source, target_store
 from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping, write_label_to_block_mapping
 from .pyramid import PyramidJob, children, remake_block, write_block
@@ -354,6 +355,8 @@ def commit(
         in a signed edit) leaves a voxel as it is.
     offset : sequence of int
         The voxel position of the edit's corner in s0 (N5 order); the edit must lie inside s0.
+        Python or numpy integers (anything else, ``1.7``, ``'3'`` or ``True``, is an
+        :class:`~n5mscodecs.ArgumentError` naming ``offset``).
     ignore : int, optional
         One more value that leaves a voxel as it is (e.g. 0 for "only paint the labels").
     rule : {"spec", "java"}, optional
@@ -375,6 +378,7 @@ def commit(
         raise ConfigurationError(f"reserved must be one of {RESERVED_RULES}, got {reserved!r}")
     if ignore is not None and not 0 <= int(ignore) < 2**64:
         raise ConfigurationError(f"ignore: an id in [0, 2**64) required, got {ignore!r}")
+    offset = commit_offset(offset)
     store = target_store(source, storage_options)
     if not store.exists():
         raise FileNotFoundError(f"source {store.display()} does not exist")
@@ -382,10 +386,6 @@ def commit(
     storage.refuse_overlap(store.url(), edit_source.path)
     opened = _open_source(store, rule)
     job, s0 = opened.job, opened.datasets[0]
-    try:
-        offset = tuple(int(o) for o in offset)
-    except (TypeError, ValueError):
-        raise ConfigurationError(f"offset: {s0.ndim} integers required, got {offset!r}") from None
     if len(offset) != s0.ndim or len(edit_source.shape) != s0.ndim:
         raise ConfigurationError(f"offset/edit: {s0.ndim} axes required (the source's), got offset {list(offset)} "
                                  f"and an edit of shape {list(edit_source.shape)}")

@@ -1,0 +1,79 @@
+"""Nothing lost, round three (issue 51, items 3-10, 19 and the stale s3 lock): commits never
+leave a source worse than they found it, killed commits re-run to the uninterrupted result,
+id allocation never hands out a taken id, a killed OME-Zarr overwrite is recognizably
+incomplete."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from n5mscodecs import ArgumentError, ConfigurationError, IncompleteError, n5, paintera
+from n5mscodecs.demo import voronoi_labels
+from n5mscodecs.n5.writing import INCOMPLETE_KEY, incomplete_marker, write_marked
+from n5mscodecs.n5.store import LocalStore
+
+LABELS = voronoi_labels((24, 20, 16), 12, seed=4).astype(np.uint64)
+
+
+def files(root):
+    """{relative path: bytes} of every file below ``root``."""
+    found = {}
+    for directory, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(directory, name)
+            found[os.path.relpath(path, root)] = open(path, "rb").read()
+    return found
+
+
+@pytest.fixture()
+def source(tmp_path):
+    """A finished Paintera source C.n5/labels."""
+    target = tmp_path / "C.n5" / "labels"
+    paintera.convert(LABELS, target, block_size=8, factors=[2], lookup_block_size=3)
+    return target
+
+
+# A commit in a child process, killed (SIGKILL) at the Nth call of MODULE.NAME.
+KILLED_COMMIT = """
+import importlib, os, signal, sys
+import numpy as np
+from n5mscodecs import paintera
+source, edit, offset, module, name, when = sys.argv[1:7]
+module = importlib.import_module(module)
+real, calls = getattr(module, name), [0]
+def dying(*args, **kwargs):
+    calls[0] += 1
+    if calls[0] == int(when):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(*args, **kwargs)
+setattr(module, name, dying)
+paintera.commit(source, np.load(edit), tuple(int(o) for o in offset.split(",")), threads=1)
+"""
+
+
+def killed_commit(source, edit_file, offset, module, name, when):
+    done = subprocess.run([sys.executable, "-c", KILLED_COMMIT, str(source), str(edit_file),
+                           ",".join(map(str, offset)), module, name, str(when)], capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# 10. the offset: integers only
+
+@pytest.mark.parametrize("offset", [(1.7, 0, 0), ("3", 0, 0), (True, 0, 0), (np.float64(2.0), 0, 0), (1, None, 0)])
+def test_a_commit_offset_that_is_not_integers_is_refused(source, offset):
+    before = files(source)
+    with pytest.raises(ArgumentError, match="^offset: ") as refused:
+        paintera.commit(source, np.full((2, 2, 2), 7, np.uint64), offset)
+    assert refused.value.argument == "offset"
+    assert files(source) == before
+
+
+def test_a_commit_offset_of_numpy_integers_is_taken(source):
+    paintera.commit(source, np.full((2, 2, 2), 7, np.uint64), (np.int64(1), np.uint8(2), 3))
+    assert (n5.open(source / "data" / "s0").read_labels()[1:3, 2:4, 3:5] == 7).all()
