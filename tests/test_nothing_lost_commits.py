@@ -77,3 +77,17 @@ def test_a_commit_offset_that_is_not_integers_is_refused(source, offset):
 def test_a_commit_offset_of_numpy_integers_is_taken(source):
     paintera.commit(source, np.full((2, 2, 2), 7, np.uint64), (np.int64(1), np.uint8(2), 3))
     assert (n5.open(source / "data" / "s0").read_labels()[1:3, 2:4, 3:5] == 7).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# 19. an np.memmap of a file inside the source
+
+@pytest.mark.parametrize("view", ["memmap", "slice", "asarray"])
+def test_a_commit_of_a_memmap_inside_its_source_is_refused(source, view):
+    np.save(source / "edit.npy", np.full((2, 2, 2), 7, np.uint64))
+    mapped = np.load(source / "edit.npy", mmap_mode="r")
+    edit = {"memmap": mapped, "slice": mapped[:, :, :], "asarray": np.asarray(mapped)}[view]
+    before = files(source)
+    with pytest.raises(ConfigurationError, match="overlaps the source"):
+        paintera.commit(source, edit, (0, 0, 0))
+    assert files(source) == before

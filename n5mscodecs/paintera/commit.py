@@ -52,6 +52,7 @@ from ..multiset import BACKGROUND, INVALID, MAX_ID, LabelMultisetArray
 from ..multiset.array import RESERVED_RULES
 from ..multiset.rules import check_rule
 from ..n5 import storage
+from ..n5.create import source_file
 from ..n5.metadata import max_id
 from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
 from .commit_checks import commit_offset
@@ -382,6 +383,7 @@ def commit(
     store = target_store(source, storage_options)
     if not store.exists():
         raise FileNotFoundError(f"source {store.display()} does not exist")
+    storage.refuse_overlap(store.url(), source_file(edit))  # an np.memmap of a file in the source
     edit_source = open_label_source(edit, dataset, storage_options=storage_options, level=level)
     storage.refuse_overlap(store.url(), edit_source.path)
     opened = _open_source(store, rule)
