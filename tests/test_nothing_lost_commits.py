@@ -91,3 +91,15 @@ def test_a_commit_of_a_memmap_inside_its_source_is_refused(source, view):
     with pytest.raises(ConfigurationError, match="overlaps the source"):
         paintera.commit(source, edit, (0, 0, 0))
     assert files(source) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# 9. a missing label-to-block-mapping level
+
+@pytest.mark.parametrize("missing", ["label-to-block-mapping/s1", "label-to-block-mapping"])
+def test_a_commit_without_a_label_to_block_mapping_is_refused(source, missing):
+    shutil.rmtree(source / missing)
+    before = files(source)
+    with pytest.raises(ConfigurationError, match=r"label-to-block-mapping/s\d is missing"):
+        paintera.commit(source, np.full((2, 2, 2), 7, np.uint64), (0, 0, 0))
+    assert files(source) == before

@@ -152,8 +152,9 @@ def _open_source(store: Store, rule: Rule | None) -> _Source:
         document = store.get_attributes(key)
         kind = n5.LabelMultisetDataset if document.get("isLabelMultiset") else n5.ArrayDataset
         datasets.append(kind(store.url(key), document, store=store.child(key)))
-        if not store.exists(f"unique-labels/s{level}/{storage.ATTRIBUTES}"):
-            raise ConfigurationError(f"{name}: unique-labels/s{level} is missing (Paintera's label sources have it)")
+        for side in ("unique-labels", "label-to-block-mapping"):   # the side data a commit patches
+            if not store.exists(f"{side}/s{level}/{storage.ATTRIBUTES}"):
+                raise ConfigurationError(f"{name}: {side}/s{level} is missing (Paintera's label sources have it)")
     first = datasets[0]
     plain = isinstance(first, n5.ArrayDataset)
     if any(isinstance(d, n5.ArrayDataset) != plain for d in datasets):
