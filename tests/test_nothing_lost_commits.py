@@ -103,3 +103,18 @@ def test_a_commit_without_a_label_to_block_mapping_is_refused(source, missing):
     with pytest.raises(ConfigurationError, match=r"label-to-block-mapping/s\d is missing"):
         paintera.commit(source, np.full((2, 2, 2), 7, np.uint64), (0, 0, 0))
     assert files(source) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. a dataset another job flagged incomplete
+
+@pytest.mark.parametrize("flagged", ["data/s1", "unique-labels/s0", "label-to-block-mapping/s0"])
+def test_a_commit_refuses_a_source_another_job_flagged(source, flagged):
+    # what an interrupted n5ms convert leaves on a level it was writing
+    store = LocalStore(source / flagged)
+    write_marked(store, store.get_attributes(), incomplete_marker("n5ms convert", "run it again with --resume"))
+    before = files(source)
+    with pytest.raises(IncompleteError, match=rf"{flagged}: INCOMPLETE: n5ms convert was interrupted"):
+        paintera.commit(source, np.full((2, 2, 2), 7, np.uint64), (0, 0, 0))
+    assert files(source) == before
+    assert INCOMPLETE_KEY in n5.read_attributes(source / flagged)

@@ -55,7 +55,7 @@ from ..n5 import storage
 from ..n5.create import source_file
 from ..n5.metadata import max_id
 from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
-from .commit_checks import commit_offset
+from .commit_checks import COMMIT_WRITER, commit_offset, refuse_flagged
 from .conventions import CONVERSION_KEY, is_label_source, target_store
 from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping, write_label_to_block_mapping
 from .pyramid import PyramidJob, children, remake_block, write_block
@@ -414,6 +414,7 @@ def commit(
         if isinstance(state, dict) and state.get("parameters") != parameters:
             raise IncompleteError(f"{store.display()}: an interrupted commit of {state.get('parameters')} is not "
                                   f"finished: {COMMIT_HINT} before another")
+        refuse_flagged(store, _datasets_changed(opened), recovering)
         _mark(store, opened, parameters, pool)
         # every changed block of every level is made first (each level from the blocks of the
         # level above, in memory), then all are written at once: the writes (encoding,
@@ -513,7 +514,7 @@ def _mark(store, opened, parameters, pool):
     attributes[COMMIT_KEY] = {"complete": False, "parameters": parameters}
     attributes.setdefault("labelBlockLookup", LABEL_BLOCK_LOOKUP)
     store.set_attributes("", attributes)
-    marker = incomplete_marker("n5ms commit", COMMIT_HINT)
+    marker = incomplete_marker(COMMIT_WRITER, COMMIT_HINT)
 
     def mark(key):
         document = store.get_attributes(key)
