@@ -16,6 +16,7 @@ from n5mscodecs import ArgumentError, ConfigurationError, IncompleteError, n5, p
 from n5mscodecs.demo import voronoi_labels
 from n5mscodecs.n5.writing import INCOMPLETE_KEY, incomplete_marker, write_marked
 from n5mscodecs.n5.store import LocalStore
+from support import n5_data
 
 LABELS = voronoi_labels((24, 20, 16), 12, seed=4).astype(np.uint64)
 
@@ -118,3 +119,25 @@ def test_a_commit_refuses_a_source_another_job_flagged(source, flagged):
         paintera.commit(source, np.full((2, 2, 2), 7, np.uint64), (0, 0, 0))
     assert files(source) == before
     assert INCOMPLETE_KEY in n5.read_attributes(source / flagged)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. a killed commit's temporary files are removed by the run that finishes it
+
+def without_lock(found):
+    return {key: value for key, value in found.items() if not key.endswith(".n5ms-lock")}
+
+
+def test_a_rerun_commit_removes_the_temporary_files_of_the_killed_one(source, tmp_path):
+    edit = np.full((12, 12, 6), 9, np.uint64)
+    np.save(tmp_path / "edit.npy", edit)
+    expected = tmp_path / "E.n5" / "labels"
+    shutil.copytree(source, expected)
+    paintera.commit(expected, edit, (3, 3, 3), threads=1)
+    # killed at its 12th file rename: a block's temporary file written, not yet renamed
+    killed_commit(source, tmp_path / "edit.npy", (3, 3, 3), "os", "replace", 12)
+    assert [name for name in files(source) if os.path.basename(name).startswith(".tmp-")]
+    assert paintera.commit(source, edit, (3, 3, 3), threads=1).finished_interrupted
+    ours, theirs = without_lock(files(source)), without_lock(files(expected))
+    assert sorted(ours) == sorted(theirs)
+    assert [key for key in ours if ours[key] != theirs[key]] == []

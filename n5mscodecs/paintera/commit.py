@@ -23,7 +23,7 @@ The writer lock is held throughout; before the first byte changes the source's
 attributes record the commit (``n5mscodecs:commit``) and every dataset it will change
 carries the incomplete marker, so readers refuse the source until it is done. An
 interrupted commit is finished by running the same commit again (a different one is
-refused until then); that run rebuilds the lookups of every level from the
+refused until then); that run removes the killed run's temporary files (``.tmp-*``) and rebuilds the lookups of every level from the
 unique-labels blocks, since the interrupted run may have rewritten some of them.
 
 >>> import tempfile, numpy as np
@@ -415,6 +415,8 @@ def commit(
             raise IncompleteError(f"{store.display()}: an interrupted commit of {state.get('parameters')} is not "
                                   f"finished: {COMMIT_HINT} before another")
         refuse_flagged(store, _datasets_changed(opened), recovering)
+        if recovering:
+            store.remove_temporary_files()   # the killed run's, as convert --resume does; the lock keeps others out
         _mark(store, opened, parameters, pool)
         # every changed block of every level is made first (each level from the blocks of the
         # level above, in memory), then all are written at once: the writes (encoding,
