@@ -141,3 +141,38 @@ def test_a_rerun_commit_removes_the_temporary_files_of_the_killed_one(source, tm
     ours, theirs = without_lock(files(source)), without_lock(files(expected))
     assert sorted(ours) == sorted(theirs)
     assert [key for key in ours if ours[key] != theirs[key]] == []
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. a killed commit into a Java-written source, run again, equals the uninterrupted commit
+# byte for byte (the lookups too)
+
+def java_source(tmp_path, name):
+    """A copy of the Java-written (Paintera's) label source of the shared data."""
+    container = tmp_path / f"{name}.n5"
+    shutil.copytree(n5_data("paintera_export_test.n5"), container)
+    return container / "paintera_labels"
+
+
+KILLS = [("n5mscodecs.paintera.commit", "patch_label_to_block_mapping", 1),  # every block written, no lookup
+         ("os", "replace", 13),   # mid-blocks: s0 block (0, 0, 1) half written (its unique-labels)
+         ("os", "replace", 32),   # mid-lookups: one lookup file patched
+         ("os", "replace", 36)]   # maxId raised, unmarking
+
+
+@pytest.mark.parametrize(("module", "name", "when"), KILLS)
+def test_a_killed_commit_into_a_java_source_reruns_to_the_uninterrupted_result(tmp_path, module, name, when):
+    edit = np.full((40, 30, 20), 77, np.uint64)
+    edit[:, :5] = 2**64 - 2   # INVALID: not painted
+    np.save(tmp_path / "edit.npy", edit)
+    offset = (10, 20, 30)
+    expected = java_source(tmp_path, "expected")
+    paintera.commit(expected, edit, offset, threads=1)
+    killed = java_source(tmp_path, "killed")
+    killed_commit(killed, tmp_path / "edit.npy", offset, module, name, when)
+    assert "n5mscodecs:commit" in n5.read_attributes(killed)
+    summary = paintera.commit(killed, edit, offset, threads=1)
+    assert summary.finished_interrupted
+    ours, theirs = without_lock(files(killed)), without_lock(files(expected))
+    assert sorted(ours) == sorted(theirs)
+    assert [key for key in ours if ours[key] != theirs[key]] == []

@@ -23,8 +23,11 @@ The writer lock is held throughout; before the first byte changes the source's
 attributes record the commit (``n5mscodecs:commit``) and every dataset it will change
 carries the incomplete marker, so readers refuse the source until it is done. An
 interrupted commit is finished by running the same commit again (a different one is
-refused until then); that run removes the killed run's temporary files (``.tmp-*``) and rebuilds the lookups of every level from the
-unique-labels blocks, since the interrupted run may have rewritten some of them.
+refused until then); that run removes the killed run's temporary files (``.tmp-*``) and
+patches the lookups from the journal the killed run wrote before its first mark (the ids
+each block it rewrites held before, see :mod:`~n5mscodecs.paintera.commit_journal`), so
+its result equals an uninterrupted commit's byte for byte. A source another job left
+flagged incomplete (a level of an interrupted ``convert``) is refused.
 
 >>> import tempfile, numpy as np
 >>> from n5mscodecs import paintera
@@ -55,6 +58,7 @@ from ..n5 import storage
 from ..n5.create import source_file
 from ..n5.metadata import max_id
 from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
+from .commit_journal import Before, read_journal, remove_journal, write_journal
 from .commit_checks import COMMIT_WRITER, commit_offset, refuse_flagged
 from .conventions import CONVERSION_KEY, is_label_source, target_store
 from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping, write_label_to_block_mapping
@@ -267,8 +271,11 @@ def _unique(block) -> np.ndarray:
     return np.unique(np.asarray(block, np.uint64))
 
 
-def _old_ids(job, level, grid):
-    """The ids the unique-labels block of ``grid`` lists now (none when it is missing)."""
+def _old_ids(job, level, grid, before: Before | None = None):
+    """The ids the unique-labels block of ``grid`` listed before the commit: as the journal
+    ``before`` recorded them, else as it lists them now (none when it is missing)."""
+    if before is not None and grid in before[level]:
+        return before[level][grid]
     stored = job.unique_labels(level).read_block(grid)
     return np.zeros(0, np.uint64) if stored is None else np.asarray(stored, np.uint64)
 
@@ -297,7 +304,7 @@ def _rebuild_plain(job, level, grid, max_num_entries):
 
 
 def _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignore, reserved, blocks_read,
-                  blocks_written):
+                  blocks_written, before):
     """The levels of a plain uint64 source, each written before the next is made from it."""
     s0 = opened.datasets[0]
 
@@ -305,7 +312,7 @@ def _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignor
         made = _edited_block(s0, grid, region, edit_source, offset, ignore, reserved, True)
         if made is None:
             return grid, None
-        return grid, (_old_ids(job, 0, grid), _write_plain(job, 0, grid, made[0]))
+        return grid, (_old_ids(job, 0, grid, before), _write_plain(job, 0, grid, made[0]))
 
     changed = {}
     for grid, result in pool.map(edit_block, touched):
@@ -318,7 +325,7 @@ def _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignor
         parents = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in level_changes[-1]})
 
         def rebuild(grid, lower=lower):
-            old_ids = _old_ids(job, lower, grid)
+            old_ids = _old_ids(job, lower, grid, before)
             return grid, (old_ids, _rebuild_plain(job, lower, grid, opened.max_num_entries[lower]))
 
         level_changes.append(dict(pool.map(rebuild, parents)))
@@ -401,9 +408,12 @@ def commit(
     touched = [tuple(f + g for f, g in zip(first, position))
                for position in np.ndindex(*[max(0, b - a) for a, b in zip(first, last)])]
     # every painted value is checked before the first write (the edit is read twice: it is small)
-    painted_total = 0
+    painted_total, painted_blocks = 0, []
     for grid in touched:
-        painted_total += int(_edit_window(s0, grid, region, edit_source, offset, ignore, reserved)[1].sum())
+        painted = int(_edit_window(s0, grid, region, edit_source, offset, ignore, reserved)[1].sum())
+        painted_total += painted
+        if painted:
+            painted_blocks.append(grid)
     parameters = {"edit": edit_source.description(), "offset": list(offset),
                   "ignore": None if ignore is None else int(ignore), "rule": job.rule}
     n_levels = job.n_levels
@@ -417,6 +427,12 @@ def commit(
         refuse_flagged(store, _datasets_changed(opened), recovering)
         if recovering:
             store.remove_temporary_files()   # the killed run's, as convert --resume does; the lock keeps others out
+        # what the blocks to rewrite listed before: journaled before the first mark, so that a
+        # run finishing this one patches the lookups as this one does (see commit_journal)
+        before = read_journal(store, parameters, n_levels) if recovering else None
+        if not recovering:
+            before = _before(job, painted_blocks, pool)
+            write_journal(store, parameters, before)
         _mark(store, opened, parameters, pool)
         # every changed block of every level is made first (each level from the blocks of the
         # level above, in memory), then all are written at once: the writes (encoding,
@@ -424,13 +440,13 @@ def commit(
         level_changes: list[dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]]] = []
         if opened.plain:
             level_changes = _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignore,
-                                          reserved, blocks_read, blocks_written)
+                                          reserved, blocks_read, blocks_written, before)
         else:
             pending = []   # (level, grid, old ids, block, its ids or None)
 
             def edit_block(grid):
                 made = _edited_block(s0, grid, region, edit_source, offset, ignore, reserved, False)
-                return grid, _old_ids(job, 0, grid), None if made is None else made[0]
+                return grid, _old_ids(job, 0, grid, before), None if made is None else made[0]
 
             below: dict[tuple[int, ...], Any] = {}
             for grid, old_ids, block in pool.map(edit_block, touched):
@@ -445,7 +461,7 @@ def commit(
                 def remake(grid, lower=lower, below=below):
                     kids = {child: below[child] for child in children(job, lower, grid) if child in below}
                     block, labels, reads = remake_block(job, lower, grid, opened.max_num_entries[lower], kids)
-                    return grid, _old_ids(job, lower, grid), block, labels, reads
+                    return grid, _old_ids(job, lower, grid, before), block, labels, reads
 
                 below = {}
                 for grid, old_ids, block, labels, reads in pool.map(remake, parents):
@@ -464,10 +480,10 @@ def commit(
                 level_changes[level_number][grid] = (old_ids, ids)
             for level_number, level_changed in enumerate(level_changes):
                 blocks_written[level_number] = len(level_changed)
-        # the lookup: patched for the ids that entered or left a block, or (finishing an
-        # interrupted commit, whose unique-labels may be new already) made again
+        # the lookup: patched for the ids that entered or left a block, or (finishing a commit
+        # interrupted before the journal existed, whose unique-labels may be new already) made again
         def lookup(lvl):
-            if recovering:
+            if before is None:
                 return write_label_to_block_mapping(store, lvl, opened.lookup_block_size,
                                                     opened.lookup_compression, 1)
             changes: dict[int, tuple[set, set]] = {}
@@ -482,8 +498,21 @@ def commit(
         lookup_files = list(pool.map(lookup, range(n_levels)))   # the levels' lookups are independent
         max_id = _raise_max_id(store, level_changes[0], job.rule)
         _unmark(store, opened, pool)
+        remove_journal(store)
     return CommitSummary(store.location, offset, tuple(edit_source.shape), painted_total, blocks_read,
                          blocks_written, lookup_files, max_id, time.perf_counter() - started, recovering)
+
+
+def _before(job, painted_blocks, pool) -> Before:
+    """Per level, the ids the unique-labels block of each block the commit will rewrite lists
+    now: s0's painted blocks, and each lower level's blocks whose windows cover one of the
+    level above."""
+    planned = [sorted(painted_blocks)]
+    for level in range(1, job.n_levels):
+        factors = job.factors[level]
+        planned.append(sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in planned[-1]}))
+    return [dict(zip(grids, pool.map(lambda grid, level=level: _old_ids(job, level, grid), grids)))
+            for level, grids in enumerate(planned)]
 
 
 def _raise_max_id(store, changed, rule):
