@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from n5mscodecs import ArgumentError, ConfigurationError, IncompleteError, n5, paintera
+from n5mscodecs import ArgumentError, ConfigurationError, IncompleteError, N5msCodecsError, n5, paintera
 from n5mscodecs.demo import voronoi_labels
 from n5mscodecs.n5.writing import INCOMPLETE_KEY, incomplete_marker, write_marked
 from n5mscodecs.n5.store import LocalStore
@@ -176,3 +176,44 @@ def test_a_killed_commit_into_a_java_source_reruns_to_the_uninterrupted_result(t
     ours, theirs = without_lock(files(killed)), without_lock(files(expected))
     assert sorted(ours) == sorted(theirs)
     assert [key for key in ours if ours[key] != theirs[key]] == []
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. a corrupt block the commit reads is found before anything is marked or written
+
+def plain_source(tmp_path):
+    """A label source of plain uint64 levels (s1 the argmax of s0's downsampling)."""
+    target = tmp_path / "P.n5" / "labels"
+    paintera.convert(LABELS, target, block_size=8, factors=[2], lookup_block_size=3, rule="java")
+    s1 = n5.open(target / "data" / "s1").read_labels(rule="java")
+    for level, data in enumerate([LABELS, s1]):
+        attributes = n5.read_attributes(target / "data" / f"s{level}")
+        n5.write_array(target / "data" / f"s{level}", data, chunks=8, overwrite=True)
+        extra = {"downsamplingFactors": attributes["downsamplingFactors"]} if level else {}
+        n5.write_attributes(target / "data" / f"s{level}", {**n5.read_attributes(target / "data" / f"s{level}"),
+                                                             **extra})
+    return target
+
+
+@pytest.mark.parametrize("plain", [False, True])
+@pytest.mark.parametrize("corrupt", ["data/s0/0/0/0", "data/s1/0/0/0", "data/s0/1/0/0", "unique-labels/s0/0/0/0",
+                                     "unique-labels/s1/0/0/0", "label-to-block-mapping/s0/4",
+                                     "label-to-block-mapping/s1/4"])
+def test_a_commit_reading_a_corrupt_block_changes_nothing(source, tmp_path, plain, corrupt):
+    target = plain_source(tmp_path) if plain else source
+    (target / corrupt).write_bytes(b"garbage!")
+    before = files(target)
+    # s0 blocks (0, 0, 0) and (1, 0, 0), s1 block (0, 0, 0); id 13 is new (lookup file 13 // 3 = 4)
+    edit = np.full((10, 2, 2), 13, np.uint64)
+    if plain and corrupt == "data/s1/0/0/0":   # a plain level's block is made from s0 alone: replaced unread
+        paintera.commit(target, edit, (0, 0, 0))
+        assert (n5.open(target / "data" / "s1")[:5, :1, :1] == 13).all()
+        return
+    with pytest.raises(N5msCodecsError) as refused:
+        paintera.commit(target, edit, (0, 0, 0))
+    assert corrupt.rsplit("/", 1)[0] in str(refused.value)   # names the block
+    assert files(target) == before   # nothing marked, nothing written, no journal
+    (target / corrupt).unlink()   # the user removes the bad block: the commit goes through
+    paintera.commit(target, edit, (0, 0, 0))
+    s0 = n5.open(target / "data" / "s0")
+    assert ((s0[:] if plain else s0.read_labels())[:10, :2, :2] == 13).all()

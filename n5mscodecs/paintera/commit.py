@@ -19,7 +19,9 @@ The result equals what a from-scratch conversion of the edited s0 labels writes 
 the same options. Plain uint64 levels are supported too (their lower levels hold the
 argmax of the same downsampling).
 
-The writer lock is held throughout; before the first byte changes the source's
+The writer lock is held throughout. Everything the commit reads (blocks, unique-labels,
+lookup files) is read before the first mark, so a corrupt block refuses the commit with the
+source as it was. Before the first byte changes the source's
 attributes record the commit (``n5mscodecs:commit``) and every dataset it will change
 carries the incomplete marker, so readers refuse the source until it is done. An
 interrupted commit is finished by running the same commit again (a different one is
@@ -61,7 +63,7 @@ from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_com
 from .commit_journal import Before, read_journal, remove_journal, write_journal
 from .commit_checks import COMMIT_WRITER, commit_offset, refuse_flagged
 from .conventions import CONVERSION_KEY, is_label_source, target_store
-from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping, write_label_to_block_mapping
+from .lookup import LABEL_BLOCK_LOOKUP, check_mapping_files, patch_label_to_block_mapping, write_label_to_block_mapping
 from .pyramid import PyramidJob, children, remake_block, write_block
 from .sources import LabelSource, open_label_source
 
@@ -408,12 +410,13 @@ def commit(
     touched = [tuple(f + g for f, g in zip(first, position))
                for position in np.ndindex(*[max(0, b - a) for a, b in zip(first, last)])]
     # every painted value is checked before the first write (the edit is read twice: it is small)
-    painted_total, painted_blocks = 0, []
+    painted_total, painted_blocks, painted_ids = 0, [], [np.zeros(0, np.uint64)]
     for grid in touched:
-        painted = int(_edit_window(s0, grid, region, edit_source, offset, ignore, reserved)[1].sum())
-        painted_total += painted
-        if painted:
+        _, painted, values = _edit_window(s0, grid, region, edit_source, offset, ignore, reserved)
+        painted_total += int(painted.sum())
+        if painted.any():
             painted_blocks.append(grid)
+            painted_ids.append(np.unique(values[painted]))
     parameters = {"edit": edit_source.description(), "offset": list(offset),
                   "ignore": None if ignore is None else int(ignore), "rule": job.rule}
     n_levels = job.n_levels
@@ -432,13 +435,14 @@ def commit(
         before = read_journal(store, parameters, n_levels) if recovering else None
         if not recovering:
             before = _before(job, painted_blocks, pool)
-            write_journal(store, parameters, before)
-        _mark(store, opened, parameters, pool)
         # every changed block of every level is made first (each level from the blocks of the
         # level above, in memory), then all are written at once: the writes (encoding,
         # compression, files) are most of the cost, and every level's share runs in parallel
         level_changes: list[dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]]] = []
         if opened.plain:
+            ids = _check_plain_reads(job, painted_blocks, pool)
+            _check_lookups(store, opened, [np.concatenate([ids, *painted_ids])] * n_levels, before)
+            _start(store, opened, parameters, before, recovering, pool)
             level_changes = _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignore,
                                           reserved, blocks_read, blocks_written, before)
         else:
@@ -468,6 +472,11 @@ def commit(
                     below[grid] = block
                     blocks_read[lower] += reads
                     pending.append((lower, grid, old_ids, block, labels))
+
+            # everything the commit reads was read (a corrupt block has raised): only now is
+            # anything marked or written
+            _check_lookups(store, opened, _pending_ids(pending, n_levels), before)
+            _start(store, opened, parameters, before, recovering, pool)
 
             def write(item):
                 level, grid, old_ids, block, labels = item
@@ -513,6 +522,50 @@ def _before(job, painted_blocks, pool) -> Before:
         planned.append(sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in planned[-1]}))
     return [dict(zip(grids, pool.map(lambda grid, level=level: _old_ids(job, level, grid), grids)))
             for level, grids in enumerate(planned)]
+
+
+def _start(store, opened, parameters, before, recovering, pool):
+    """The journal written (a run finishing an interrupted commit keeps the killed run's), then
+    the commit recorded and every dataset it changes marked."""
+    if not recovering:
+        write_journal(store, parameters, before)
+    _mark(store, opened, parameters, pool)
+
+
+def _pending_ids(pending, n_levels) -> list[np.ndarray]:
+    """Per level, the ids the blocks to write will hold (a multiset block's lookup entries)."""
+    ids: list[list[np.ndarray]] = [[np.zeros(0, np.uint64)] for _ in range(n_levels)]
+    for level, _, _, block, labels in pending:
+        ids[level].append(_unique(block) if labels is None else np.asarray(labels, np.uint64))
+    return [np.concatenate(level_ids) for level_ids in ids]
+
+
+def _check_plain_reads(job, painted_blocks, pool) -> np.ndarray:
+    """Every block a plain source's commit reads, read once before anything is marked (a
+    corrupt one raises): s0's painted blocks and the children of each lower level's blocks to
+    make again; returns the ids they hold (those the lower levels' blocks can take)."""
+    reads = [(0, grid) for grid in painted_blocks]
+    planned = sorted(painted_blocks)
+    for level in range(1, job.n_levels):
+        factors = job.factors[level]
+        planned = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in planned})
+        reads.extend({(level - 1, child) for grid in planned for child in children(job, level, grid)})
+
+    def ids(item):
+        stored = job.data(item[0]).read_block(item[1])
+        return np.zeros(0, np.uint64) if stored is None else np.unique(np.asarray(stored, np.uint64))
+
+    return np.concatenate([np.zeros(0, np.uint64), *pool.map(ids, sorted(set(reads)))])
+
+
+def _check_lookups(store, opened, new_ids, before):
+    """The lookup files the commit will patch, read and parsed before anything is marked: per
+    level, those of the ids the rewritten blocks held before and may hold after."""
+    for level, level_ids in enumerate(new_ids):
+        old = [np.zeros(0, np.uint64), *(before[level].values() if before is not None else ())]
+        labels = np.unique(np.concatenate([level_ids, *old])).tolist()
+        check_mapping_files(store, level, labels, opened.datasets[0].ndim, opened.lookup_block_size,
+                            opened.lookup_compression)
 
 
 def _raise_max_id(store, changed, rule):
