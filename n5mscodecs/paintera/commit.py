@@ -19,12 +19,17 @@ The result equals what a from-scratch conversion of the edited s0 labels writes 
 the same options. Plain uint64 levels are supported too (their lower levels hold the
 argmax of the same downsampling).
 
-The writer lock is held throughout; before the first byte changes the source's
+The writer lock is held throughout. Everything the commit reads (blocks, unique-labels,
+lookup files) is read before the first mark, so a corrupt block refuses the commit with the
+source as it was. Before the first byte changes the source's
 attributes record the commit (``n5mscodecs:commit``) and every dataset it will change
 carries the incomplete marker, so readers refuse the source until it is done. An
 interrupted commit is finished by running the same commit again (a different one is
-refused until then); that run rebuilds the lookups of every level from the
-unique-labels blocks, since the interrupted run may have rewritten some of them.
+refused until then); that run removes the killed run's temporary files (``.tmp-*``) and
+patches the lookups from the journal the killed run wrote before its first mark (the ids
+each block it rewrites held before, see :mod:`~n5mscodecs.paintera.commit_journal`), so
+its result equals an uninterrupted commit's byte for byte. A source another job left
+flagged incomplete (a level of an interrupted ``convert``) is refused.
 
 >>> import tempfile, numpy as np
 >>> from n5mscodecs import paintera
@@ -52,10 +57,13 @@ from ..multiset import BACKGROUND, INVALID, MAX_ID, LabelMultisetArray
 from ..multiset.array import RESERVED_RULES
 from ..multiset.rules import check_rule
 from ..n5 import storage
+from ..n5.create import source_file
 from ..n5.metadata import max_id
 from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
+from .commit_journal import Before, read_journal, remove_journal, write_journal
+from .commit_checks import COMMIT_WRITER, commit_offset, refuse_flagged
 from .conventions import CONVERSION_KEY, is_label_source, target_store
-from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping, write_label_to_block_mapping
+from .lookup import LABEL_BLOCK_LOOKUP, check_mapping_files, patch_label_to_block_mapping, write_label_to_block_mapping
 from .pyramid import PyramidJob, children, remake_block, write_block
 from .sources import LabelSource, open_label_source
 
@@ -150,8 +158,9 @@ def _open_source(store: Store, rule: Rule | None) -> _Source:
         document = store.get_attributes(key)
         kind = n5.LabelMultisetDataset if document.get("isLabelMultiset") else n5.ArrayDataset
         datasets.append(kind(store.url(key), document, store=store.child(key)))
-        if not store.exists(f"unique-labels/s{level}/{storage.ATTRIBUTES}"):
-            raise ConfigurationError(f"{name}: unique-labels/s{level} is missing (Paintera's label sources have it)")
+        for side in ("unique-labels", "label-to-block-mapping"):   # the side data a commit patches
+            if not store.exists(f"{side}/s{level}/{storage.ATTRIBUTES}"):
+                raise ConfigurationError(f"{name}: {side}/s{level} is missing (Paintera's label sources have it)")
     first = datasets[0]
     plain = isinstance(first, n5.ArrayDataset)
     if any(isinstance(d, n5.ArrayDataset) != plain for d in datasets):
@@ -264,8 +273,11 @@ def _unique(block) -> np.ndarray:
     return np.unique(np.asarray(block, np.uint64))
 
 
-def _old_ids(job, level, grid):
-    """The ids the unique-labels block of ``grid`` lists now (none when it is missing)."""
+def _old_ids(job, level, grid, before: Before | None = None):
+    """The ids the unique-labels block of ``grid`` listed before the commit: as the journal
+    ``before`` recorded them, else as it lists them now (none when it is missing)."""
+    if before is not None and grid in before[level]:
+        return before[level][grid]
     stored = job.unique_labels(level).read_block(grid)
     return np.zeros(0, np.uint64) if stored is None else np.asarray(stored, np.uint64)
 
@@ -294,7 +306,7 @@ def _rebuild_plain(job, level, grid, max_num_entries):
 
 
 def _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignore, reserved, blocks_read,
-                  blocks_written):
+                  blocks_written, before):
     """The levels of a plain uint64 source, each written before the next is made from it."""
     s0 = opened.datasets[0]
 
@@ -302,7 +314,7 @@ def _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignor
         made = _edited_block(s0, grid, region, edit_source, offset, ignore, reserved, True)
         if made is None:
             return grid, None
-        return grid, (_old_ids(job, 0, grid), _write_plain(job, 0, grid, made[0]))
+        return grid, (_old_ids(job, 0, grid, before), _write_plain(job, 0, grid, made[0]))
 
     changed = {}
     for grid, result in pool.map(edit_block, touched):
@@ -315,7 +327,7 @@ def _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignor
         parents = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in level_changes[-1]})
 
         def rebuild(grid, lower=lower):
-            old_ids = _old_ids(job, lower, grid)
+            old_ids = _old_ids(job, lower, grid, before)
             return grid, (old_ids, _rebuild_plain(job, lower, grid, opened.max_num_entries[lower]))
 
         level_changes.append(dict(pool.map(rebuild, parents)))
@@ -354,6 +366,8 @@ def commit(
         in a signed edit) leaves a voxel as it is.
     offset : sequence of int
         The voxel position of the edit's corner in s0 (N5 order); the edit must lie inside s0.
+        Python or numpy integers (anything else, ``1.7``, ``'3'`` or ``True``, is an
+        :class:`~n5mscodecs.ArgumentError` naming ``offset``).
     ignore : int, optional
         One more value that leaves a voxel as it is (e.g. 0 for "only paint the labels").
     rule : {"spec", "java"}, optional
@@ -375,17 +389,15 @@ def commit(
         raise ConfigurationError(f"reserved must be one of {RESERVED_RULES}, got {reserved!r}")
     if ignore is not None and not 0 <= int(ignore) < 2**64:
         raise ConfigurationError(f"ignore: an id in [0, 2**64) required, got {ignore!r}")
+    offset = commit_offset(offset)
     store = target_store(source, storage_options)
     if not store.exists():
         raise FileNotFoundError(f"source {store.display()} does not exist")
+    storage.refuse_overlap(store.url(), source_file(edit))  # an np.memmap of a file in the source
     edit_source = open_label_source(edit, dataset, storage_options=storage_options, level=level)
     storage.refuse_overlap(store.url(), edit_source.path)
     opened = _open_source(store, rule)
     job, s0 = opened.job, opened.datasets[0]
-    try:
-        offset = tuple(int(o) for o in offset)
-    except (TypeError, ValueError):
-        raise ConfigurationError(f"offset: {s0.ndim} integers required, got {offset!r}") from None
     if len(offset) != s0.ndim or len(edit_source.shape) != s0.ndim:
         raise ConfigurationError(f"offset/edit: {s0.ndim} axes required (the source's), got offset {list(offset)} "
                                  f"and an edit of shape {list(edit_source.shape)}")
@@ -398,9 +410,13 @@ def commit(
     touched = [tuple(f + g for f, g in zip(first, position))
                for position in np.ndindex(*[max(0, b - a) for a, b in zip(first, last)])]
     # every painted value is checked before the first write (the edit is read twice: it is small)
-    painted_total = 0
+    painted_total, painted_blocks, painted_ids = 0, [], [np.zeros(0, np.uint64)]
     for grid in touched:
-        painted_total += int(_edit_window(s0, grid, region, edit_source, offset, ignore, reserved)[1].sum())
+        _, painted, values = _edit_window(s0, grid, region, edit_source, offset, ignore, reserved)
+        painted_total += int(painted.sum())
+        if painted.any():
+            painted_blocks.append(grid)
+            painted_ids.append(np.unique(values[painted]))
     parameters = {"edit": edit_source.description(), "offset": list(offset),
                   "ignore": None if ignore is None else int(ignore), "rule": job.rule}
     n_levels = job.n_levels
@@ -411,20 +427,30 @@ def commit(
         if isinstance(state, dict) and state.get("parameters") != parameters:
             raise IncompleteError(f"{store.display()}: an interrupted commit of {state.get('parameters')} is not "
                                   f"finished: {COMMIT_HINT} before another")
-        _mark(store, opened, parameters, pool)
+        refuse_flagged(store, _datasets_changed(opened), recovering)
+        if recovering:
+            store.remove_temporary_files()   # the killed run's, as convert --resume does; the lock keeps others out
+        # what the blocks to rewrite listed before: journaled before the first mark, so that a
+        # run finishing this one patches the lookups as this one does (see commit_journal)
+        before = read_journal(store, parameters, n_levels) if recovering else None
+        if not recovering:
+            before = _before(job, painted_blocks, pool)
         # every changed block of every level is made first (each level from the blocks of the
         # level above, in memory), then all are written at once: the writes (encoding,
         # compression, files) are most of the cost, and every level's share runs in parallel
         level_changes: list[dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]]] = []
         if opened.plain:
+            ids = _check_plain_reads(job, painted_blocks, pool)
+            _check_lookups(store, opened, [np.concatenate([ids, *painted_ids])] * n_levels, before)
+            _start(store, opened, parameters, before, recovering, pool)
             level_changes = _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignore,
-                                          reserved, blocks_read, blocks_written)
+                                          reserved, blocks_read, blocks_written, before)
         else:
             pending = []   # (level, grid, old ids, block, its ids or None)
 
             def edit_block(grid):
                 made = _edited_block(s0, grid, region, edit_source, offset, ignore, reserved, False)
-                return grid, _old_ids(job, 0, grid), None if made is None else made[0]
+                return grid, _old_ids(job, 0, grid, before), None if made is None else made[0]
 
             below: dict[tuple[int, ...], Any] = {}
             for grid, old_ids, block in pool.map(edit_block, touched):
@@ -439,13 +465,18 @@ def commit(
                 def remake(grid, lower=lower, below=below):
                     kids = {child: below[child] for child in children(job, lower, grid) if child in below}
                     block, labels, reads = remake_block(job, lower, grid, opened.max_num_entries[lower], kids)
-                    return grid, _old_ids(job, lower, grid), block, labels, reads
+                    return grid, _old_ids(job, lower, grid, before), block, labels, reads
 
                 below = {}
                 for grid, old_ids, block, labels, reads in pool.map(remake, parents):
                     below[grid] = block
                     blocks_read[lower] += reads
                     pending.append((lower, grid, old_ids, block, labels))
+
+            # everything the commit reads was read (a corrupt block has raised): only now is
+            # anything marked or written
+            _check_lookups(store, opened, _pending_ids(pending, n_levels), before)
+            _start(store, opened, parameters, before, recovering, pool)
 
             def write(item):
                 level, grid, old_ids, block, labels = item
@@ -458,10 +489,10 @@ def commit(
                 level_changes[level_number][grid] = (old_ids, ids)
             for level_number, level_changed in enumerate(level_changes):
                 blocks_written[level_number] = len(level_changed)
-        # the lookup: patched for the ids that entered or left a block, or (finishing an
-        # interrupted commit, whose unique-labels may be new already) made again
+        # the lookup: patched for the ids that entered or left a block, or (finishing a commit
+        # interrupted before the journal existed, whose unique-labels may be new already) made again
         def lookup(lvl):
-            if recovering:
+            if before is None:
                 return write_label_to_block_mapping(store, lvl, opened.lookup_block_size,
                                                     opened.lookup_compression, 1)
             changes: dict[int, tuple[set, set]] = {}
@@ -476,8 +507,65 @@ def commit(
         lookup_files = list(pool.map(lookup, range(n_levels)))   # the levels' lookups are independent
         max_id = _raise_max_id(store, level_changes[0], job.rule)
         _unmark(store, opened, pool)
+        remove_journal(store)
     return CommitSummary(store.location, offset, tuple(edit_source.shape), painted_total, blocks_read,
                          blocks_written, lookup_files, max_id, time.perf_counter() - started, recovering)
+
+
+def _before(job, painted_blocks, pool) -> Before:
+    """Per level, the ids the unique-labels block of each block the commit will rewrite lists
+    now: s0's painted blocks, and each lower level's blocks whose windows cover one of the
+    level above."""
+    planned = [sorted(painted_blocks)]
+    for level in range(1, job.n_levels):
+        factors = job.factors[level]
+        planned.append(sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in planned[-1]}))
+    return [dict(zip(grids, pool.map(lambda grid, level=level: _old_ids(job, level, grid), grids)))
+            for level, grids in enumerate(planned)]
+
+
+def _start(store, opened, parameters, before, recovering, pool):
+    """The journal written (a run finishing an interrupted commit keeps the killed run's), then
+    the commit recorded and every dataset it changes marked."""
+    if not recovering:
+        write_journal(store, parameters, before)
+    _mark(store, opened, parameters, pool)
+
+
+def _pending_ids(pending, n_levels) -> list[np.ndarray]:
+    """Per level, the ids the blocks to write will hold (a multiset block's lookup entries)."""
+    ids: list[list[np.ndarray]] = [[np.zeros(0, np.uint64)] for _ in range(n_levels)]
+    for level, _, _, block, labels in pending:
+        ids[level].append(_unique(block) if labels is None else np.asarray(labels, np.uint64))
+    return [np.concatenate(level_ids) for level_ids in ids]
+
+
+def _check_plain_reads(job, painted_blocks, pool) -> np.ndarray:
+    """Every block a plain source's commit reads, read once before anything is marked (a
+    corrupt one raises): s0's painted blocks and the children of each lower level's blocks to
+    make again; returns the ids they hold (those the lower levels' blocks can take)."""
+    reads = [(0, grid) for grid in painted_blocks]
+    planned = sorted(painted_blocks)
+    for level in range(1, job.n_levels):
+        factors = job.factors[level]
+        planned = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in planned})
+        reads.extend({(level - 1, child) for grid in planned for child in children(job, level, grid)})
+
+    def ids(item):
+        stored = job.data(item[0]).read_block(item[1])
+        return np.zeros(0, np.uint64) if stored is None else np.unique(np.asarray(stored, np.uint64))
+
+    return np.concatenate([np.zeros(0, np.uint64), *pool.map(ids, sorted(set(reads)))])
+
+
+def _check_lookups(store, opened, new_ids, before):
+    """The lookup files the commit will patch, read and parsed before anything is marked: per
+    level, those of the ids the rewritten blocks held before and may hold after."""
+    for level, level_ids in enumerate(new_ids):
+        old = [np.zeros(0, np.uint64), *(before[level].values() if before is not None else ())]
+        labels = np.unique(np.concatenate([level_ids, *old])).tolist()
+        check_mapping_files(store, level, labels, opened.datasets[0].ndim, opened.lookup_block_size,
+                            opened.lookup_compression)
 
 
 def _raise_max_id(store, changed, rule):
@@ -510,7 +598,7 @@ def _mark(store, opened, parameters, pool):
     attributes[COMMIT_KEY] = {"complete": False, "parameters": parameters}
     attributes.setdefault("labelBlockLookup", LABEL_BLOCK_LOOKUP)
     store.set_attributes("", attributes)
-    marker = incomplete_marker("n5ms commit", COMMIT_HINT)
+    marker = incomplete_marker(COMMIT_WRITER, COMMIT_HINT)
 
     def mark(key):
         document = store.get_attributes(key)

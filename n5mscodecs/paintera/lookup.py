@@ -125,10 +125,7 @@ def patch_label_to_block_mapping(
     ndim = unique_labels.ndim
     block = np.array(unique_labels.chunks, np.int64)
     shape = np.array(unique_labels.shape, np.int64)
-    by_file: dict[int, list[int]] = {}
-    for label in changes:
-        if 0 <= label <= LOOKUP_DIMENSION:   # ids >= 2**63 have no file (see label_to_block_mapping_blocks)
-            by_file.setdefault(label // lookup_block_size, []).append(label)
+    by_file = _files_of(changes, lookup_block_size)
     for number, labels in by_file.items():
         body = mapping.read_block((number,))
         entries = {} if body is None else _mapping_entries(body.tobytes(), ndim, mapping.block_name((number,)))
@@ -151,6 +148,28 @@ def patch_label_to_block_mapping(
         body = b"".join(entries[label] for label in sorted(entries))
         mapping.write_varlength_block((number,), np.frombuffer(body, np.int8), dims=(lookup_block_size,))
     return len(by_file)
+
+
+def _files_of(labels, lookup_block_size: int) -> dict[int, list[int]]:
+    """``{file number: the ids of ``labels`` it holds}``; ids >= 2**63 have no file (see
+    :func:`label_to_block_mapping_blocks`)."""
+    by_file: dict[int, list[int]] = {}
+    for label in labels:
+        if 0 <= label <= LOOKUP_DIMENSION:
+            by_file.setdefault(label // lookup_block_size, []).append(label)
+    return by_file
+
+
+def check_mapping_files(store: Store, level: int, labels, ndim: int, lookup_block_size: int,
+                        compression: dict[str, Any]) -> None:
+    """Read and parse the files of ``label-to-block-mapping/s{level}`` that hold ``labels``, as
+    :func:`patch_label_to_block_mapping` will: a file it could not patch raises here (naming
+    it), so that a commit refuses before it marks or writes anything."""
+    mapping = _mapping_dataset(store, level, lookup_block_size, compression)
+    for number in sorted(_files_of(labels, lookup_block_size)):
+        body = mapping.read_block((number,))
+        if body is not None:
+            _mapping_entries(body.tobytes(), ndim, mapping.block_name((number,)))
 
 
 def _mapping_entries(body: bytes, ndim: int, name: str) -> dict[int, bytes]:

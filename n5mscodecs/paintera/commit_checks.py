@@ -1,0 +1,52 @@
+"""What :func:`~n5mscodecs.paintera.commit` checks before it writes anything (issue 51): its
+arguments, and that no other job left the source flagged incomplete."""
+
+from __future__ import annotations
+
+import numbers
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import ArgumentError
+from ..n5.writing import INCOMPLETE_KEY, check_complete
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from ..n5.store import Store
+
+COMMIT_WRITER = "n5ms commit"
+
+
+def commit_offset(offset: Any) -> tuple[int, ...]:
+    """``offset`` as a tuple of ints, or an :class:`~n5mscodecs.ArgumentError` naming ``offset``:
+    Python and numpy integers only (a float such as 1.7 would be truncated, ``'3'`` parsed and
+    ``True`` taken for 1 without a word)."""
+    try:
+        values = tuple(offset)
+    except TypeError:
+        raise ArgumentError("offset", f"a sequence of integers required, got {offset!r}") from None
+    for value in values:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+            raise ArgumentError("offset", f"integers required, got {value!r} ({type(value).__name__}) in "
+                                          f"{list(values)!r}")
+    return tuple(int(v) for v in values)
+
+
+def refuse_flagged(store: Store, keys: Iterable[str], recovering: bool) -> None:
+    """IncompleteError naming the first dataset of ``keys`` (below ``store``) that a job other
+    than an interrupted commit being finished now flagged incomplete: finishing it would
+    remove that job's marker while its blocks are still missing."""
+    for key in keys:
+        attributes = store.get_attributes(key)
+        marker = attributes.get(INCOMPLETE_KEY)
+        if marker is None:
+            continue
+        ours = isinstance(marker, dict) and marker.get("writer") == COMMIT_WRITER
+        if not (ours and recovering):
+            check_complete(attributes, store.display(key))
+
+
+__all__ = ["COMMIT_WRITER", "commit_offset", "refuse_flagged"]

@@ -1,0 +1,219 @@
+"""Nothing lost, round three (issue 51, items 3-10, 19 and the stale s3 lock): commits never
+leave a source worse than they found it, killed commits re-run to the uninterrupted result,
+id allocation never hands out a taken id, a killed OME-Zarr overwrite is recognizably
+incomplete."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from n5mscodecs import ArgumentError, ConfigurationError, IncompleteError, N5msCodecsError, n5, paintera
+from n5mscodecs.demo import voronoi_labels
+from n5mscodecs.n5.writing import INCOMPLETE_KEY, incomplete_marker, write_marked
+from n5mscodecs.n5.store import LocalStore
+from support import n5_data
+
+LABELS = voronoi_labels((24, 20, 16), 12, seed=4).astype(np.uint64)
+
+
+def files(root):
+    """{relative path: bytes} of every file below ``root``."""
+    found = {}
+    for directory, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(directory, name)
+            found[os.path.relpath(path, root)] = open(path, "rb").read()
+    return found
+
+
+@pytest.fixture()
+def source(tmp_path):
+    """A finished Paintera source C.n5/labels."""
+    target = tmp_path / "C.n5" / "labels"
+    paintera.convert(LABELS, target, block_size=8, factors=[2], lookup_block_size=3)
+    return target
+
+
+# A commit in a child process, killed (SIGKILL) at the Nth call of MODULE.NAME.
+KILLED_COMMIT = """
+import importlib, os, signal, sys
+import numpy as np
+from n5mscodecs import paintera
+source, edit, offset, module, name, when = sys.argv[1:7]
+module = importlib.import_module(module)
+real, calls = getattr(module, name), [0]
+def dying(*args, **kwargs):
+    calls[0] += 1
+    if calls[0] == int(when):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(*args, **kwargs)
+setattr(module, name, dying)
+paintera.commit(source, np.load(edit), tuple(int(o) for o in offset.split(",")), threads=1)
+"""
+
+
+def killed_commit(source, edit_file, offset, module, name, when):
+    done = subprocess.run([sys.executable, "-c", KILLED_COMMIT, str(source), str(edit_file),
+                           ",".join(map(str, offset)), module, name, str(when)], capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# 10. the offset: integers only
+
+@pytest.mark.parametrize("offset", [(1.7, 0, 0), ("3", 0, 0), (True, 0, 0), (np.float64(2.0), 0, 0), (1, None, 0)])
+def test_a_commit_offset_that_is_not_integers_is_refused(source, offset):
+    before = files(source)
+    with pytest.raises(ArgumentError, match="^offset: ") as refused:
+        paintera.commit(source, np.full((2, 2, 2), 7, np.uint64), offset)
+    assert refused.value.argument == "offset"
+    assert files(source) == before
+
+
+def test_a_commit_offset_of_numpy_integers_is_taken(source):
+    paintera.commit(source, np.full((2, 2, 2), 7, np.uint64), (np.int64(1), np.uint8(2), 3))
+    assert (n5.open(source / "data" / "s0").read_labels()[1:3, 2:4, 3:5] == 7).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# 19. an np.memmap of a file inside the source
+
+@pytest.mark.parametrize("view", ["memmap", "slice", "asarray"])
+def test_a_commit_of_a_memmap_inside_its_source_is_refused(source, view):
+    np.save(source / "edit.npy", np.full((2, 2, 2), 7, np.uint64))
+    mapped = np.load(source / "edit.npy", mmap_mode="r")
+    edit = {"memmap": mapped, "slice": mapped[:, :, :], "asarray": np.asarray(mapped)}[view]
+    before = files(source)
+    with pytest.raises(ConfigurationError, match="overlaps the source"):
+        paintera.commit(source, edit, (0, 0, 0))
+    assert files(source) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# 9. a missing label-to-block-mapping level
+
+@pytest.mark.parametrize("missing", ["label-to-block-mapping/s1", "label-to-block-mapping"])
+def test_a_commit_without_a_label_to_block_mapping_is_refused(source, missing):
+    shutil.rmtree(source / missing)
+    before = files(source)
+    with pytest.raises(ConfigurationError, match=r"label-to-block-mapping/s\d is missing"):
+        paintera.commit(source, np.full((2, 2, 2), 7, np.uint64), (0, 0, 0))
+    assert files(source) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. a dataset another job flagged incomplete
+
+@pytest.mark.parametrize("flagged", ["data/s1", "unique-labels/s0", "label-to-block-mapping/s0"])
+def test_a_commit_refuses_a_source_another_job_flagged(source, flagged):
+    # what an interrupted n5ms convert leaves on a level it was writing
+    store = LocalStore(source / flagged)
+    write_marked(store, store.get_attributes(), incomplete_marker("n5ms convert", "run it again with --resume"))
+    before = files(source)
+    with pytest.raises(IncompleteError, match=rf"{flagged}: INCOMPLETE: n5ms convert was interrupted"):
+        paintera.commit(source, np.full((2, 2, 2), 7, np.uint64), (0, 0, 0))
+    assert files(source) == before
+    assert INCOMPLETE_KEY in n5.read_attributes(source / flagged)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. a killed commit's temporary files are removed by the run that finishes it
+
+def without_lock(found):
+    return {key: value for key, value in found.items() if not key.endswith(".n5ms-lock")}
+
+
+def test_a_rerun_commit_removes_the_temporary_files_of_the_killed_one(source, tmp_path):
+    edit = np.full((12, 12, 6), 9, np.uint64)
+    np.save(tmp_path / "edit.npy", edit)
+    expected = tmp_path / "E.n5" / "labels"
+    shutil.copytree(source, expected)
+    paintera.commit(expected, edit, (3, 3, 3), threads=1)
+    # killed at its 12th file rename: a block's temporary file written, not yet renamed
+    killed_commit(source, tmp_path / "edit.npy", (3, 3, 3), "os", "replace", 12)
+    assert [name for name in files(source) if os.path.basename(name).startswith(".tmp-")]
+    assert paintera.commit(source, edit, (3, 3, 3), threads=1).finished_interrupted
+    ours, theirs = without_lock(files(source)), without_lock(files(expected))
+    assert sorted(ours) == sorted(theirs)
+    assert [key for key in ours if ours[key] != theirs[key]] == []
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. a killed commit into a Java-written source, run again, equals the uninterrupted commit
+# byte for byte (the lookups too)
+
+def java_source(tmp_path, name):
+    """A copy of the Java-written (Paintera's) label source of the shared data."""
+    container = tmp_path / f"{name}.n5"
+    shutil.copytree(n5_data("paintera_export_test.n5"), container)
+    return container / "paintera_labels"
+
+
+KILLS = [("n5mscodecs.paintera.commit", "patch_label_to_block_mapping", 1),  # every block written, no lookup
+         ("os", "replace", 13),   # mid-blocks: s0 block (0, 0, 1) half written (its unique-labels)
+         ("os", "replace", 32),   # mid-lookups: one lookup file patched
+         ("os", "replace", 36)]   # maxId raised, unmarking
+
+
+@pytest.mark.parametrize(("module", "name", "when"), KILLS)
+def test_a_killed_commit_into_a_java_source_reruns_to_the_uninterrupted_result(tmp_path, module, name, when):
+    edit = np.full((40, 30, 20), 77, np.uint64)
+    edit[:, :5] = 2**64 - 2   # INVALID: not painted
+    np.save(tmp_path / "edit.npy", edit)
+    offset = (10, 20, 30)
+    expected = java_source(tmp_path, "expected")
+    paintera.commit(expected, edit, offset, threads=1)
+    killed = java_source(tmp_path, "killed")
+    killed_commit(killed, tmp_path / "edit.npy", offset, module, name, when)
+    assert "n5mscodecs:commit" in n5.read_attributes(killed)
+    summary = paintera.commit(killed, edit, offset, threads=1)
+    assert summary.finished_interrupted
+    ours, theirs = without_lock(files(killed)), without_lock(files(expected))
+    assert sorted(ours) == sorted(theirs)
+    assert [key for key in ours if ours[key] != theirs[key]] == []
+
+
+# ---------------------------------------------------------------------------------------------
+# 7. a corrupt block the commit reads is found before anything is marked or written
+
+def plain_source(tmp_path):
+    """A label source of plain uint64 levels (s1 the argmax of s0's downsampling)."""
+    target = tmp_path / "P.n5" / "labels"
+    paintera.convert(LABELS, target, block_size=8, factors=[2], lookup_block_size=3, rule="java")
+    s1 = n5.open(target / "data" / "s1").read_labels(rule="java")
+    for level, data in enumerate([LABELS, s1]):
+        attributes = n5.read_attributes(target / "data" / f"s{level}")
+        n5.write_array(target / "data" / f"s{level}", data, chunks=8, overwrite=True)
+        extra = {"downsamplingFactors": attributes["downsamplingFactors"]} if level else {}
+        n5.write_attributes(target / "data" / f"s{level}", {**n5.read_attributes(target / "data" / f"s{level}"),
+                                                             **extra})
+    return target
+
+
+@pytest.mark.parametrize("plain", [False, True])
+@pytest.mark.parametrize("corrupt", ["data/s0/0/0/0", "data/s1/0/0/0", "data/s0/1/0/0", "unique-labels/s0/0/0/0",
+                                     "unique-labels/s1/0/0/0", "label-to-block-mapping/s0/4",
+                                     "label-to-block-mapping/s1/4"])
+def test_a_commit_reading_a_corrupt_block_changes_nothing(source, tmp_path, plain, corrupt):
+    target = plain_source(tmp_path) if plain else source
+    (target / corrupt).write_bytes(b"garbage!")
+    before = files(target)
+    # s0 blocks (0, 0, 0) and (1, 0, 0), s1 block (0, 0, 0); id 13 is new (lookup file 13 // 3 = 4)
+    edit = np.full((10, 2, 2), 13, np.uint64)
+    if plain and corrupt == "data/s1/0/0/0":   # a plain level's block is made from s0 alone: replaced unread
+        paintera.commit(target, edit, (0, 0, 0))
+        assert (n5.open(target / "data" / "s1")[:5, :1, :1] == 13).all()
+        return
+    with pytest.raises(N5msCodecsError) as refused:
+        paintera.commit(target, edit, (0, 0, 0))
+    assert corrupt.rsplit("/", 1)[0] in str(refused.value)   # names the block
+    assert files(target) == before   # nothing marked, nothing written, no journal
+    (target / corrupt).unlink()   # the user removes the bad block: the commit goes through
+    paintera.commit(target, edit, (0, 0, 0))
+    s0 = n5.open(target / "data" / "s0")
+    assert ((s0[:] if plain else s0.read_labels())[:10, :2, :2] == 13).all()
