@@ -20,7 +20,8 @@ from ._extras import require
 from .errors import ArgumentError, ConfigurationError, MissingExtraError, N5msCodecsError
 from .n5 import storage
 from .n5.group import UnreadableAttributesWarning
-from .n5.store import Store, open_store, open_target
+from .n5.store import Store
+from .n5.stores import open_store, open_target
 from .paintera.conventions import FINISH_HINT
 
 EXIT_OK = 0

@@ -11,12 +11,12 @@ import sys
 
 import numpy as np
 import pytest
+from support import n5_data
 
 from n5mscodecs import ArgumentError, ConfigurationError, IncompleteError, N5msCodecsError, n5, paintera
 from n5mscodecs.demo import voronoi_labels
+from n5mscodecs.n5 import DiskStore
 from n5mscodecs.n5.writing import INCOMPLETE_KEY, incomplete_marker, write_marked
-from n5mscodecs.n5.store import LocalStore
-from support import n5_data
 
 LABELS = voronoi_labels((24, 20, 16), 12, seed=4).astype(np.uint64)
 
@@ -112,7 +112,7 @@ def test_a_commit_without_a_label_to_block_mapping_is_refused(source, missing):
 @pytest.mark.parametrize("flagged", ["data/s1", "unique-labels/s0", "label-to-block-mapping/s0"])
 def test_a_commit_refuses_a_source_another_job_flagged(source, flagged):
     # what an interrupted n5ms convert leaves on a level it was writing
-    store = LocalStore(source / flagged)
+    store = DiskStore(source / flagged)
     write_marked(store, store.get_attributes(), incomplete_marker("n5ms convert", "run it again with --resume"))
     before = files(source)
     with pytest.raises(IncompleteError, match=rf"{flagged}: INCOMPLETE: n5ms convert was interrupted"):

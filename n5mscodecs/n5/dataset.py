@@ -20,7 +20,8 @@ from .block import ArrayBlockCodec, LabelMultisetBlockCodec
 from .default import place_block
 from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 from .metadata import RESERVED_KEYS, DatasetMetadata, max_id, shape_argument
-from .store import READ_ONLY_MODE, Store, open_store
+from .store import READ_ONLY_MODE, Store
+from .stores import open_store
 from .writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
 
 if TYPE_CHECKING:

@@ -43,7 +43,8 @@ from .attributes import Attributes
 from .create import check_fill_value, compression_argument, create_array_dataset, write, write_array
 from .dataset import ArrayDataset, LabelMultisetDataset, _Dataset
 from .metadata import N5_VERSION, shape_argument
-from .store import READ_ONLY_MODE, Store, open_store
+from .store import READ_ONLY_MODE, Store
+from .stores import open_store
 from .writing import LOCK_NAME, WriterLock, check_complete, incomplete_marker, mark_datasets_below
 
 if TYPE_CHECKING:
@@ -133,7 +134,7 @@ class Group(Mapping[str, "Group | Dataset"]):
     Parameters
     ----------
     store : n5mscodecs.n5.store.Store
-        The group's store (:func:`~n5mscodecs.n5.store.open_store`), handed down to its children.
+        The group's store (:func:`~n5mscodecs.n5.stores.open_store`), handed down to its children.
     read_only : bool
         Refuse every change (mode ``r``).
     container : ~n5mscodecs.n5.store.Store or str, optional
@@ -511,7 +512,7 @@ def open(path: PathLike | Store, mode: str = "r", *,  # noqa: A001 - mirrors zar
     ----------
     path : str, os.PathLike or ~n5mscodecs.n5.store.Store
         A local path or a URL (``s3://``, ``gs://``, ``http(s)://``, ``file://``; the ``remote`` extra),
-        or a store (:func:`~n5mscodecs.n5.store.open_store`; ``storage_options`` and
+        or a store (:func:`~n5mscodecs.n5.stores.open_store`; ``storage_options`` and
         ``allow_outside_root`` are then the store's). Mode ``r`` reads through a read-only
         view of the store: every write of what it returns raises :class:`~n5mscodecs.ReadOnlyError`.
     mode : {"r", "r+", "a", "w", "w-"}

@@ -18,16 +18,28 @@ views: labels or multisets), so every view gets the same selections.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ..multiset import LabelMultisetArray, assemble
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
-    from .dataset import _Dataset
+
+class _Dataset(Protocol):
+    """What a selection needs of a dataset: its geometry, a basic read, and its pool."""
+
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...]
+
+    @property
+    def ndim(self) -> int: ...
+
+    def read(self, key: Any = (), threads: int | None = None) -> Any: ...
+
+    def _each_block(self, function: Callable[[Any], Any], items: list[Any], threads: int | None) -> list[Any]: ...
 
 
 def _axis_indices(key: Any, axis: int, size: int) -> np.ndarray | int:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ..errors import StorageError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Sequence
 
     from .store import Store
 
@@ -68,17 +68,3 @@ def _probed(store: Store, grid_shape: tuple[int, ...]) -> list[tuple[int, ...]]:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             flags = list(pool.map(stored, positions))
     return [p for p, flag in zip(positions, flags) if flag]
-
-
-def walk(listing: Callable[[str], tuple[list[str], list[str]] | None],
-         key: str) -> Iterator[tuple[str, list[str], list[str]]]:
-    """``(directory, subdirectories, files)`` top-down from ``key``, as ``os.walk``, by
-    ``listing(key)`` (``(subdirectories, files)``, None when nothing is there): how an object
-    store walks with its own listing, whose failures are retried and then raised, never skipped."""
-    listed = listing(key)
-    if listed is None:
-        return
-    subdirectories, files = listed
-    yield key, subdirectories, files
-    for name in subdirectories:  # what the caller left (pruning in place skips the rest)
-        yield from walk(listing, f"{key}/{name}" if key else name)

@@ -56,7 +56,8 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigurationError, IncompleteError, N5msCodecsError, TargetInUseError
 from . import storage
 from .metadata import N5_VERSION
-from .store import Store, open_store
+from .store import Store
+from .stores import open_store
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

@@ -2,10 +2,10 @@
 ``zarr.storage`` store (zarr's ``StoreLike``), so that every entry point that takes a
 store takes zarr's too.
 
-- ``zarr.storage.LocalStore`` becomes this package's local store of its root (atomic
-  writes, confinement, only regular files read);
-- ``zarr.storage.FsspecStore`` becomes this package's fsspec store of its URL and file
-  system options (bounded time-outs, retries, no credentials in messages);
+- ``zarr.storage.LocalStore`` becomes a :class:`~n5mscodecs.n5.disk_store.DiskStore` of its
+  root (atomic writes, confinement, only regular files read);
+- ``zarr.storage.FsspecStore`` becomes a :class:`~n5mscodecs.n5.url_store.UrlStore` of its URL
+  and file system options (bounded time-outs, retries, no credentials in messages);
 - any other zarr store (``MemoryStore``, ``ZipStore``, ``ObjectStore``, wrappers) is read
   and written through its own async API by :class:`ZarrBackedStore`.
 
@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._threads import default_threads
 from ..errors import StorageError
-from . import storage, store
-from .store import FsspecStore, LocalStore, Store, _parts
+from . import storage
+from .disk_store import DiskStore
+from .store import Store, _parts
+from .url_store import UrlStore
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine, Iterator
@@ -49,14 +51,14 @@ def from_zarr_store(zarr_store: Any, read_only: bool = False) -> Store | None:
     read_only = read_only or bool(zarr_store.read_only)
     name = type(zarr_store).__name__
     if name == "LocalStore":
-        return LocalStore(str(zarr_store.root), read_only=read_only)
+        return DiskStore(str(zarr_store.root), read_only=read_only)
     if name == "FsspecStore":
         fs = getattr(zarr_store.fs, "sync_fs", zarr_store.fs)  # zarr wraps synchronous file systems
         protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
         if protocols & {"file", "local"}:
-            return LocalStore(zarr_store.path, read_only=read_only)
+            return DiskStore(zarr_store.path, read_only=read_only)
         options = {k: v for k, v in fs.storage_options.items() if k != "asynchronous"}
-        return FsspecStore(fs.unstrip_protocol(zarr_store.path), options, read_only=read_only)
+        return UrlStore(fs.unstrip_protocol(zarr_store.path), options, read_only=read_only)
     return ZarrBackedStore(zarr_store, read_only=read_only)
 
 
@@ -188,5 +190,3 @@ class ZarrBackedStore(Store):
     def request_threads(self, threads: int | None) -> int:
         return default_threads(threads)
 
-
-store.foreign_store = from_zarr_store

@@ -215,7 +215,7 @@ def to_ome_zarr(
     Parameters
     ----------
     source : path or ~n5mscodecs.n5.store.Store
-        A local path or a URL (or its store, :func:`~n5mscodecs.n5.store.open_store`): a Paintera label
+        A local path or a URL (or its store, :func:`~n5mscodecs.n5.stores.open_store`): a Paintera label
         source, a label multiset pyramid, a container holding one, or a single label multiset
         dataset (what :func:`~n5mscodecs.paintera.open_pyramid` opens).
     target : path or ~n5mscodecs.n5.store.Store

@@ -10,7 +10,8 @@ from ..multiset import BACKGROUND
 from ..n5 import N5_VERSION, CodecChain, DatasetMetadata, storage
 from ..n5.dataset import validate_attributes
 from ..n5.storage import ATTRIBUTES
-from ..n5.store import Store, open_store
+from ..n5.store import Store
+from ..n5.stores import open_store
 from .codecs import N5_DATA_TYPES, N5DefaultZarrCodec
 from .dtype import LabelMultisetDType, parse_fill_value
 

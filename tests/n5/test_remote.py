@@ -170,7 +170,7 @@ def test_a_zarr_fsspec_store_on_s3_becomes_this_packages_store(s3):
     zarr_store = zarr_storage.FsspecStore.from_url("s3://bucket/zarr-fsspec.n5/labels",
                                                    storage_options={"endpoint_url": s3})
     store = open_store(zarr_store)
-    assert type(store).__name__ == "FsspecStore" and store.location == "s3://bucket/zarr-fsspec.n5/labels"
+    assert type(store).__name__ == "UrlStore" and store.location == "s3://bucket/zarr-fsspec.n5/labels"
     n5.write(zarr_store, labels, chunks=(16, 16, 16))
     assert np.array_equal(n5.open("s3://bucket/zarr-fsspec.n5/labels")[...].argmax(), labels)
     assert np.array_equal(n5.open(zarr_store)[...].argmax(), labels)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from n5mscodecs import InputTypeError, ReadOnlyError, n5, paintera
-from n5mscodecs.n5 import LocalStore, ZarrBackedStore
+from n5mscodecs.n5 import DiskStore, ZarrBackedStore
 
 zarr = pytest.importorskip("zarr", minversion="3")
 from zarr import storage as zarr_storage  # noqa: E402
@@ -45,11 +45,11 @@ def test_write_open_convert_and_open_pyramid_take_zarr_stores(tmp_path, kind):
                 assert stored.get(key) == reference.get(key), key
 
 
-def test_zarr_local_and_fsspec_stores_become_this_packages_local_store(tmp_path):
+def test_zarr_local_and_file_fsspec_stores_become_disk_stores(tmp_path):
     for zarr_store in (zarr_storage.LocalStore(tmp_path / "a.n5"),
                        zarr_storage.FsspecStore.from_url(f"file://{tmp_path}/a.n5")):
         store = n5.open_store(zarr_store)
-        assert isinstance(store, LocalStore) and store.location == str(tmp_path / "a.n5")
+        assert isinstance(store, DiskStore) and store.location == str(tmp_path / "a.n5")
     read_only = n5.open_store(zarr_storage.LocalStore(tmp_path / "a.n5", read_only=True))
     with pytest.raises(ReadOnlyError):
         n5.write(read_only, LABELS, chunks=16)
