@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
     from ..multiset.array import MultisetsLike, ReservedRule
     from .compression import CompressorConfig
-    from .storage import PathLike, StorageOptions, Where
+    from .storage import PathLike, StorageOptions
+    from .store import Where
 
 
 def block_size(chunks: int | Iterable[int], ndim: int, name: str = "chunks") -> tuple[int, ...]:

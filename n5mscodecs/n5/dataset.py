@@ -389,6 +389,10 @@ class _Dataset:
         return pieces, box, grid.final_view(steps, drop)
 
 
+    def read(self, key: Selection = (), threads: int | None = None) -> Any:
+        """Read a basic selection (each kind of dataset reads its own way)."""
+        raise NotImplementedError
+
     def _dask_source(self):
         raise NotImplementedError
 

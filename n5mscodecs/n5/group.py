@@ -55,7 +55,8 @@ if TYPE_CHECKING:
 
     from ..multiset.array import MultisetsLike, Rule
     from .compression import CompressorConfig
-    from .storage import PathLike, StorageOptions, Where
+    from .storage import PathLike, StorageOptions
+    from .store import Where
 
     Dataset: TypeAlias = LabelMultisetDataset | ArrayDataset
 

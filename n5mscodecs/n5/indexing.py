@@ -60,7 +60,7 @@ def _axis_indices(key: Any, axis: int, size: int) -> np.ndarray | int:
     return _in_bounds(array.astype(np.int64), axis, size)
 
 
-def _in_bounds(indices: np.ndarray, axis: int, size: int) -> np.ndarray:
+def _in_bounds(indices: np.ndarray | np.integer, axis: int, size: int) -> np.ndarray:
     """``indices`` with negative ones counted from the end; IndexError in numpy's words."""
     wrapped = np.where(indices < 0, indices + size, indices)
     bad = (wrapped < 0) | (wrapped >= size)

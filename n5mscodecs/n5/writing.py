@@ -63,7 +63,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from .storage import StorageOptions, Where
+    from .storage import StorageOptions
+    from .store import Where
 
 INCOMPLETE_KEY = "n5mscodecs:incomplete"
 LOCK_NAME = ".n5ms-lock"
