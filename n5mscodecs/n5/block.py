@@ -34,7 +34,7 @@ from ..multiset import LabelMultisetArray
 from ..payload.layout import c_order, decode_payload, entries_bound, max_payload_size
 from . import grid
 from .compression import max_compressed_size
-from .default import n5_default_decode, n5_default_encode
+from .default import MAX_BLOCK_BYTES, n5_default_decode, n5_default_encode
 from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 from .varlen import CodecChain, n5_varlen_encode, varlen_payload
 
@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from .metadata import DatasetMetadata
 
 #: Bytes a varlength block of a plain dataset may decompress to beyond its grid block (Paintera's
-#: label-to-block-mapping files are not bounded by their blockSize).
-MAX_VARLENGTH_BYTES = 1 << 28
+#: label-to-block-mapping files are not bounded by their blockSize): as much as any block may.
+MAX_VARLENGTH_BYTES = MAX_BLOCK_BYTES
 #: Bytes of a block header before its dims: mode (2), ndim (2); then 4 per axis and numElements (4).
 _HEADER_BYTES = 8
 
@@ -143,9 +143,10 @@ class ArrayBlockCodec(_BlockCodec):
     def max_data_bytes(self, mode: int = MODE_DEFAULT) -> int:
         """The most bytes a block's data may decompress to: a full grid block (Java overstates
         the header dims of boundary blocks up to it; zarr pads to it) or, for varlength blocks,
-        at least ``MAX_VARLENGTH_BYTES``."""
+        ``MAX_VARLENGTH_BYTES``; never more than ``MAX_BLOCK_BYTES`` (a larger blockSize is
+        refused when a block is decoded)."""
         size = grid.voxels(self.metadata.chunks) * self.dtype.itemsize
-        return max(size, MAX_VARLENGTH_BYTES) if mode == MODE_VARLENGTH else size
+        return MAX_VARLENGTH_BYTES if mode == MODE_VARLENGTH else min(size, MAX_BLOCK_BYTES)
 
     def max_block_bytes(self) -> int:
         size = self.max_data_bytes(MODE_VARLENGTH)
