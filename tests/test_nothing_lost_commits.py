@@ -217,3 +217,34 @@ def test_a_commit_reading_a_corrupt_block_changes_nothing(source, tmp_path, plai
     paintera.commit(target, edit, (0, 0, 0))
     s0 = n5.open(target / "data" / "s0")
     assert ((s0[:] if plain else s0.read_labels())[:10, :2, :2] == 13).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. new segment ids: never one that is taken
+
+ALLOCATE = """
+import sys
+from n5mscodecs.paintera import IdAllocator
+allocator = IdAllocator(sys.argv[1])
+print(" ".join(str(allocator.next()) for _ in range(int(sys.argv[2]))))
+"""
+
+
+def test_two_processes_allocating_ids_never_get_the_same_one(source):
+    start = n5.read_attributes(source)["maxId"]
+    runs = [subprocess.Popen([sys.executable, "-c", ALLOCATE, str(source), "150"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [run.communicate(timeout=300) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], [err for _, err in outputs]
+    ids = [int(i) for out, _ in outputs for i in out.split()]
+    assert len(ids) == 300 and len(set(ids)) == 300
+    assert sorted(ids) == list(range(start + 1, start + 301))
+    assert n5.read_attributes(source)["maxId"] == start + 300
+
+
+def test_an_allocator_made_before_a_merge_never_returns_the_merges_id(source):
+    allocator = paintera.IdAllocator(source)
+    merged = paintera.merge_fragments(source, [1, 2])
+    segment = merged.apply(np.array([1], np.uint64)).tolist()[0]
+    assert segment == n5.read_attributes(source)["maxId"]   # the merge allocated it
+    assert allocator.next() == segment + 1

@@ -189,12 +189,16 @@ class WriterLock:
 
     ``reuse=True`` (for a writer that a writer may call, such as :func:`n5mscodecs.n5.write`):
     a lock this thread holds already, on the target or a location above it, is taken once
-    more instead of refused.
+    more instead of refused. ``wait``: seconds to keep trying while another thread or
+    process holds it (for short critical sections such as handing out one id), before
+    TargetInUseError.
     """
 
-    def __init__(self, target: Where, options: StorageOptions = None, *, reuse: bool = False) -> None:
+    def __init__(self, target: Where, options: StorageOptions = None, *, reuse: bool = False,
+                 wait: float = 0.0) -> None:
         """``target``: the target's location (``options``: its storage options) or store."""
         self.reuse = reuse
+        self.wait = wait
         self.store = target if isinstance(target, Store) else open_store(target, options)
         self.target = self.store.location
         self.path = self.store.url(LOCK_NAME)
@@ -224,7 +228,18 @@ class WriterLock:
     def acquire(self) -> None:
         """Take the lock, or TargetInUseError naming the process that holds it (with ``reuse``,
         this thread already holding it takes it once more). A lock held on a location above the
-        target (by a writer of the group holding it) refuses it too."""
+        target (by a writer of the group holding it) refuses it too. With ``wait``, a lock
+        another thread or process holds is tried again until ``wait`` seconds have passed."""
+        deadline = time.monotonic() + self.wait
+        while True:
+            try:
+                return self._acquire_once()
+            except TargetInUseError:
+                if time.monotonic() >= deadline or _held_by_this_thread(self._key):
+                    raise
+                time.sleep(0.01)
+
+    def _acquire_once(self) -> None:
         self.store.check_writable(LOCK_NAME, "lock")
         me = threading.get_ident()
         with _HELD_LOCK:
