@@ -293,3 +293,28 @@ def test_a_killed_ome_zarr_overwrite_is_recognizably_incomplete(source, tmp_path
     assert attributes and all(INCOMPLETE_KEY in a for a in attributes.values()), attributes
     paintera.to_ome_zarr(source, target, version=version, overwrite=True)
     assert files(target) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# Also: breaking a writer lock deliberately (the s3 case is in tests/n5/test_remote.py)
+
+def test_unlock_never_breaks_a_local_lock_a_running_process_holds(source, capsys):
+    from n5mscodecs.cli import main
+    from n5mscodecs.n5.writing import LOCK_NAME
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from n5mscodecs.n5.writing import WriterLock; "
+         "WriterLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(60)", str(source)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert main(["unlock", str(source), "--force"]) == 2
+        assert f"held by process {holder.pid} on " in capsys.readouterr().err
+        assert (source / LOCK_NAME).exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (source / LOCK_NAME).exists()   # a killed holder's file, which nobody holds: removed
+    assert main(["unlock", str(source)]) == 0
+    assert not (source / LOCK_NAME).exists()
+    assert main(["unlock", str(source)]) == 0 and "no writer lock" in capsys.readouterr().out
