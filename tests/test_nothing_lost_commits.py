@@ -12,13 +12,13 @@ import sys
 
 import numpy as np
 import pytest
+from support import n5_data
 
 from n5mscodecs import ArgumentError, ConfigurationError, IncompleteError, N5msCodecsError, n5, paintera
 from n5mscodecs.demo import voronoi_labels
-from n5mscodecs.n5.writing import INCOMPLETE_KEY, incomplete_marker, write_marked
 from n5mscodecs.n5.store import LocalStore
+from n5mscodecs.n5.writing import INCOMPLETE_KEY, incomplete_marker, write_marked
 from n5mscodecs.paintera.sources import first_multiscale
-from support import n5_data
 
 LABELS = voronoi_labels((24, 20, 16), 12, seed=4).astype(np.uint64)
 

@@ -478,5 +478,5 @@ def _file_lock_owner(path: str) -> Any:
     return False
 
 
-__all__ = ["INCOMPLETE_KEY", "LOCK_NAME", "WriterLock", "break_lock", "check_complete", "incomplete_marker", "mark_complete",
-           "mark_datasets_below", "write_marked"]
+__all__ = ["INCOMPLETE_KEY", "LOCK_NAME", "WriterLock", "break_lock", "check_complete", "incomplete_marker",
+           "mark_complete", "mark_datasets_below", "write_marked"]

@@ -60,8 +60,8 @@ from ..n5 import storage
 from ..n5.create import source_file
 from ..n5.metadata import max_id
 from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
-from .commit_journal import Before, read_journal, remove_journal, write_journal
 from .commit_checks import COMMIT_WRITER, commit_offset, refuse_flagged
+from .commit_journal import Before, read_journal, remove_journal, write_journal
 from .conventions import CONVERSION_KEY, is_label_source, target_store
 from .lookup import LABEL_BLOCK_LOOKUP, check_mapping_files, patch_label_to_block_mapping, write_label_to_block_mapping
 from .pyramid import PyramidJob, children, remake_block, write_block
