@@ -347,6 +347,19 @@ def cmd_ome_zarr(args):
     return EXIT_OK
 
 
+def cmd_unlock(args):
+    from .n5.writing import break_lock
+
+    target = open_store(args.target, args.storage_options)
+    owner = break_lock(target, force=args.force)
+    if owner is None:
+        print(f"{target.display()}: no writer lock")
+    else:
+        print(f"removed the writer lock of {target.display()}"
+              + (f" (process {owner.get('pid', '?')} on {owner.get('host', '?')})" if owner else ""))
+    return EXIT_OK
+
+
 def cmd_zarr_json(args):
     container = open_store(args.container, args.storage_options)
     if not container.is_directory():
@@ -538,6 +551,16 @@ def build_parser():
     commit.add_argument("--threads", type=values.int_at_least(1), default=None, help=threads_help)
     _add_storage_options(commit)
     commit.set_defaults(run=cmd_commit)
+    unlock = commands.add_parser(
+        "unlock", help="remove a writer lock (.n5ms-lock) a dead writer left behind",
+        description="Remove the writer lock of TARGET that a writer which died left behind. On object stores a lock "
+                    "counts as abandoned 120 s after its last heartbeat and is removed then; a fresher one only "
+                    "with --force (its writer may still run). A local lock held by a running process is refused.")
+    unlock.add_argument("target", type=_path, help="the locked location (the one a refusal names)")
+    unlock.add_argument("--force", action="store_true",
+                        help="remove an object-store lock whose heartbeat is fresh: only when no writer runs")
+    _add_storage_options(unlock)
+    unlock.set_defaults(run=cmd_unlock)
     zarr_json = commands.add_parser("zarr-json", help="write zarr.json beside each attributes.json (N5 + zarr)")
     zarr_json.add_argument("container", type=values.path)
     zarr_json.add_argument("--overwrite", action="store_true", help="replace existing zarr.json files")

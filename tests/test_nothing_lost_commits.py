@@ -3,6 +3,7 @@ leave a source worse than they found it, killed commits re-run to the uninterrup
 id allocation never hands out a taken id, a killed OME-Zarr overwrite is recognizably
 incomplete."""
 
+import json
 import os
 import shutil
 import signal
@@ -17,6 +18,7 @@ from n5mscodecs import ArgumentError, ConfigurationError, IncompleteError, N5msC
 from n5mscodecs.demo import voronoi_labels
 from n5mscodecs.n5 import DiskStore
 from n5mscodecs.n5.writing import INCOMPLETE_KEY, incomplete_marker, write_marked
+from n5mscodecs.paintera.sources import first_multiscale
 
 LABELS = voronoi_labels((24, 20, 16), 12, seed=4).astype(np.uint64)
 
@@ -39,28 +41,37 @@ def source(tmp_path):
     return target
 
 
-# A commit in a child process, killed (SIGKILL) at the Nth call of MODULE.NAME.
-KILLED_COMMIT = """
+# A call in a child process, killed (SIGKILL) at the Nth call of MODULE.NAME (NAME may be
+# CLASS.METHOD); the call is the rest of the arguments' CODE, run with them as ``args``.
+KILLED_AT = """
 import importlib, os, signal, sys
 import numpy as np
 from n5mscodecs import paintera
-source, edit, offset, module, name, when = sys.argv[1:7]
-module = importlib.import_module(module)
-real, calls = getattr(module, name), [0]
-def dying(*args, **kwargs):
+module, name, when, code, *args = sys.argv[1:]
+owner = importlib.import_module(module)
+*path, name = name.split(".")
+for part in path:
+    owner = getattr(owner, part)
+real, calls = getattr(owner, name), [0]
+def dying(*a, **kw):
     calls[0] += 1
     if calls[0] == int(when):
         os.kill(os.getpid(), signal.SIGKILL)
-    return real(*args, **kwargs)
-setattr(module, name, dying)
-paintera.commit(source, np.load(edit), tuple(int(o) for o in offset.split(",")), threads=1)
+    return real(*a, **kw)
+setattr(owner, name, dying)
+exec(code)
 """
 
 
-def killed_commit(source, edit_file, offset, module, name, when):
-    done = subprocess.run([sys.executable, "-c", KILLED_COMMIT, str(source), str(edit_file),
-                           ",".join(map(str, offset)), module, name, str(when)], capture_output=True, text=True)
+def killed_at(module, name, when, code, *args):
+    done = subprocess.run([sys.executable, "-c", KILLED_AT, module, name, str(when), code, *map(str, args)],
+                          capture_output=True, text=True)
     assert done.returncode == -signal.SIGKILL, done.stderr
+
+
+def killed_commit(source, edit_file, offset, module, name, when):
+    killed_at(module, name, when, "paintera.commit(args[0], np.load(args[1]), tuple(int(o) for o in "
+              "args[2].split(',')), threads=1)", source, edit_file, ",".join(map(str, offset)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -217,3 +228,93 @@ def test_a_commit_reading_a_corrupt_block_changes_nothing(source, tmp_path, plai
     paintera.commit(target, edit, (0, 0, 0))
     s0 = n5.open(target / "data" / "s0")
     assert ((s0[:] if plain else s0.read_labels())[:10, :2, :2] == 13).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. new segment ids: never one that is taken
+
+ALLOCATE = """
+import sys
+from n5mscodecs.paintera import IdAllocator
+allocator = IdAllocator(sys.argv[1])
+print(" ".join(str(allocator.next()) for _ in range(int(sys.argv[2]))))
+"""
+
+
+def test_two_processes_allocating_ids_never_get_the_same_one(source):
+    start = n5.read_attributes(source)["maxId"]
+    runs = [subprocess.Popen([sys.executable, "-c", ALLOCATE, str(source), "150"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [run.communicate(timeout=300) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], [err for _, err in outputs]
+    ids = [int(i) for out, _ in outputs for i in out.split()]
+    assert len(ids) == 300 and len(set(ids)) == 300
+    assert sorted(ids) == list(range(start + 1, start + 301))
+    assert n5.read_attributes(source)["maxId"] == start + 300
+
+
+def test_an_allocator_made_before_a_merge_never_returns_the_merges_id(source):
+    allocator = paintera.IdAllocator(source)
+    merged = paintera.merge_fragments(source, [1, 2])
+    segment = merged.apply(np.array([1], np.uint64)).tolist()[0]
+    assert segment == n5.read_attributes(source)["maxId"]   # the merge allocated it
+    assert allocator.next() == segment + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. a killed OME-Zarr overwrite is recognizably incomplete
+
+def group_attributes(target):
+    """The attributes of the zarr group ``target`` as each metadata file there holds them."""
+    found = {}
+    if (target / "zarr.json").exists():
+        found["zarr.json"] = json.loads((target / "zarr.json").read_text()).get("attributes", {})
+    if (target / ".zattrs").exists():
+        found[".zattrs"] = json.loads((target / ".zattrs").read_text())
+    return found
+
+
+@pytest.mark.parametrize("version", ["0.5", "0.4"])
+@pytest.mark.parametrize(("module", "name", "when"), [
+    ("n5mscodecs.n5.store", "LocalStore._delete_tree", 1),   # the old s0 about to go
+    ("n5mscodecs.n5.store", "LocalStore._delete_tree", 2),   # s0 gone, s1 about to go
+    ("os", "replace", 3),                                     # writing the new group
+    ("os", "replace", 6)])                                    # writing chunks
+def test_a_killed_ome_zarr_overwrite_is_recognizably_incomplete(source, tmp_path, version, module, name, when):
+    pytest.importorskip("zarr")
+    target = tmp_path / "out.zarr"
+    paintera.to_ome_zarr(source, target, version=version)
+    expected = files(target)
+    killed_at(module, name, when,
+              "paintera.to_ome_zarr(args[0], args[1], version=args[2], overwrite=True, threads=1)",
+              source, target, version)
+    assert first_multiscale(DiskStore(target)) is None   # no NGFF reader takes it for an image
+    attributes = group_attributes(target)
+    assert attributes and all(INCOMPLETE_KEY in a for a in attributes.values()), attributes
+    paintera.to_ome_zarr(source, target, version=version, overwrite=True)
+    assert files(target) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# Also: breaking a writer lock deliberately (the s3 case is in tests/n5/test_remote.py)
+
+def test_unlock_never_breaks_a_local_lock_a_running_process_holds(source, capsys):
+    from n5mscodecs.cli import main
+    from n5mscodecs.n5.writing import LOCK_NAME
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from n5mscodecs.n5.writing import WriterLock; "
+         "WriterLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(60)", str(source)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        assert main(["unlock", str(source), "--force"]) == 2
+        assert f"held by process {holder.pid} on " in capsys.readouterr().err
+        assert (source / LOCK_NAME).exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (source / LOCK_NAME).exists()   # a killed holder's file, which nobody holds: removed
+    assert main(["unlock", str(source)]) == 0
+    assert not (source / LOCK_NAME).exists()
+    assert main(["unlock", str(source)]) == 0 and "no writer lock" in capsys.readouterr().out

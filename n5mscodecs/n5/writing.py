@@ -29,7 +29,10 @@
   the same thread. Locally it is an ``flock`` (the system releases
   it when the process dies, so a killed writer never leaves a stale lock); on object
   stores, which have no locks, it is an object that the writer refreshes every 30 s
-  and that counts as abandoned after 120 s without a refresh.
+  and that counts as abandoned after 120 s without a refresh. The refusal says how old
+  the heartbeat is and when the lock counts as abandoned; :func:`break_lock` (``n5ms
+  unlock TARGET``) removes an abandoned one at once, a fresher one only with ``force``
+  (a local lock held by a running process never: stop the process).
 - **Links.** The lock file is opened without following a symbolic link
   (``O_NOFOLLOW``) inside the container root: a lock path that is a link (even one
   pointing inside the container), anything but a regular file or a file with other hard
@@ -158,6 +161,64 @@ def _describe_owner(owner: Any) -> str:
     return f"process {owner.get('pid', '?')} on {owner.get('host', '?')} (since {owner.get('started', '?')})"
 
 
+def _heartbeat_age(owner: Any) -> float | None:
+    """Seconds since an object-store lock's last heartbeat (None: no heartbeat, a local lock)."""
+    try:
+        return time.time() - float(owner["heartbeat"])
+    except (TypeError, KeyError, ValueError):
+        return None
+
+
+def _staleness(owner: Any, target: str) -> str:
+    """For an object-store lock: how old its heartbeat is and how to break it if its writer died."""
+    age = _heartbeat_age(owner)
+    if age is None:
+        return ""
+    return (f"; its last heartbeat was {age:.0f} s ago: if that writer died, the lock counts as abandoned in "
+            f"{max(0.0, STALE_SECONDS - age):.0f} s, or remove it now with `n5ms unlock {storage.display(target)} "
+            "--force` (n5mscodecs.n5.writing.break_lock) once you are sure no writer runs")
+
+
+def break_lock(target: Where, options: StorageOptions = None, *, force: bool = False) -> dict[str, Any] | None:
+    """Remove the writer lock of ``target`` (a location, ``options`` its storage options, or a
+    store) that a writer left behind; returns what the lock recorded of its owner (``{}``
+    when it recorded nothing readable), None when there was no lock.
+
+    On an object store a lock whose heartbeat is older than :data:`STALE_SECONDS` (a writer
+    that died) is removed; a fresher one only with ``force=True``, since its writer may still
+    run and two writers would then write at once (TargetInUseError without it). A local lock
+    held by a running process is always refused (the system releases it when the process
+    ends: stop the process); a lock file nobody holds is removed."""
+    store = target if isinstance(target, Store) else open_store(target, options)
+    store.check_writable(LOCK_NAME, "unlock")
+    if not store.exists():
+        raise FileNotFoundError(f"{store.display()} does not exist")
+    local = store.local_file(LOCK_NAME)
+    if local is not None:
+        if not os.path.lexists(local):
+            return None
+        owner = _file_lock_owner(local)
+        if owner is not False:
+            raise TargetInUseError(
+                f"{store.display()}: its lock is held by {_describe_owner(owner)}, a running process (a local lock "
+                "ends with its process, it is never stale): stop that process instead")
+        store.delete(LOCK_NAME)
+        return {}
+    try:
+        owner = store.get_json(LOCK_NAME)
+    except ConfigurationError:   # not JSON: no writer's heartbeat
+        owner = {}
+    if owner is None:
+        return None
+    age = _heartbeat_age(owner)
+    if age is not None and age < STALE_SECONDS and not force:
+        raise TargetInUseError(
+            f"{store.display()}: its lock's last heartbeat was {age:.0f} s ago ({_describe_owner(owner)}); it counts "
+            f"as abandoned after {STALE_SECONDS:.0f} s: pass force=True (--force) only if no writer runs")
+    store.delete(LOCK_NAME)
+    return owner if isinstance(owner, dict) else {}
+
+
 # flags of os.open that only some systems have
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -191,12 +252,16 @@ class WriterLock:
 
     ``reuse=True`` (for a writer that a writer may call, such as :func:`n5mscodecs.n5.write`):
     a lock this thread holds already, on the target or a location above it, is taken once
-    more instead of refused.
+    more instead of refused. ``wait``: seconds to keep trying while another thread or
+    process holds it (for short critical sections such as handing out one id), before
+    TargetInUseError.
     """
 
-    def __init__(self, target: Where, options: StorageOptions = None, *, reuse: bool = False) -> None:
+    def __init__(self, target: Where, options: StorageOptions = None, *, reuse: bool = False,
+                 wait: float = 0.0) -> None:
         """``target``: the target's location (``options``: its storage options) or store."""
         self.reuse = reuse
+        self.wait = wait
         self.store = target if isinstance(target, Store) else open_store(target, options)
         self.target = self.store.location
         self.path = self.store.url(LOCK_NAME)
@@ -221,12 +286,23 @@ class WriterLock:
         path = self.path if path is None else path
         return TargetInUseError(
             f"{storage.display(target)} is being written by {_describe_owner(owner)}: wait for it to finish "
-            f"or stop it first (its lock is {storage.display(path)})")
+            f"or stop it first (its lock is {storage.display(path)}{_staleness(owner, target)})")
 
     def acquire(self) -> None:
         """Take the lock, or TargetInUseError naming the process that holds it (with ``reuse``,
         this thread already holding it takes it once more). A lock held on a location above the
-        target (by a writer of the group holding it) refuses it too."""
+        target (by a writer of the group holding it) refuses it too. With ``wait``, a lock
+        another thread or process holds is tried again until ``wait`` seconds have passed."""
+        deadline = time.monotonic() + self.wait
+        while True:
+            try:
+                return self._acquire_once()
+            except TargetInUseError:
+                if time.monotonic() >= deadline or _held_by_this_thread(self._key):
+                    raise
+                time.sleep(0.01)
+
+    def _acquire_once(self) -> None:
         self.store.check_writable(LOCK_NAME, "lock")
         me = threading.get_ident()
         with _HELD_LOCK:
@@ -404,5 +480,5 @@ def _file_lock_owner(path: str) -> Any:
     return False
 
 
-__all__ = ["INCOMPLETE_KEY", "LOCK_NAME", "WriterLock", "check_complete", "incomplete_marker", "mark_complete",
-           "mark_datasets_below", "write_marked"]
+__all__ = ["INCOMPLETE_KEY", "LOCK_NAME", "WriterLock", "break_lock", "check_complete", "incomplete_marker",
+           "mark_complete", "mark_datasets_below", "write_marked"]

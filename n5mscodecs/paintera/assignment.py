@@ -517,24 +517,36 @@ def write_assignment(source: PathLike, assignment: FragmentSegmentAssignment | P
     return dataset.url()
 
 
+#: How long :meth:`IdAllocator.next` waits for another writer of the source to release its lock.
+ID_LOCK_WAIT_SECONDS = 30.0
+
+
 class IdAllocator:
     """New segment ids for a source, as Paintera's ``N5IdService`` hands them out: the next id
     is ``maxId + 1`` and ``maxId`` (the source's attribute) is raised to it at once. A
     ``maxId`` of 0 counts as 1 (Paintera never hands out 0 or 1 then); a source without
-    ``maxId`` is refused (Paintera asks for one)."""
+    ``maxId`` is refused (Paintera asks for one). Each id is read and written under the
+    source's writer lock (waiting up to :data:`ID_LOCK_WAIT_SECONDS` for another writer), from
+    the ``maxId`` stored then: allocators in other threads or processes, and merges, never
+    get the same id."""
 
     def __init__(self, source: PathLike | Store, *, storage_options: StorageOptions = None) -> None:
         self.store = _owner(source_store(source, storage_options))[0]
+        self.current = self._stored()
+
+    def _stored(self) -> int:
         value = self.store.get_attributes().get("maxId")
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigurationError(f"{self.store.display()}: maxId: new segment ids need an integer maxId "
                                      f"attribute (Paintera's id service), got {value!r}")
-        self.current = _id(value, "maxId") or 1  # Paintera's id service never stays at 0
+        return _id(value, "maxId") or 1  # Paintera's id service never stays at 0
 
     def next(self) -> int:
-        """A new id; ``maxId`` is raised to it (as Java's long) before it is returned."""
-        self.current = (self.current + 1) % (1 << 64)
-        self.store.set_attributes("", {**self.store.get_attributes(), "maxId": _signed(self.current)})
+        """A new id: ``maxId`` as stored now, plus one; ``maxId`` is raised to it (as Java's
+        long) before the lock is released."""
+        with WriterLock(self.store, reuse=True, wait=ID_LOCK_WAIT_SECONDS):
+            self.current = (self._stored() + 1) % (1 << 64)
+            self.store.set_attributes("", {**self.store.get_attributes(), "maxId": _signed(self.current)})
         return self.current
 
 
@@ -600,11 +612,11 @@ def assign_fragments(source: PathLike, pairs: Pairs, *,
 
 
 def _raise_max_id(owner, value):
-    attributes = owner.get_attributes()
-    current = attributes.get("maxId")
-    if isinstance(current, int) and not isinstance(current, bool) and _signed(value) > current:
-        with WriterLock(owner):
-            owner.set_attributes("", {**owner.get_attributes(), "maxId": _signed(value)})
+    with WriterLock(owner, wait=ID_LOCK_WAIT_SECONDS):   # compared with maxId as stored under the lock
+        attributes = owner.get_attributes()
+        current = attributes.get("maxId")
+        if isinstance(current, int) and not isinstance(current, bool) and _signed(value) > current:
+            owner.set_attributes("", {**attributes, "maxId": _signed(value)})
 
 
 def parse_assignment_file(path: PathLike) -> dict[int, int]:

@@ -259,7 +259,8 @@ def to_ome_zarr(
     -----
     Written block by block: a task holds one chunk or shard. Until the last
     is written the group has no NGFF metadata but ``n5mscodecs:incomplete``,
-    so no NGFF reader takes it for an image. Missing blocks are not written
+    so no NGFF reader takes it for an image; an overwrite replaces the old
+    metadata by that marker before it removes anything. Missing blocks are not written
     (they read as the fill value 0).
 
     Examples
@@ -337,10 +338,10 @@ def to_ome_zarr(
     with WriterLock(target):
         if not exists and any(target.exists(key) for key in ("zarr.json", ".zgroup")):
             raise FileExistsError(f"{target.display()} was created by another writer meanwhile")
-        if exists and overwrite:  # zarr's mode "w" would remove the lock file with the rest
-            target.clear(keep=(LOCK_NAME,))
-        group = zarr.open_group(PackageStore(target), mode="a", zarr_format=zarr_format)
         marker = {INCOMPLETE_KEY: incomplete_marker("n5ms ome-zarr", FINISH_HINT)}
+        if exists and overwrite:  # zarr's mode "w" would remove the lock file with the rest
+            _empty_marked(target, marker, zarr_format)
+        group = zarr.open_group(PackageStore(target), mode="a", zarr_format=zarr_format)
         if resume and exists and INCOMPLETE_KEY not in group.attrs.asdict():
             if "ome" in group.attrs or "multiscales" in group.attrs:
                 return OmeZarrSummary(target.url(), version, [d.shape[::-1] for d in datasets], 0, 0,
@@ -367,6 +368,30 @@ def to_ome_zarr(
         group.attrs.put(_ome_attributes(version, multiscales, image_label))
     return OmeZarrSummary(target.url(), version, [d.shape[::-1] for d in datasets], written, total,
                           time.perf_counter() - started, pyramid.assignment, notes)
+
+
+_GROUP_METADATA = {2: (".zattrs", ".zgroup"), 3: ("zarr.json",)}
+
+
+def _empty_marked(target: Store, marker: dict[str, Any], zarr_format: int) -> None:
+    """Empty ``target`` for an overwrite: the old group's attributes (its NGFF metadata) are
+    replaced by ``marker`` first, and its metadata files go last, only where the new group's
+    format does not use them, so an overwrite killed at any point leaves a group carrying the
+    marker, never NGFF metadata over levels already removed (zarr v3's ``zarr.json`` sorts
+    after ``s0``: a plain clear removed the levels first)."""
+    try:
+        document = target.get_json("zarr.json")
+    except ConfigurationError:   # not JSON: nothing a reader takes for a group; replaced below
+        document = None
+    v3_group = isinstance(document, dict) and document.get("node_type") == "group"
+    if v3_group:
+        target.set_json("zarr.json", {**document, "attributes": marker})
+    if any(target.exists(key) for key in _GROUP_METADATA[2]):
+        target.set_json(".zattrs", marker)
+    target.clear(keep=(LOCK_NAME, *_GROUP_METADATA[2], *_GROUP_METADATA[3]))
+    for key in _GROUP_METADATA[5 - zarr_format] + (() if v3_group else _GROUP_METADATA[3]):
+        if target.exists(key):
+            target.delete(key)
 
 
 def _checked_shards(shards, dataset, level):

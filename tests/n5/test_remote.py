@@ -477,6 +477,42 @@ def test_a_failed_conversion_on_s3_is_incomplete_and_locked_while_running(s3):
     assert np.array_equal(n5.open(f"{target}/data/s0").read_labels(), labels)
 
 
+def test_an_s3_lock_of_a_dead_writer_says_when_it_is_stale_and_how_to_break_it(s3, tmp_path, capsys):
+    """issue 51: a commit whose writer died was refused for 95-118 s without saying so."""
+    import signal
+    import subprocess
+    import sys
+
+    from n5mscodecs import TargetInUseError
+    from n5mscodecs.n5.writing import LOCK_NAME
+
+    source = "s3://bucket/dead.n5/labels"
+    paintera.convert(np.ones((8, 8, 8), np.uint64), source, block_size=8)
+    holder = subprocess.Popen(  # a writer killed while it holds the lock (the environment names the server)
+        [sys.executable, "-c", "import sys, time; from n5mscodecs.n5.writing import WriterLock; "
+         "WriterLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(60)", source],
+        stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    with pytest.raises(TargetInUseError, match=r"counts as abandoned in \d+ s, or remove it now with "
+                                               rf"`n5ms unlock {source} --force`") as refused:
+        paintera.commit(source, np.full((2, 2, 2), 7, np.uint64), (0, 0, 0))
+    assert f"process {holder.pid} on " in str(refused.value)
+    assert n5ms(["unlock", source]) == 2   # a fresh heartbeat needs --force
+    assert "--force" in capsys.readouterr().err
+    assert open_store(source).get_json(LOCK_NAME)["pid"] == holder.pid   # still there
+    assert n5ms(["unlock", source, "--force"]) == 0
+    assert f"removed the writer lock of {source} (process {holder.pid} on " in capsys.readouterr().out
+    assert open_store(source).get_json(LOCK_NAME) is None
+    assert paintera.commit(source, np.full((2, 2, 2), 7, np.uint64), (0, 0, 0)).max_id == 7
+    assert n5ms(["unlock", source]) == 0 and "no writer lock" in capsys.readouterr().out
+    # a lock whose heartbeat is older than STALE_SECONDS goes without --force
+    open_store(source).set_json(LOCK_NAME, {"pid": 1, "host": "h", "heartbeat": time.time() - 500})
+    assert n5ms(["unlock", source]) == 0
+    assert open_store(source).get_json(LOCK_NAME) is None
+
+
 def test_ome_zarr_export_from_and_to_s3(s3):
     zarr = pytest.importorskip("zarr")
     labels = voronoi_labels((24, 20, 16), 9, seed=8).astype(np.uint32)
