@@ -556,7 +556,7 @@ def build_parser():
         description="Remove the writer lock of TARGET that a writer which died left behind. On object stores a lock "
                     "counts as abandoned 120 s after its last heartbeat and is removed then; a fresher one only "
                     "with --force (its writer may still run). A local lock held by a running process is refused.")
-    unlock.add_argument("target", type=_path, help="the locked location (the one a refusal names)")
+    unlock.add_argument("target", type=values.path, help="the locked location (the one a refusal names)")
     unlock.add_argument("--force", action="store_true",
                         help="remove an object-store lock whose heartbeat is fresh: only when no writer runs")
     _add_storage_options(unlock)
