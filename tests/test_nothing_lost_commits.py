@@ -276,8 +276,8 @@ def group_attributes(target):
 
 @pytest.mark.parametrize("version", ["0.5", "0.4"])
 @pytest.mark.parametrize(("module", "name", "when"), [
-    ("n5mscodecs.n5.store", "LocalStore._delete_tree", 1),   # the old s0 about to go
-    ("n5mscodecs.n5.store", "LocalStore._delete_tree", 2),   # s0 gone, s1 about to go
+    ("n5mscodecs.n5.disk_store", "DiskStore._delete_tree", 1),   # the old s0 about to go
+    ("n5mscodecs.n5.disk_store", "DiskStore._delete_tree", 2),   # s0 gone, s1 about to go
     ("os", "replace", 3),                                     # writing the new group
     ("os", "replace", 6)])                                    # writing chunks
 def test_a_killed_ome_zarr_overwrite_is_recognizably_incomplete(source, tmp_path, version, module, name, when):
