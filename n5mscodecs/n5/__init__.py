@@ -19,12 +19,14 @@ True
 dtype('uint64')
 """
 
+from .array_dataset import ArrayDataset
 from .create import block_size, create_array_dataset, write, write_array
-from .dataset import ArrayDataset, LabelMultisetDataset, read_attributes, write_attributes
+from .dataset import read_attributes, write_attributes
 from .default import n5_default_decode, n5_default_encode
 from .disk_store import DiskStore
 from .group import Group, dataset_keys, dataset_paths, open, open_dataset
 from .header import N5BlockHeader
+from .label_dataset import LabelMultisetDataset
 from .metadata import N5_VERSION, DatasetMetadata, compression_attributes
 from .store import Store
 from .stores import open_store, open_target

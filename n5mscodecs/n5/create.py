@@ -14,7 +14,8 @@ import numpy as np
 from ..errors import ArgumentError, ConfigurationError
 from ..multiset import LabelMultisetArray
 from . import storage
-from .dataset import ArrayDataset, LabelMultisetDataset
+from .array_dataset import ArrayDataset
+from .label_dataset import LabelMultisetDataset
 from .metadata import DatasetMetadata, max_id
 from .store import Store
 from .stores import open_target

@@ -39,9 +39,11 @@ import numpy as np
 from ..errors import ArgumentError, ConfigurationError, InputTypeError, N5msCodecsError, StorageError
 from ..multiset import BACKGROUND, LabelMultisetArray
 from . import storage
+from .array_dataset import ArrayDataset
 from .attributes import Attributes
 from .create import check_fill_value, compression_argument, create_array_dataset, write, write_array
-from .dataset import ArrayDataset, LabelMultisetDataset, _Dataset
+from .dataset import _Dataset
+from .label_dataset import LabelMultisetDataset
 from .metadata import N5_VERSION, shape_argument
 from .store import READ_ONLY_MODE, Store
 from .stores import open_store

@@ -332,7 +332,7 @@ def test_resize_of_label_multisets_keeps_every_block_readable(tmp_path):
 
 
 def test_an_interrupted_resize_is_marked_and_finished_by_resizing_again(tmp_path, monkeypatch):
-    from n5mscodecs.n5.dataset import ArrayDataset
+    from n5mscodecs.n5 import ArrayDataset
 
     ds = n5.write_array(tmp_path / "c.n5" / "d", VALUES, chunks=(3, 2))
     done = []
