@@ -1,5 +1,5 @@
-"""N5 datasets: what label multiset datasets (:mod:`~n5mscodecs.n5.label_dataset`) and plain
-ones (:mod:`~n5mscodecs.n5.array_dataset`) share: the grid and its blocks, their bytes,
+"""N5 datasets: what label multiset datasets (``n5/label_dataset.py``) and plain ones
+(``n5/array_dataset.py``) share: the grid and its blocks, their bytes,
 resizing, iteration, zarr's advanced selections and dask arrays (see :mod:`n5mscodecs.n5`)."""
 
 from __future__ import annotations
@@ -356,12 +356,12 @@ class _Dataset:
     # zarr's advanced selections (numpy's semantics), read block by block: see n5.indexing
     @property
     def oindex(self) -> indexing.Indexer:
-        """Orthogonal selections: ``ds.oindex[[4, 0], :, mask]`` (each axis on its own)."""
+        """The orthogonal selections, ``ds.oindex[[4, 0], :, mask]`` (each axis on its own)."""
         return indexing.Indexer(self, indexing.orthogonal)
 
     @property
     def vindex(self) -> indexing.Indexer:
-        """Coordinate selections: ``ds.vindex[xs, ys, zs]`` (arrays broadcast together)."""
+        """The coordinate selections, ``ds.vindex[xs, ys, zs]`` (arrays broadcast together)."""
         return indexing.Indexer(self, indexing.coordinate)
 
     def get_orthogonal_selection(self, selection: Any) -> Any:

@@ -240,7 +240,7 @@ class DiskStore(Store):
             raise StorageError(f"{self.display(key)}: list: {exc.strerror or exc}") from None
 
     def walk(self, key: str = "") -> Iterator[tuple[str, list[str], list[str]]]:
-        """As :meth:`Store.walk`, by the rules of a read: a symbolic link to a directory is
+        """As :meth:`~n5mscodecs.n5.store.Store.walk`, by the rules of a read: a symbolic link to a directory is
         followed when it resolves inside the container root (or ``read_outside``); one leading
         out of it, a link to nothing, a link loop or a directory that cannot be listed is a
         :class:`~n5mscodecs.StorageError` naming it, never skipped. Links to anything else are

@@ -42,9 +42,11 @@ def open_store(location: Where, storage_options: StorageOptions = None, *, read_
 
     Parameters
     ----------
-    location : str, os.PathLike or Store
-        A local path (or ``file://`` URL): a :class:`DiskStore`; another URL (``s3://``,
-        ``gs://``, ``http(s)://``, ``memory://``; the ``remote`` extra): an :class:`UrlStore`.
+    location : str, os.PathLike, ~n5mscodecs.n5.store.Store or zarr.abc.store.Store
+        A local path (or ``file://`` URL): a :class:`~n5mscodecs.n5.disk_store.DiskStore`; another URL
+        (``s3://``, ``gs://``, ``http(s)://``, ``memory://``; the ``remote`` extra): a
+        :class:`~n5mscodecs.n5.url_store.UrlStore`; one of zarr-python's stores: see
+        :func:`~n5mscodecs.n5.zarr_backed.from_zarr_store`.
         A store is returned as it is (read-only when ``read_only``).
     storage_options : Mapping, optional
         fsspec's options for a URL (endpoint, credentials, ``anon``); never shown in messages.

@@ -8,7 +8,7 @@ changed), and only :func:`retrying` repeats a request: s3fs's and botocore's own
 retries are turned off. ``http(s)`` is read-only; its reads are bounded twice over, as
 fsspec does not bound them: a response body is read up to the size its caller can need
 (a server may ignore ``Range`` and send gigabytes for one block), and within
-:data:`~n5mscodecs.n5.storage.REQUEST_DEADLINE` seconds in all (a body dripping one byte
+``storage.REQUEST_DEADLINE`` seconds in all (a body dripping one byte
 per read time-out would otherwise never end).
 """
 
@@ -278,7 +278,7 @@ class UrlStore(Store):
         return not self.http or storage.ATTRIBUTES in self.list_dir(key)
 
     def walk(self, key: str = "") -> Iterator[tuple[str, list[str], list[str]]]:
-        """As :meth:`Store.walk`; each listing is retried as a read is, and one that keeps
+        """As :meth:`~n5mscodecs.n5.store.Store.walk`; each listing is retried as a read is, and one that keeps
         failing is a :class:`~n5mscodecs.StorageError` naming it, never skipped."""
         return _walk(self._listing, "/".join(_parts(key)))
 

@@ -30,7 +30,7 @@
   it when the process dies, so a killed writer never leaves a stale lock); on object
   stores, which have no locks, it is an object that the writer refreshes every 30 s
   and that counts as abandoned after 120 s without a refresh. The refusal says how old
-  the heartbeat is and when the lock counts as abandoned; :func:`break_lock` (``n5ms
+  the heartbeat is and when the lock counts as abandoned; ``break_lock`` (``n5ms
   unlock TARGET``) removes an abandoned one at once, a fresher one only with ``force``
   (a local lock held by a running process never: stop the process).
 - **Links.** The lock file is opened without following a symbolic link

@@ -1,4 +1,4 @@
-"""N5 containers in zarr-python's stores: what :func:`~n5mscodecs.n5.open_store` makes of a
+"""N5 containers in zarr-python's stores: what :func:`~n5mscodecs.n5.stores.open_store` makes of a
 ``zarr.storage`` store (zarr's ``StoreLike``), so that every entry point that takes a
 store takes zarr's too.
 
