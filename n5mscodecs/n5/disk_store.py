@@ -120,6 +120,9 @@ class DiskStore(Store):
     def _path(self, key: str) -> str:
         return os.path.join(self.location, *_parts(key))
 
+    def url(self, key: str = "") -> str:
+        return self._path(key)
+
     def child(self, key: str) -> DiskStore:
         return self._derived(DiskStore(self.url(key), boundary=self.boundary, read_outside=self.read_outside))
 

@@ -86,9 +86,9 @@ class Store(abc.ABC):
         """Whether the store is a directory of the local file system."""
         return self.local_file() is not None
 
+    @abc.abstractmethod
     def url(self, key: str = "") -> str:
-        """The location of ``key``."""
-        return storage.join(self.location, *_parts(key))
+        """The location of ``key`` (a path below a local store's, a URL below a URL)."""
 
     def display(self, key: str = "") -> str:
         """The location of ``key`` for messages (a URL without credentials)."""

@@ -209,6 +209,9 @@ class UrlStore(Store):
     def _key_path(self, key: str) -> str:
         return posixpath.join(self.path, *_parts(key))
 
+    def url(self, key: str = "") -> str:
+        return posixpath.join(self.location, *_parts(key))
+
     def child(self, key: str) -> UrlStore:
         return self._derived(UrlStore(self.url(key), self.storage_options, _resolved=(self.fs, self._key_path(key))))
 

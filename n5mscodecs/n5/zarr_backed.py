@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from .._threads import default_threads
 from ..errors import StorageError
-from . import storage
 from .disk_store import DiskStore
 from .store import Store, _parts
 from .url_store import UrlStore
@@ -93,7 +92,7 @@ class ZarrBackedStore(Store):
     def __init__(self, zarr_store: Any, prefix: str = "", *, read_only: bool = False) -> None:
         self.zarr_store = zarr_store
         self.prefix = "/".join(_parts(prefix))
-        self.location = storage.join(str(zarr_store).rstrip("/"), *_parts(prefix)) if prefix else str(zarr_store)
+        self.location = posixpath.join(str(zarr_store).rstrip("/"), *_parts(prefix)) if prefix else str(zarr_store)
         self.read_only = read_only or bool(zarr_store.read_only)
         if self.read_only:
             self.read_only_reason = f"the {type(zarr_store).__name__} is read-only"
@@ -105,6 +104,9 @@ class ZarrBackedStore(Store):
 
     def _key(self, key: str) -> str:
         return "/".join([*_parts(self.prefix), *_parts(key)])
+
+    def url(self, key: str = "") -> str:
+        return posixpath.join(self.location, *_parts(key))
 
     def _run(self, key: str, operation: str, coroutine: Coroutine[Any, Any, Any]) -> Any:
         try:
