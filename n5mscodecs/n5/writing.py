@@ -182,7 +182,7 @@ def break_lock(target: Where, options: StorageOptions = None, *, force: bool = F
     store) that a writer left behind; returns what the lock recorded of its owner (``{}``
     when it recorded nothing readable), None when there was no lock.
 
-    On an object store a lock whose heartbeat is older than :data:`STALE_SECONDS` (a writer
+    On an object store a lock whose heartbeat is older than ``STALE_SECONDS`` (120) (a writer
     that died) is removed; a fresher one only with ``force=True``, since its writer may still
     run and two writers would then write at once (TargetInUseError without it). A local lock
     held by a running process is always refused (the system releases it when the process

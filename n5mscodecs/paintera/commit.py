@@ -367,7 +367,7 @@ def commit(
     offset : sequence of int
         The voxel position of the edit's corner in s0 (N5 order); the edit must lie inside s0.
         Python or numpy integers (anything else, ``1.7``, ``'3'`` or ``True``, is an
-        :class:`~n5mscodecs.ArgumentError` naming ``offset``).
+        ``ArgumentError`` (a :class:`~n5mscodecs.ConfigurationError`) naming ``offset``).
     ignore : int, optional
         One more value that leaves a voxel as it is (e.g. 0 for "only paint the labels").
     rule : {"spec", "java"}, optional

@@ -120,7 +120,7 @@ def patch_label_to_block_mapping(
     Only the files holding those ids are read and rewritten (a file left without ids is
     removed), each as :func:`~n5mscodecs.paintera.label_to_block_mapping_blocks` would write it from scratch:
     ids ascending, each id's blocks in grid order; the entries of other ids are kept as
-    bytes. ``files``: entries :func:`read_mapping_files` read already (others are read
+    bytes. ``files``: entries ``read_mapping_files`` read already (others are read
     here). Returns the number of files touched."""
     mapping = _mapping_dataset(store, level, lookup_block_size, compression)
     ndim = unique_labels.ndim
