@@ -512,16 +512,20 @@ def commit(
                          blocks_written, lookup_files, max_id, time.perf_counter() - started, recovering)
 
 
-def _before(job, painted_blocks, pool) -> Before:
-    """Per level, the ids the unique-labels block of each block the commit will rewrite lists
-    now: s0's painted blocks, and each lower level's blocks whose windows cover one of the
-    level above."""
+def _planned(job, painted_blocks) -> list[list[tuple[int, ...]]]:
+    """Per level, the blocks the commit rewrites: s0's painted blocks, and each lower level's
+    blocks whose windows cover one of the level above."""
     planned = [sorted(painted_blocks)]
     for level in range(1, job.n_levels):
         factors = job.factors[level]
         planned.append(sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in planned[-1]}))
+    return planned
+
+
+def _before(job, painted_blocks, pool) -> Before:
+    """Per level, the ids the unique-labels block of each block the commit will rewrite lists now."""
     return [dict(zip(grids, pool.map(lambda grid, level=level: _old_ids(job, level, grid), grids)))
-            for level, grids in enumerate(planned)]
+            for level, grids in enumerate(_planned(job, painted_blocks))]
 
 
 def _start(store, opened, parameters, before, recovering, pool):
@@ -556,18 +560,16 @@ def _check_plain_reads(job, painted_blocks, pool) -> np.ndarray:
     """Every block a plain source's commit reads, read once before anything is marked (a
     corrupt one raises): s0's painted blocks and the children of each lower level's blocks to
     make again; returns the ids they hold (those the lower levels' blocks can take)."""
-    reads = [(0, grid) for grid in painted_blocks]
-    planned = sorted(painted_blocks)
+    planned = _planned(job, painted_blocks)
+    reads = {(0, grid) for grid in planned[0]}
     for level in range(1, job.n_levels):
-        factors = job.factors[level]
-        planned = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in planned})
-        reads.extend({(level - 1, child) for grid in planned for child in children(job, level, grid)})
+        reads.update((level - 1, child) for grid in planned[level] for child in children(job, level, grid))
 
     def ids(item):
         stored = job.data(item[0]).read_block(item[1])
         return np.zeros(0, np.uint64) if stored is None else np.unique(np.asarray(stored, np.uint64))
 
-    return np.concatenate([np.zeros(0, np.uint64), *pool.map(ids, sorted(set(reads)))])
+    return np.concatenate([np.zeros(0, np.uint64), *pool.map(ids, sorted(reads))])
 
 
 def _read_lookups(store, opened, changing, before) -> list[dict[int, dict[int, bytes]]]:
