@@ -309,7 +309,7 @@ def test_unlock_never_breaks_a_local_lock_a_running_process_holds(source, capsys
     try:
         assert holder.stdout.readline().strip() == "held"
         assert main(["unlock", str(source), "--force"]) == 2
-        assert f"held by process {holder.pid} on " in capsys.readouterr().err
+        assert f"being written by process {holder.pid} on " in capsys.readouterr().err
         assert (source / LOCK_NAME).exists()
     finally:
         holder.kill()
