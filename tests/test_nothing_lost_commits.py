@@ -309,7 +309,7 @@ def test_unlock_never_breaks_a_local_lock_a_running_process_holds(source, capsys
     try:
         assert holder.stdout.readline().strip() == "held"
         assert main(["unlock", str(source), "--force"]) == 2
-        assert f"held by process {holder.pid} on " in capsys.readouterr().err
+        assert f"being written by process {holder.pid} on " in capsys.readouterr().err
         assert (source / LOCK_NAME).exists()
     finally:
         holder.kill()
@@ -318,3 +318,26 @@ def test_unlock_never_breaks_a_local_lock_a_running_process_holds(source, capsys
     assert main(["unlock", str(source)]) == 0
     assert not (source / LOCK_NAME).exists()
     assert main(["unlock", str(source)]) == 0 and "no writer lock" in capsys.readouterr().out
+
+
+def test_a_killed_commit_without_a_journal_is_finished_by_rebuilding_the_lookups(source, tmp_path):
+    """A commit interrupted by a version without journals: the lookups are made again from
+    unique-labels; that rebuild killed in turn (its mapping marked by the lookup writer) is
+    finished too, not refused as another job's."""
+    from n5mscodecs.paintera.commit_journal import JOURNAL_NAME
+
+    edit = np.full((12, 12, 6), 9, np.uint64)
+    np.save(tmp_path / "edit.npy", edit)
+    expected = tmp_path / "E.n5" / "labels"
+    shutil.copytree(source, expected)
+    paintera.commit(expected, edit, (3, 3, 3), threads=1)
+    killed_commit(source, tmp_path / "edit.npy", (3, 3, 3), "n5mscodecs.paintera.commit",
+                  "patch_label_to_block_mapping", 1)
+    (source / JOURNAL_NAME).unlink()
+    killed_commit(source, tmp_path / "edit.npy", (3, 3, 3), "n5mscodecs.paintera.lookup", "mark_complete", 1)
+    marker = n5.read_attributes(source / "label-to-block-mapping" / "s0")[INCOMPLETE_KEY]
+    assert marker["writer"] == "the label-to-block-mapping writer"
+    assert paintera.commit(source, edit, (3, 3, 3), threads=1).finished_interrupted
+    ours, theirs = without_lock(files(source)), without_lock(files(expected))
+    assert sorted(ours) == sorted(theirs)
+    assert [key for key in ours if ours[key] != theirs[key]] == []

@@ -184,11 +184,12 @@ def break_lock(target: Where, options: StorageOptions = None, *, force: bool = F
     store) that a writer left behind; returns what the lock recorded of its owner (``{}``
     when it recorded nothing readable), None when there was no lock.
 
-    On an object store a lock whose heartbeat is older than :data:`STALE_SECONDS` (a writer
+    On an object store a lock whose heartbeat is older than ``STALE_SECONDS`` (120) (a writer
     that died) is removed; a fresher one only with ``force=True``, since its writer may still
     run and two writers would then write at once (TargetInUseError without it). A local lock
     held by a running process is always refused (the system releases it when the process
-    ends: stop the process); a lock file nobody holds is removed."""
+    ends: stop the process); a lock file nobody holds is taken and released, which removes it
+    (taken first: a writer starting meanwhile keeps its lock)."""
     store = target if isinstance(target, Store) else open_store(target, options)
     store.check_writable(LOCK_NAME, "unlock")
     if not store.exists():
@@ -197,12 +198,9 @@ def break_lock(target: Where, options: StorageOptions = None, *, force: bool = F
     if local is not None:
         if not os.path.lexists(local):
             return None
-        owner = _file_lock_owner(local)
-        if owner is not False:
-            raise TargetInUseError(
-                f"{store.display()}: its lock is held by {_describe_owner(owner)}, a running process (a local lock "
-                "ends with its process, it is never stale): stop that process instead")
-        store.delete(LOCK_NAME)
+        lock = WriterLock(store)
+        lock.acquire()   # TargetInUseError naming a running holder: a local lock is never stale
+        lock.release()
         return {}
     try:
         owner = store.get_json(LOCK_NAME)

@@ -526,7 +526,7 @@ class IdAllocator:
     is ``maxId + 1`` and ``maxId`` (the source's attribute) is raised to it at once. A
     ``maxId`` of 0 counts as 1 (Paintera never hands out 0 or 1 then); a source without
     ``maxId`` is refused (Paintera asks for one). Each id is read and written under the
-    source's writer lock (waiting up to ``ID_LOCK_WAIT_SECONDS`` for another writer), from
+    source's writer lock (waiting up to ``ID_LOCK_WAIT_SECONDS``, 30 s, for another writer), from
     the ``maxId`` stored then: allocators in other threads or processes, and merges, never
     get the same id."""
 

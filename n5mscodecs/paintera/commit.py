@@ -63,7 +63,7 @@ from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_com
 from .commit_checks import COMMIT_WRITER, commit_offset, refuse_flagged
 from .commit_journal import Before, read_journal, remove_journal, write_journal
 from .conventions import CONVERSION_KEY, is_label_source, target_store
-from .lookup import LABEL_BLOCK_LOOKUP, check_mapping_files, patch_label_to_block_mapping, write_label_to_block_mapping
+from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping, read_mapping_files, write_label_to_block_mapping
 from .pyramid import PyramidJob, children, remake_block, write_block
 from .sources import LabelSource, open_label_source
 
@@ -367,7 +367,7 @@ def commit(
     offset : sequence of int
         The voxel position of the edit's corner in s0 (N5 order); the edit must lie inside s0.
         Python or numpy integers (anything else, ``1.7``, ``'3'`` or ``True``, is an
-        :class:`~n5mscodecs.ArgumentError` naming ``offset``).
+        ``ArgumentError`` (a :class:`~n5mscodecs.ConfigurationError`) naming ``offset``).
     ignore : int, optional
         One more value that leaves a voxel as it is (e.g. 0 for "only paint the labels").
     rule : {"spec", "java"}, optional
@@ -441,7 +441,7 @@ def commit(
         level_changes: list[dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]]] = []
         if opened.plain:
             ids = _check_plain_reads(job, painted_blocks, pool)
-            _check_lookups(store, opened, [np.concatenate([ids, *painted_ids])] * n_levels, before)
+            lookups = _read_lookups(store, opened, _plain_changes(ids, painted_ids, before, n_levels), before)
             _start(store, opened, parameters, before, recovering, pool)
             level_changes = _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignore,
                                           reserved, blocks_read, blocks_written, before)
@@ -475,7 +475,7 @@ def commit(
 
             # everything the commit reads was read (a corrupt block has raised): only now is
             # anything marked or written
-            _check_lookups(store, opened, _pending_ids(pending, n_levels), before)
+            lookups = _read_lookups(store, opened, _pending_changes(pending, n_levels), before)
             _start(store, opened, parameters, before, recovering, pool)
 
             def write(item):
@@ -502,7 +502,7 @@ def commit(
                 for label in np.setdiff1d(new_ids, old_ids).tolist():
                     changes.setdefault(int(label), (set(), set()))[1].add(grid)
             return patch_label_to_block_mapping(store, lvl, changes, job.unique_labels(lvl),
-                                                opened.lookup_block_size, opened.lookup_compression)
+                                                opened.lookup_block_size, opened.lookup_compression, lookups[lvl])
 
         lookup_files = list(pool.map(lookup, range(n_levels)))   # the levels' lookups are independent
         max_id = _raise_max_id(store, level_changes[0], job.rule)
@@ -512,16 +512,20 @@ def commit(
                          blocks_written, lookup_files, max_id, time.perf_counter() - started, recovering)
 
 
-def _before(job, painted_blocks, pool) -> Before:
-    """Per level, the ids the unique-labels block of each block the commit will rewrite lists
-    now: s0's painted blocks, and each lower level's blocks whose windows cover one of the
-    level above."""
+def _planned(job, painted_blocks) -> list[list[tuple[int, ...]]]:
+    """Per level, the blocks the commit rewrites: s0's painted blocks, and each lower level's
+    blocks whose windows cover one of the level above."""
     planned = [sorted(painted_blocks)]
     for level in range(1, job.n_levels):
         factors = job.factors[level]
         planned.append(sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in planned[-1]}))
+    return planned
+
+
+def _before(job, painted_blocks, pool) -> Before:
+    """Per level, the ids the unique-labels block of each block the commit will rewrite lists now."""
     return [dict(zip(grids, pool.map(lambda grid, level=level: _old_ids(job, level, grid), grids)))
-            for level, grids in enumerate(planned)]
+            for level, grids in enumerate(_planned(job, painted_blocks))]
 
 
 def _start(store, opened, parameters, before, recovering, pool):
@@ -532,40 +536,52 @@ def _start(store, opened, parameters, before, recovering, pool):
     _mark(store, opened, parameters, pool)
 
 
-def _pending_ids(pending, n_levels) -> list[np.ndarray]:
-    """Per level, the ids the blocks to write will hold (a multiset block's lookup entries)."""
+def _pending_changes(pending, n_levels) -> list[np.ndarray]:
+    """Per level, the ids whose lookup entries the blocks to write may change: those that enter
+    or leave a block, and every old id of a block that may be removed (all background)."""
     ids: list[list[np.ndarray]] = [[np.zeros(0, np.uint64)] for _ in range(n_levels)]
-    for level, _, _, block, labels in pending:
-        ids[level].append(_unique(block) if labels is None else np.asarray(labels, np.uint64))
+    for level, _, old_ids, block, labels in pending:
+        new_ids = _unique(block) if labels is None else np.asarray(labels, np.uint64)
+        ids[level].append(np.setxor1d(old_ids, new_ids))
+        if not np.any(new_ids != BACKGROUND):
+            ids[level].append(old_ids)
     return [np.concatenate(level_ids) for level_ids in ids]
+
+
+def _plain_changes(read_ids, painted_ids, before, n_levels) -> list[np.ndarray]:
+    """Per level of a plain source, ids whose lookup entries may change: those its blocks to
+    rewrite hold now, and those they can take (the blocks read ahead and the painted ones)."""
+    new_ids = np.concatenate([read_ids, *painted_ids])
+    return [np.concatenate([new_ids, *(before[level].values() if before is not None else ())])
+            for level in range(n_levels)]
 
 
 def _check_plain_reads(job, painted_blocks, pool) -> np.ndarray:
     """Every block a plain source's commit reads, read once before anything is marked (a
     corrupt one raises): s0's painted blocks and the children of each lower level's blocks to
     make again; returns the ids they hold (those the lower levels' blocks can take)."""
-    reads = [(0, grid) for grid in painted_blocks]
-    planned = sorted(painted_blocks)
+    planned = _planned(job, painted_blocks)
+    reads = {(0, grid) for grid in planned[0]}
     for level in range(1, job.n_levels):
-        factors = job.factors[level]
-        planned = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in planned})
-        reads.extend({(level - 1, child) for grid in planned for child in children(job, level, grid)})
+        reads.update((level - 1, child) for grid in planned[level] for child in children(job, level, grid))
 
     def ids(item):
         stored = job.data(item[0]).read_block(item[1])
         return np.zeros(0, np.uint64) if stored is None else np.unique(np.asarray(stored, np.uint64))
 
-    return np.concatenate([np.zeros(0, np.uint64), *pool.map(ids, sorted(set(reads)))])
+    return np.concatenate([np.zeros(0, np.uint64), *pool.map(ids, sorted(reads))])
 
 
-def _check_lookups(store, opened, new_ids, before):
-    """The lookup files the commit will patch, read and parsed before anything is marked: per
-    level, those of the ids the rewritten blocks held before and may hold after."""
-    for level, level_ids in enumerate(new_ids):
-        old = [np.zeros(0, np.uint64), *(before[level].values() if before is not None else ())]
-        labels = np.unique(np.concatenate([level_ids, *old])).tolist()
-        check_mapping_files(store, level, labels, opened.datasets[0].ndim, opened.lookup_block_size,
-                            opened.lookup_compression)
+def _read_lookups(store, opened, changing, before) -> list[dict[int, dict[int, bytes]]]:
+    """Per level, the lookup files holding the ids in ``changing`` (that level's ids whose
+    entries the commit may change), read and parsed before anything is marked (a corrupt one
+    raises) and handed to the patch, which then reads no file twice. None read when finishing
+    a commit interrupted before journals existed (``before`` None): its lookups are made again."""
+    if before is None:
+        return [{} for _ in changing]
+    return [read_mapping_files(store, level, np.unique(ids).tolist(), opened.datasets[0].ndim,
+                               opened.lookup_block_size, opened.lookup_compression)
+            for level, ids in enumerate(changing)]
 
 
 def _raise_max_id(store, changed, rule):

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..n5.writing import INCOMPLETE_KEY, check_complete
+from .lookup import MAPPING_WRITER
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -38,13 +39,15 @@ def commit_offset(offset: Any) -> tuple[int, ...]:
 def refuse_flagged(store: Store, keys: Iterable[str], recovering: bool) -> None:
     """IncompleteError naming the first dataset of ``keys`` (below ``store``) that a job other
     than an interrupted commit being finished now flagged incomplete: finishing it would
-    remove that job's marker while its blocks are still missing."""
+    remove that job's marker while its blocks are still missing. The commit's own markers are
+    its own and those of the lookup writer it runs (a commit marks nothing before this check
+    found no other job's marker, and holds the lock from then on)."""
     for key in keys:
         attributes = store.get_attributes(key)
         marker = attributes.get(INCOMPLETE_KEY)
         if marker is None:
             continue
-        ours = isinstance(marker, dict) and marker.get("writer") == COMMIT_WRITER
+        ours = isinstance(marker, dict) and marker.get("writer") in (COMMIT_WRITER, MAPPING_WRITER)
         if not (ours and recovering):
             check_complete(attributes, store.display(key))
 

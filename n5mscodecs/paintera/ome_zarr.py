@@ -389,7 +389,8 @@ def _empty_marked(target: Store, marker: dict[str, Any], zarr_format: int) -> No
     if any(target.exists(key) for key in _GROUP_METADATA[2]):
         target.set_json(".zattrs", marker)
     target.clear(keep=(LOCK_NAME, *_GROUP_METADATA[2], *_GROUP_METADATA[3]))
-    for key in _GROUP_METADATA[5 - zarr_format] + (() if v3_group else _GROUP_METADATA[3]):
+    other_format = _GROUP_METADATA[2 if zarr_format == 3 else 3]
+    for key in other_format + (() if v3_group else _GROUP_METADATA[3]):
         if target.exists(key):
             target.delete(key)
 
