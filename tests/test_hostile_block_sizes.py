@@ -144,7 +144,8 @@ def test_a_block_size_a_real_dataset_never_has_is_refused_in_bounded_memory(root
 
     outcome, peak, _ = read_in_child(root, case)
     assert outcome.split(":")[0] in ("N5HeaderError", "ConfigurationError"), outcome
-    assert re.search(field, outcome) and re.search(r"(more than|exceeds) the (268435456|134217728) bytes", outcome), outcome
+    assert re.search(field, outcome), outcome
+    assert re.search(r"(more than|exceeds) the (268435456|134217728) bytes", outcome), outcome
     assert peak < PEAK_LIMIT_MB, (case, peak)
 
 

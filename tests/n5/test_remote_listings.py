@@ -3,7 +3,6 @@ items 1, 15, 16 and 17), against http.server on 127.0.0.1."""
 
 import functools
 import http.server
-import os
 import threading
 
 import numpy as np
