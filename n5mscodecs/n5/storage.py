@@ -56,8 +56,9 @@ RETRY_DELAY = 0.1
 #: costs at most :func:`~n5mscodecs.n5.storage.never_answered_seconds` before the StorageError.
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 15.0
-#: Seconds one http(s) request may take in all, its body included (a body dripping one byte
-#: per read time-out is cut there); retried as a time-out.
+#: Seconds one read, listing or look-up of a URL may take in all, its body included (a body
+#: dripping one byte per read time-out is cut there; see :mod:`n5mscodecs.n5.remote`); retried
+#: as a time-out. Writes have none (an upload of a large block may take longer).
 REQUEST_DEADLINE = 60.0
 #: Largest JSON document (``attributes.json``) read.
 MAX_JSON_BYTES = 1 << 26
@@ -128,9 +129,10 @@ def never_answered_seconds() -> float:
 
 
 def worst_case_seconds() -> float:
-    """Longest an http(s) request can take before its :class:`~n5mscodecs.StorageError`, whatever
-    the server does (also a body dripping slowly): ``ATTEMPTS`` times ``REQUEST_DEADLINE``
-    (at least the connect and read time-outs), plus the backoff between attempts."""
+    """Longest a read, listing or look-up of a URL can take before its
+    :class:`~n5mscodecs.StorageError`, whatever the server does (also a body dripping slowly):
+    ``ATTEMPTS`` times ``REQUEST_DEADLINE`` (at least the connect and read time-outs), plus the
+    backoff between attempts."""
     return ATTEMPTS * max(REQUEST_DEADLINE, CONNECT_TIMEOUT + READ_TIMEOUT) + _backoff()
 
 
@@ -151,8 +153,7 @@ def _bounded_options(location, options):
         import aiohttp
 
         client = dict(options.get("client_kwargs") or {})
-        client.setdefault("timeout", aiohttp.ClientTimeout(total=REQUEST_DEADLINE, sock_connect=CONNECT_TIMEOUT,
-                                                           sock_read=READ_TIMEOUT))
+        client.setdefault("timeout", aiohttp.ClientTimeout(sock_connect=CONNECT_TIMEOUT, sock_read=READ_TIMEOUT))
         options["client_kwargs"] = client
     return options
 

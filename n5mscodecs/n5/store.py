@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._threads import default_threads
 from ..errors import ConfigurationError, ReadOnlyError, StorageError
-from . import listing, storage, web
+from . import listing, remote, storage
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterator, Mapping
@@ -564,11 +564,12 @@ class FsspecStore(Store):
         path = self._key_path(key)
         try:
             if max_size is None:
-                data = self._request(key, "read", lambda: self.fs.cat_file(path))
+                data = self._request(key, "read", lambda: remote.read(self.fs, "cat_file", path))
             elif self.http:  # a server may ignore Range: the body is read up to the bound, no further
-                data = self._request(key, "read", lambda: web.bounded_get(self.fs, path, max_size))
+                data = self._request(key, "read", lambda: remote.bounded_http_get(self.fs, path, max_size))
             else:
-                data = self._request(key, "read", lambda: self.fs.cat_file(path, start=0, end=max_size + 1))
+                data = self._request(key, "read", lambda: remote.read(self.fs, "cat_file", path, start=0,
+                                                                      end=max_size + 1))
         except FileNotFoundError:
             return None
         if max_size is not None and len(data) > max_size:
@@ -597,16 +598,16 @@ class FsspecStore(Store):
         path = self._key_path(key)
         # http: only a 404 is "absent" (fsspec's default says so of a 503 too)
         strict = {"strict": True} if self.http else {}
-        return self._request(key, "look up", lambda: self.fs.exists(path, **strict))
+        return self._request(key, "look up", lambda: remote.read(self.fs, "exists", path, **strict))
 
     def is_directory(self, key: str = "") -> bool:
         path = self._key_path(key)
-        return self._request(key, "look up", lambda: self.fs.isdir(path))
+        return self._request(key, "look up", lambda: remote.read(self.fs, "isdir", path))
 
     def list_dir(self, key: str = "") -> list[str]:
         path = self._key_path(key)
         try:
-            names = self._request(key, "list", lambda: self.fs.ls(path, detail=False))
+            names = self._request(key, "list", lambda: remote.read(self.fs, "ls", path, detail=False))
         except FileNotFoundError:
             return []
         return sorted(posixpath.basename(p.rstrip("/")) for p in names)
@@ -623,7 +624,7 @@ class FsspecStore(Store):
     def _listing(self, key: str) -> tuple[list[str], list[str]] | None:
         path = self._key_path(key).rstrip("/")
         try:
-            entries = self._request(key, "list", lambda: self.fs.ls(path, detail=True))
+            entries = self._request(key, "list", lambda: remote.read(self.fs, "ls", path, detail=True))
         except FileNotFoundError:
             return None
         named = [(e["name"].rstrip("/"), e.get("type") == "directory") for e in entries]
