@@ -37,8 +37,9 @@ RETRY_DELAY = 0.1
 #: costs at most :func:`~n5mscodecs.n5.storage.never_answered_seconds` before the StorageError.
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 15.0
-#: Seconds one http(s) request may take in all, its body included (a body dripping one byte
-#: per read time-out is cut there); retried as a time-out.
+#: Seconds one read, listing or look-up of a URL may take in all, its body included (a body
+#: dripping one byte per read time-out is cut there; see :mod:`n5mscodecs.n5.url_store`); retried
+#: as a time-out. Writes have none (an upload of a large block may take longer).
 REQUEST_DEADLINE = 60.0
 #: Largest JSON document (``attributes.json``) read.
 MAX_JSON_BYTES = 1 << 26
@@ -106,9 +107,10 @@ def never_answered_seconds() -> float:
 
 
 def worst_case_seconds() -> float:
-    """Longest an http(s) request can take before its :class:`~n5mscodecs.StorageError`, whatever
-    the server does (also a body dripping slowly): ``ATTEMPTS`` times ``REQUEST_DEADLINE``
-    (at least the connect and read time-outs), plus the backoff between attempts."""
+    """Longest a read, listing or look-up of a URL can take before its
+    :class:`~n5mscodecs.StorageError`, whatever the server does (also a body dripping slowly):
+    ``ATTEMPTS`` times ``REQUEST_DEADLINE`` (at least the connect and read time-outs), plus the
+    backoff between attempts."""
     return ATTEMPTS * max(REQUEST_DEADLINE, CONNECT_TIMEOUT + READ_TIMEOUT) + _backoff()
 
 

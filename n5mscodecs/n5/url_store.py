@@ -5,11 +5,11 @@ and messages that never show credentials.
 The file system is resolved once per location, with the time-outs of
 :mod:`~n5mscodecs.n5.storage` (its constants are read at each request, so they can be
 changed), and only :func:`retrying` repeats a request: s3fs's and botocore's own
-retries are turned off. ``http(s)`` is read-only; its reads are bounded twice over, as
-fsspec does not bound them: a response body is read up to the size its caller can need
-(a server may ignore ``Range`` and send gigabytes for one block), and within
-``storage.REQUEST_DEADLINE`` seconds in all (a body dripping one byte
-per read time-out would otherwise never end).
+retries are turned off. Every read, listing and look-up has a total deadline,
+``storage.REQUEST_DEADLINE`` seconds, its body included (a body dripping one byte per read
+time-out would otherwise never end: the clients' own time-outs are per read); writes have
+none. ``http(s)`` is read-only, and its bodies are read up to the size their caller can need
+(a server may ignore ``Range`` and send gigabytes for one block).
 """
 
 from __future__ import annotations
@@ -43,8 +43,7 @@ def _bounded_options(location, options):
         import aiohttp
 
         client = dict(options.get("client_kwargs") or {})
-        client.setdefault("timeout", aiohttp.ClientTimeout(total=storage.REQUEST_DEADLINE,
-                                                           sock_connect=storage.CONNECT_TIMEOUT,
+        client.setdefault("timeout", aiohttp.ClientTimeout(sock_connect=storage.CONNECT_TIMEOUT,
                                                            sock_read=storage.READ_TIMEOUT))
         options["client_kwargs"] = client
     return options
@@ -128,7 +127,7 @@ def retrying(location: str, operation: str, request):
 _CHUNK = 1 << 16
 
 
-async def _body(fs: Any, url: str, max_size: int) -> bytes:
+async def _http_body(fs: Any, url: str, max_size: int) -> bytes:
     session = await fs.set_session()
     async with session.get(fs.encode_url(url), **fs.kwargs) as response:
         if response.status == 404:
@@ -145,29 +144,43 @@ async def _body(fs: Any, url: str, max_size: int) -> bytes:
         return bytes(body)
 
 
-async def _within_deadline(fs: Any, url: str, max_size: int) -> bytes:
+async def _within_deadline(request: Any) -> Any:
     deadline = storage.REQUEST_DEADLINE
     started = time.monotonic()
     try:
         async with asyncio.timeout(deadline):
-            return await _body(fs, url, max_size)
-    except TimeoutError as error:  # also aiohttp's per-read time-outs: named as what they are
+            return await request()
+    except TimeoutError as error:  # also the clients' per-read time-outs: named as what they are
         if time.monotonic() - started < deadline:
             raise
         raise TimeoutError(f"no complete answer within the deadline of {deadline:g} s per request") from error
 
 
-def bounded_get(fs: Any, url: str, max_size: int) -> bytes:
-    """The body at ``url`` (an fsspec HTTP file system's), at most ``max_size`` bytes, within the
-    request deadline: more is a :class:`~n5mscodecs.StorageError` (not retried), a 404 a
-    FileNotFoundError, other failures as aiohttp raises them (for the caller's retries)."""
+def _call(fs: Any, request: Any) -> Any:
     from fsspec.asyn import sync
     from fsspec.exceptions import FSTimeoutError
 
     try:
-        return sync(fs.loop, _within_deadline, fs, url, max_size)
+        return sync(fs.loop, _within_deadline, request)
     except FSTimeoutError as error:  # fsspec's name for any time-out: the one raised says which
         raise error.__cause__ if isinstance(error.__cause__, TimeoutError) else error from None
+
+
+def bounded_read(fs: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+    """``fs.<method>(*args, **kwargs)`` (``cat_file``, ``ls``, ``exists``, ``isdir``, ...) within
+    the request deadline: the asynchronous ``_<method>`` on the file system's loop, cancelled at
+    the deadline (a TimeoutError naming it, for the caller's retries). A file system that is not
+    asynchronous (``memory://``) is called as it is."""
+    if not getattr(fs, "async_impl", False):
+        return getattr(fs, method)(*args, **kwargs)
+    return _call(fs, lambda: getattr(fs, "_" + method)(*args, **kwargs))
+
+
+def bounded_http_get(fs: Any, url: str, max_size: int) -> bytes:
+    """The body at ``url`` (an fsspec HTTP file system's), at most ``max_size`` bytes, within the
+    request deadline: more is a :class:`~n5mscodecs.StorageError` (not retried), a 404 a
+    FileNotFoundError, other failures as aiohttp raises them (for the caller's retries)."""
+    return _call(fs, lambda: _http_body(fs, url, max_size))
 
 
 def _walk(listing: Callable[[str], tuple[list[str], list[str]] | None],
@@ -229,11 +242,12 @@ class UrlStore(Store):
         path = self._key_path(key)
         try:
             if max_size is None:
-                data = self._request(key, "read", lambda: self.fs.cat_file(path))
+                data = self._request(key, "read", lambda: bounded_read(self.fs, "cat_file", path))
             elif self.http:  # a server may ignore Range: the body is read up to the bound, no further
-                data = self._request(key, "read", lambda: bounded_get(self.fs, path, max_size))
+                data = self._request(key, "read", lambda: bounded_http_get(self.fs, path, max_size))
             else:
-                data = self._request(key, "read", lambda: self.fs.cat_file(path, start=0, end=max_size + 1))
+                data = self._request(key, "read", lambda: bounded_read(self.fs, "cat_file", path, start=0,
+                                                                           end=max_size + 1))
         except FileNotFoundError:
             return None
         if max_size is not None and len(data) > max_size:
@@ -262,16 +276,16 @@ class UrlStore(Store):
         path = self._key_path(key)
         # http: only a 404 is "absent" (fsspec's default says so of a 503 too)
         strict = {"strict": True} if self.http else {}
-        return self._request(key, "look up", lambda: self.fs.exists(path, **strict))
+        return self._request(key, "look up", lambda: bounded_read(self.fs, "exists", path, **strict))
 
     def is_directory(self, key: str = "") -> bool:
         path = self._key_path(key)
-        return self._request(key, "look up", lambda: self.fs.isdir(path))
+        return self._request(key, "look up", lambda: bounded_read(self.fs, "isdir", path))
 
     def list_dir(self, key: str = "") -> list[str]:
         path = self._key_path(key)
         try:
-            names = self._request(key, "list", lambda: self.fs.ls(path, detail=False))
+            names = self._request(key, "list", lambda: bounded_read(self.fs, "ls", path, detail=False))
         except FileNotFoundError:
             return []
         return sorted(posixpath.basename(p.rstrip("/")) for p in names)
@@ -288,7 +302,7 @@ class UrlStore(Store):
     def _listing(self, key: str) -> tuple[list[str], list[str]] | None:
         path = self._key_path(key).rstrip("/")
         try:
-            entries = self._request(key, "list", lambda: self.fs.ls(path, detail=True))
+            entries = self._request(key, "list", lambda: bounded_read(self.fs, "ls", path, detail=True))
         except FileNotFoundError:
             return None
         named = [(e["name"].rstrip("/"), e.get("type") == "directory") for e in entries]
