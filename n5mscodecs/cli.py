@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 import warnings
@@ -52,6 +53,19 @@ _OPTIONS = {"version": "--ngff", "block_size": "--block-size", "max_num_entries"
 
 def _option(argument):
     return _OPTIONS.get(argument, "--" + argument.replace("_", "-"))
+
+
+#: Library arguments that library messages advise (``pass reserved='accept'``), spelled as the
+#: options that set them here (``--reserved accept``).
+_ADVISED = re.compile(r"\b(reserved|rule|overwrite|resume|force)=(?:'([^']*)'|\"([^\"]*)\"|True)")
+
+
+def _for_the_command_line(message):
+    """A library message with its argument advice in the command line's words."""
+    def option(match):
+        value = match.group(2) if match.group(2) is not None else match.group(3)
+        return _option(match.group(1)) + (f" {value}" if value is not None else "")
+    return _ADVISED.sub(option, str(message))
 
 
 def _os_error(exc):
@@ -378,7 +392,7 @@ def cmd_zarr_json(args):
         import zarr
 
         print(f"note: zarr {zarr.__version__} (< 3.4.1) does not load data types from entry points: run "
-              "`import n5mscodecs.zarr` before opening label multiset arrays with zarr, which otherwise says "
+              "`import n5mscodecs` before opening label multiset arrays with zarr, which otherwise says "
               f'"{UNKNOWN_DATA_TYPE_ERROR}" (plain datasets open without it)')
     return EXIT_OK
 
@@ -593,11 +607,11 @@ def main(argv=None):
         print(f"n5ms: {exc}", file=sys.stderr)
         return EXIT_MISSING_EXTRA
     except ArgumentError as exc:  # a library argument the command line passed: named by its option
-        return _error(f"{_option(exc.argument)}: {exc.detail}")
+        return _error(f"{_option(exc.argument)}: {_for_the_command_line(exc.detail)}")
     except OSError as exc:  # StorageError, and the operating system's refusals (a loop of links, a socket, ...)
-        return _error(_os_error(exc))
+        return _error(_for_the_command_line(_os_error(exc)))
     except N5msCodecsError as exc:
-        return _error(exc)
+        return _error(_for_the_command_line(exc))
     except OverflowError as exc:  # a number from the command line or a file beyond what it may be
         return _error(f"a number out of range: {exc}")
     except KeyboardInterrupt:

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 
 ATTRIBUTES = "attributes.json"
+#: The zarr v3 metadata beside it (``n5ms zarr-json``: an N5 container plain zarr opens too).
+ZARR_JSON = "zarr.json"
 TEMPORARY_PREFIX = ".tmp-"  # atomic local writes: a temporary file, renamed over the target
 #: Requests in flight by default when reading or writing many blocks of a URL.
 REMOTE_REQUESTS = 16

@@ -60,7 +60,7 @@ from ..n5 import storage
 from ..n5.create import source_file
 from ..n5.metadata import max_id
 from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
-from .commit_checks import COMMIT_WRITER, commit_offset, refuse_flagged
+from .commit_checks import COMMIT_WRITER, check_max_id, commit_offset, refuse_flagged
 from .commit_journal import Before, read_journal, remove_journal, write_journal
 from .conventions import CONVERSION_KEY, is_label_source, target_store
 from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping, read_mapping_files, write_label_to_block_mapping
@@ -394,7 +394,7 @@ def commit(
     if not store.exists():
         raise FileNotFoundError(f"source {store.display()} does not exist")
     storage.refuse_overlap(store.url(), source_file(edit))  # an np.memmap of a file in the source
-    edit_source = open_label_source(edit, dataset, storage_options=storage_options, level=level)
+    edit_source = open_label_source(edit, dataset, storage_options=storage_options, level=level, role="edit")
     storage.refuse_overlap(store.url(), edit_source.path)
     opened = _open_source(store, rule)
     job, s0 = opened.job, opened.datasets[0]
@@ -428,6 +428,7 @@ def commit(
             raise IncompleteError(f"{store.display()}: an interrupted commit of {state.get('parameters')} is not "
                                   f"finished: {COMMIT_HINT} before another")
         refuse_flagged(store, _datasets_changed(opened), recovering)
+        check_max_id(store)
         if recovering:
             store.remove_temporary_files()   # the killed run's, as convert --resume does; the lock keeps others out
         # what the blocks to rewrite listed before: journaled before the first mark, so that a
@@ -597,8 +598,17 @@ def _raise_max_id(store, changed, rule):
     candidate = max_id(ids, rule)
     if current is None or candidate > current:
         store.set_attributes("", {**attributes, "maxId": int(candidate)})
+        _mirror_max_id(store, int(candidate))
         return int(candidate)
     return current
+
+
+def _mirror_max_id(store, value):
+    """The new ``maxId`` in the source's ``zarr.json`` too, when ``n5ms zarr-json`` wrote one (its
+    attributes mirror attributes.json; plain zarr would read the old ``maxId`` otherwise)."""
+    document = store.get_json(storage.ZARR_JSON)
+    if isinstance(document, dict) and isinstance(document.get("attributes"), dict):
+        store.set_json(storage.ZARR_JSON, {**document, "attributes": {**document["attributes"], "maxId": value}})
 
 
 def _datasets_changed(opened: _Source):

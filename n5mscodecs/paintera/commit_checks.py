@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ConfigurationError
 from ..n5.writing import INCOMPLETE_KEY, check_complete
 from .lookup import MAPPING_WRITER
 
@@ -36,6 +36,15 @@ def commit_offset(offset: Any) -> tuple[int, ...]:
     return tuple(int(v) for v in values)
 
 
+def check_max_id(store: Store) -> None:
+    """ConfigurationError naming ``maxId`` when the source's ``maxId`` is there and no integer:
+    a commit raises it from what it finds, and would overwrite a corrupt one without a word."""
+    value = store.get_attributes().get("maxId")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ConfigurationError(f"{store.display()}: maxId: an integer (the largest id in use) required, got "
+                                 f"{value!r}; repair the attribute before committing")
+
+
 def refuse_flagged(store: Store, keys: Iterable[str], recovering: bool) -> None:
     """IncompleteError naming the first dataset of ``keys`` (below ``store``) that a job other
     than an interrupted commit being finished now flagged incomplete: finishing it would
@@ -52,4 +61,4 @@ def refuse_flagged(store: Store, keys: Iterable[str], recovering: bool) -> None:
             check_complete(attributes, store.display(key))
 
 
-__all__ = ["COMMIT_WRITER", "commit_offset", "refuse_flagged"]
+__all__ = ["COMMIT_WRITER", "check_max_id", "commit_offset", "refuse_flagged"]
