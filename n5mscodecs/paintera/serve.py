@@ -133,32 +133,20 @@ class ChunkCache:
 
 
 class _Watched:
-    """A value loaded from files of ``store`` (``keys()`` lists them) and loaded again when they
-    change: locally when a file's size, time or inode changes (checked on every ``get``), on
-    object stores at most every REMOTE_REFRESH_SECONDS. A load's error is kept like a value."""
+    """A value loaded from files and loaded again when they change: locally when ``state()`` (the
+    files' sizes, times and inodes) changes, checked on every ``get``; on object stores (``state``
+    None) at most every REMOTE_REFRESH_SECONDS. A load's IncompleteError is kept like a value."""
 
-    def __init__(self, store: Store, keys: Callable[[], list[str]], load: Callable[[], Any]) -> None:
-        self.store, self.keys, self.load = store, keys, load
+    def __init__(self, state: Callable[[], Any] | None, load: Callable[[], Any]) -> None:
+        self.state, self.load = state, load
         self._seen: Any = object()
         self._value: Any = None
         self._error: BaseException | None = None
         self._lock = threading.Lock()
 
-    def _state(self) -> Any:
-        if not self.store.is_local:
-            return int(time.monotonic() / REMOTE_REFRESH_SECONDS)
-        states = []
-        for key in self.keys():
-            try:
-                info = os.stat(self.store.local_file(key), follow_symlinks=False)
-                states.append((key, info.st_mtime_ns, info.st_size, info.st_ino))
-            except OSError:
-                states.append((key, None))
-        return tuple(states)
-
     def get(self) -> Any:
         with self._lock:
-            state = self._state()
+            state = int(time.monotonic() / REMOTE_REFRESH_SECONDS) if self.state is None else self.state()
             if state != self._seen:
                 try:
                     self._value, self._error = self.load(), None
@@ -170,15 +158,50 @@ class _Watched:
             return self._value
 
 
-def _dataset_files(store: Store) -> list[str]:
-    """The files of the (small) dataset ``store``, local: ``attributes.json`` and its blocks."""
+def _stat(path: str) -> tuple[int, int, int] | None:
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size, info.st_ino
+
+
+def _file_state(store: Store, key: str) -> Callable[[], Any] | None:
+    """The ``state`` of one file of ``store`` for :class:`_Watched` (None for an object store)."""
     root = store.local_file()
-    found = [ATTRIBUTES]
-    for directory, subdirectories, files in os.walk(root):
-        subdirectories.sort()
-        relative = os.path.relpath(directory, root)
-        found += sorted(os.path.join(relative, f) if relative != "." else f for f in files if f != ATTRIBUTES)
-    return found
+    if root is None:
+        return None
+    path = os.path.join(root, key)
+    return lambda: _stat(path)
+
+
+def _tree_state(store: Store) -> Callable[[], Any] | None:
+    """The ``state`` of every file below the (small) dataset ``store``: its attributes and blocks."""
+    root = store.local_file()
+    if root is None:
+        return None
+
+    def state():
+        found = []
+        for directory, subdirectories, files in os.walk(root):
+            subdirectories.sort()
+            found += [(directory, name, _stat(os.path.join(directory, name))) for name in sorted(files)]
+        return found
+    return state
+
+
+class _Level:
+    """A level's dataset and its local directory (None on object stores)."""
+
+    def __init__(self, dataset: n5.LabelMultisetDataset | n5.ArrayDataset) -> None:
+        self.dataset, self.directory = dataset, dataset.store.local_file()
+
+    def modified(self, position: tuple[int, ...]) -> float | None:
+        """The block file's modification time (local stores), for ``Last-Modified``."""
+        if self.directory is None:
+            return None
+        found = _stat(os.path.join(self.directory, *map(str, position)))
+        return None if found is None else found[0] / 1e9
 
 
 class ServedSource:
@@ -187,7 +210,7 @@ class ServedSource:
     def __init__(self, name: str, store: Store, assignment: Any, additional: Pairs | None, plain: bool) -> None:
         self.name, self.store = name, store
         self._assignment, self._additional, self._plain = assignment, additional, plain
-        self._attributes = _Watched(store, lambda: [ATTRIBUTES], self._check_source)
+        self._attributes = _Watched(_file_state(store, ATTRIBUTES), self._check_source)
         self._levels: dict[int, _Watched] = {}
         self._levels_lock = threading.Lock()
         self.pyramid: LabelPyramid | None = None
@@ -197,12 +220,10 @@ class ServedSource:
             pass  # served, answered 503 until it is finished
         watch = assignment is True or (isinstance(assignment, str) and assignment == "auto")
         if watch:
-            location = source_store(assignment_location(store))
-            files = (lambda: _dataset_files(location)) if location.is_local else (lambda: [])
-            self._lookup = _Watched(location, files, self._read_assignment)
+            self._lookup = _Watched(_tree_state(source_store(assignment_location(store))), self._read_assignment)
         else:
             fixed = self._read_assignment()
-            self._lookup = _Watched(store, lambda: [], lambda: fixed)
+            self._lookup = _Watched(lambda: None, lambda: fixed)
 
     def _check_source(self) -> None:
         attributes = self.store.get_attributes()
@@ -239,7 +260,7 @@ class ServedSource:
         self._attributes.get()
         return self.pyramid if self.pyramid is not None else self.open()
 
-    def level(self, level: int) -> n5.LabelMultisetDataset | n5.ArrayDataset:
+    def level(self, level: int) -> _Level:
         """Level ``level``'s dataset as its attributes are now (IncompleteError while marked)."""
         pyramid = self._current()
         if not 0 <= level < len(pyramid.stores):
@@ -248,8 +269,8 @@ class ServedSource:
             watched = self._levels.get(level)
             if watched is None:
                 store = pyramid.stores[level]
-                watched = self._levels[level] = _Watched(store, lambda: [ATTRIBUTES],
-                                                         lambda: n5.open_dataset(store, fill_label=0))
+                watched = self._levels[level] = _Watched(_file_state(store, ATTRIBUTES),
+                                                         lambda: _Level(n5.open_dataset(store, fill_label=0)))
         return watched.get()
 
     def lookup(self) -> tuple[FragmentSegmentAssignment | None, str]:
@@ -384,7 +405,7 @@ class SourceServer:
         if len(key) == 1 and key[0] in ((".zgroup", ".zattrs") if v2 else ("zarr.json",)):
             pyramid = self._settled(source, None, source.open)
             multiscales = multiscales_metadata(pyramid, source.name, self.version,
-                                               ngff_unit(source.level(0).attributes))
+                                               ngff_unit(source.level(0).dataset.attributes))
             attributes = ome_attributes(self.version, multiscales, {})
             if not v2:
                 return self._document({"zarr_format": 3, "node_type": "group", "attributes": attributes})
@@ -393,7 +414,8 @@ class SourceServer:
         if match is None:
             raise HttpError(404, f"no such key: {source.name}/{'/'.join(key)}")
         level = int(match[1])
-        dataset = self._settled(source, level, lambda: source.level(level))
+        entry = self._settled(source, level, lambda: source.level(level))
+        dataset = entry.dataset
         rest = key[1:]
         if len(rest) == 1 and rest[0] in ((".zarray", ".zattrs") if v2 else ("zarr.json",)):
             return self._document(self._array_metadata(dataset, v2) if rest[0] != ".zattrs" else {})
@@ -407,7 +429,7 @@ class SourceServer:
         if any(p >= n for p, n in zip(position, dataset.grid_shape)):
             raise HttpError(404, f"{source.name}/s{level}: chunk {'/'.join(rest)} is outside the grid "
                                  f"{list(dataset.grid_shape[::-1])} (z, y, x)")
-        return self._chunk(source, level, dataset, position)
+        return self._chunk(source, level, entry, position)
 
     def _settled(self, source: ServedSource, level: int | None, read: Callable[[], Any]) -> Any:
         """``read()``; while it finds the source incomplete and a writer holds its lock, again (up
@@ -421,8 +443,9 @@ class SourceServer:
                     raise
             time.sleep(0.02)
 
-    def _chunk(self, source: ServedSource, level: int, dataset: Any, position: tuple[int, ...]) -> Response:
+    def _chunk(self, source: ServedSource, level: int, entry: _Level, position: tuple[int, ...]) -> Response:
         lookup, generation = self._settled(source, level, source.lookup)
+        dataset = entry.dataset
         data = dataset.read_block_bytes(position)
         if data is None:
             raise HttpError(404, f"{dataset.block_name(position)}: no block (reads as 0)")
@@ -430,7 +453,7 @@ class SourceServer:
         etag = f'"{digest}-{generation}-{self.encoding}"'
         body = self.cache.get((source.name, level, position, etag),
                               lambda: self._encode(dataset, position, data, lookup))
-        return Response(body, etag=etag, last_modified=_modified(dataset, position))
+        return Response(body, etag=etag, last_modified=entry.modified(position))
 
     def _encode(self, dataset: Any, position: tuple[int, ...], data: bytes,
                 lookup: FragmentSegmentAssignment | None) -> bytes:
@@ -462,15 +485,6 @@ class SourceServer:
     def _document(document: dict[str, Any]) -> Response:
         body = json.dumps(document, indent=1).encode()
         return Response(body, _JSON, etag=f'"{hashlib.blake2b(body, digest_size=12).hexdigest()}"')
-
-
-def _modified(dataset: Any, position: tuple[int, ...]) -> float | None:
-    """The block file's modification time (local stores), for ``Last-Modified``."""
-    path = dataset.store.local_file(dataset.block_key(position))
-    try:
-        return None if path is None else os.stat(path).st_mtime
-    except OSError:
-        return None
 
 
 def _names(stores: Sequence[Store], names: Sequence[str] | None) -> list[str]:
