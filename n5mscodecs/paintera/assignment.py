@@ -363,7 +363,7 @@ def _owner(store: Store) -> tuple[Store, Store]:
     raise ConfigurationError(f"{store.display()}: no place for a fragment-segment-assignment (nothing above it)")
 
 
-def assignment_location(source: PathLike, *, storage_options: StorageOptions = None) -> str:
+def assignment_location(source: PathLike | Store, *, storage_options: StorageOptions = None) -> str:
     """Where the fragment-segment-assignment of ``source`` is (or would be written): see the
     module notes. ``source`` is a Paintera label source, its ``data`` group or a level
     ``data/sK``, or another dataset or multiscale group ``X``."""

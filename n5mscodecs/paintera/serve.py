@@ -21,7 +21,7 @@ Level ``sK`` holds the uint64 segments of Paintera's level K: the argmax labels 
 source's fragment-segment-assignment applied (as ``n5ms argmax`` and ``n5ms ome-zarr`` write
 them: :func:`~n5mscodecs.paintera.argmax.block_segments`; ``assignment=None`` for the stored
 fragments), axes z, y, x, one chunk per N5 block, little-endian, gzip (level 1) or raw. The
-multiscale metadata is :func:`~n5mscodecs.paintera.ome_zarr.multiscales_metadata`'s: scale and
+multiscale metadata is ``paintera.ome_zarr.multiscales_metadata``'s: scale and
 translation from Paintera's ``resolution``, ``offset`` and ``downsamplingFactors``. A missing
 block is a 404, which zarr readers take for the fill value 0.
 
@@ -292,7 +292,7 @@ class SourceServer:
     url : str
         The root URL (a zarr group holding one multiscale per source), ending ``/``.
     sources : dict
-        Name to :class:`ServedSource`, in the order given.
+        Name to ``ServedSource`` (each source's metadata and chunks), in the order given.
     version : str
         The NGFF version served.
     viewer_url : str or None
@@ -461,9 +461,14 @@ class SourceServer:
         whole chunk (zarr's edge chunks are whole), little-endian, encoded."""
         with self._work:
             labels = block_segments(dataset, position, lookup=lookup, data=data)
-            chunk = np.zeros(dataset.chunks[::-1], "<u8")
-            chunk[tuple(slice(0, n) for n in labels.shape[::-1])] = labels.T
-            raw = chunk.tobytes()
+            if labels is None:  # (only a block not given and missing reads as None)
+                raise HttpError(404, f"{dataset.block_name(position)}: no block")
+            if labels.shape == tuple(dataset.chunks):   # N5 blocks are x-fastest: .T is C order, no copy
+                raw = np.ascontiguousarray(labels.T, "<u8").tobytes()
+            else:
+                chunk = np.zeros(dataset.chunks[::-1], "<u8")
+                chunk[tuple(slice(0, n) for n in labels.shape[::-1])] = labels.T
+                raw = chunk.tobytes()
             return raw if self.encoding == "raw" else _GZIP.encode(raw)
 
     def _array_metadata(self, dataset: Any, v2: bool) -> dict[str, Any]:
@@ -533,9 +538,9 @@ def serve(
 
     Parameters
     ----------
-    sources : path, ~n5mscodecs.n5.store.Store, or a sequence of them
-        Paintera label sources, label multiset pyramids or datasets, plain integer datasets or
-        multiscale groups of them (``plain``); local paths or URLs.
+    sources : path, ~n5mscodecs.n5.store.Store or sequence
+        One or a list of: Paintera label sources, label multiset pyramids or datasets, plain
+        integer datasets or multiscale groups of them (``plain``); local paths or URLs.
     port : int
         The TCP port (0: a free one, see ``url``).
     bind : str
@@ -545,7 +550,7 @@ def serve(
         0.4 (default): zarr v2 arrays, which every zarr and NGFF reader takes; 0.5: zarr v3.
     encoding : {"gzip", "raw"}
         The chunks' compression: gzip level 1 (default; labels shrink 20-100x) or none.
-    names : sequence of str, optional
+    names : sequence, optional
         The sources' names in the URLs (default: their directory names, made unique).
     assignment, additional_assignment
         The fragment-segment-assignment applied, as for :func:`~n5mscodecs.paintera.open_pyramid`:
