@@ -34,6 +34,7 @@ decode.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -163,7 +164,7 @@ def _labels_piece(dataset, region_zyx, positions):
     out = np.zeros(tuple(s.stop - s.start for s in region_zyx), np.uint64)
     origin = [s.start for s in region_zyx[::-1]]
     for position in positions:
-        labels = read_listed_block(block_segments, dataset, position)
+        labels = read_listed_block(functools.partial(block_segments, dataset), dataset, position)
         box = dataset.block_region(position)
         out[tuple(slice(b.start - o, b.stop - o) for b, o in zip(box, origin))[::-1]] = labels.T
     return out

@@ -3,12 +3,15 @@ ThreadingHTTPServer on 127.0.0.1), read by zarr-python through fsspec's HTTP fil
 raw HTTP requests: every level equals the argmax export, merges made while serving show,
 escapes are refused, INCOMPLETE sources answer 503, and the CLI prints its URL first."""
 
+import functools
 import http.client
+import http.server
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,8 +25,8 @@ pytest.importorskip("aiohttp")   # fsspec's HTTP file system
 
 from n5mscodecs import n5, paintera  # noqa: E402
 from n5mscodecs.demo import voronoi_labels  # noqa: E402
-from n5mscodecs.errors import ArgumentError, ConfigurationError  # noqa: E402
-from n5mscodecs.n5.writing import incomplete_marker, mark_complete, write_marked  # noqa: E402
+from n5mscodecs.errors import ArgumentError, ConfigurationError, MissingExtraError  # noqa: E402
+from n5mscodecs.n5.writing import WriterLock, incomplete_marker, mark_complete, write_marked  # noqa: E402
 from n5mscodecs.paintera.serve import ChunkCache, serve  # noqa: E402
 
 LEVELS = 3
@@ -275,3 +278,50 @@ def test_cli_refuses_bad_sources(tmp_path):
     with pytest.raises(SystemExit) as exit_:
         main(["serve", str(tmp_path), "--port", "70000"])
     assert exit_.value.code == 2
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def test_a_source_on_a_web_server_is_served_through_the_package_stores(merged, tmp_path):
+    """A source read over HTTP (fsspec through the package's FsspecStore), served again."""
+    handler = functools.partial(_QuietHandler, directory=str(tmp_path))
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    try:
+        remote = f"http://127.0.0.1:{web.server_address[1]}/p.n5/labels"
+        with serve(remote) as server:
+            group = zarr.open_group(server.source_url("labels"), mode="r")
+            for k in range(LEVELS):
+                assert np.array_equal(group[f"s{k}"][...], exported(merged, k, tmp_path).T)
+            assert server.errors == 0
+    finally:
+        web.shutdown()
+        web.server_close()
+
+
+def test_a_request_waits_for_a_writer_that_holds_the_lock(merged):
+    """While a writer holds the source's lock, an INCOMPLETE level is waited for (a commit in
+    progress), and the answer is the finished data, not a 503."""
+    level = merged / "data" / "s0"
+    attributes = json.loads((level / "attributes.json").read_text())
+    with serve(merged, encoding="raw") as server:
+        before = get(server.url + "labels/s0/0/0/0")[2]
+        answers = []
+        with WriterLock(n5.open_store(merged)):
+            write_marked(n5.open_store(level), attributes, incomplete_marker("n5ms commit", "run it again"))
+            asking = threading.Thread(target=lambda: answers.append(get(server.url + "labels/s0/0/0/0")))
+            asking.start()
+            time.sleep(0.3)   # the request is waiting (it may be answered only after the lock is given up)
+            assert answers == []
+            mark_complete(level)
+        asking.join(timeout=30)
+        assert answers[0][0] == 200 and answers[0][2] == before
+
+
+def test_viewer_without_the_view_extra_names_it(merged, monkeypatch):
+    monkeypatch.setitem(sys.modules, "neuroglancer", None)   # as if not installed
+    with pytest.raises(MissingExtraError, match=r"n5mscodecs\[view\]"):
+        serve(merged, viewer=True)
