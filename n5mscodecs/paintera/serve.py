@@ -250,7 +250,7 @@ class ServedSource:
             if int(np.prod(chunks, dtype=object)) * 8 > MAX_CHUNK_BYTES:
                 raise ConfigurationError(f"{store.display()}: blockSize {list(chunks)}: a chunk of level {level} "
                                          f"would be over {MAX_CHUNK_BYTES >> 20} MiB of uint64")
-        if self.pyramid is None or self.pyramid.stores != pyramid.stores:
+        if self.pyramid is None or self.pyramid.datasets != pyramid.datasets:   # other levels: watched anew
             with self._levels_lock:
                 self._levels.clear()
         self.pyramid = pyramid
@@ -404,8 +404,8 @@ class SourceServer:
     def _source_key(self, source: ServedSource, key: tuple[str, ...], v2: bool) -> Response:
         if len(key) == 1 and key[0] in ((".zgroup", ".zattrs") if v2 else ("zarr.json",)):
             pyramid = self._settled(source, None, source.open)
-            multiscales = multiscales_metadata(pyramid, source.name, self.version,
-                                               ngff_unit(source.level(0).dataset.attributes))
+            first = self._settled(source, 0, lambda: source.level(0)).dataset
+            multiscales = multiscales_metadata(pyramid, source.name, self.version, ngff_unit(first.attributes))
             attributes = ome_attributes(self.version, multiscales, {})
             if not v2:
                 return self._document({"zarr_format": 3, "node_type": "group", "attributes": attributes})
