@@ -589,6 +589,7 @@ def serve(
     >>> array["shape"], array["dtype"], array["compressor"]
     ([4, 4, 4], '<u8', {'id': 'gzip', 'level': 1})
     """
+    require("dask.array", "dask", "served sources")   # (the pyramid's levels are dask arrays)
     if ngff not in NGFF_VERSIONS:
         raise ArgumentError("version", f"one of {', '.join(NGFF_VERSIONS)}, got {ngff!r}")
     if encoding not in ENCODINGS:

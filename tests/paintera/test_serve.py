@@ -325,3 +325,14 @@ def test_viewer_without_the_view_extra_names_it(merged, monkeypatch):
     monkeypatch.setitem(sys.modules, "neuroglancer", None)   # as if not installed
     with pytest.raises(MissingExtraError, match=r"n5mscodecs\[view\]"):
         serve(merged, viewer=True)
+
+
+def test_a_commit_made_while_serving_shows_at_every_level(merged, tmp_path):
+    with serve(merged) as server:
+        group = zarr.open_group(server.source_url("labels"), mode="r")
+        before = [group[f"s{k}"][...] for k in range(LEVELS)]
+        paintera.commit(merged, np.full((9, 9, 5), 999, np.uint64), (2, 3, 4))   # N5 order, s0 voxels
+        for k in range(LEVELS):
+            expected = exported(merged, k, tmp_path).T
+            assert np.array_equal(group[f"s{k}"][...], expected)
+            assert (expected == 999).any() and not np.array_equal(expected, before[k])
