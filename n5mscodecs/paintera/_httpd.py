@@ -126,6 +126,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     server: ReadOnlyServer
     protocol_version = "HTTP/1.1"   # keep-alive: neuroglancer and fsspec reuse connections
+    timeout = 120                   # seconds a connection may stay silent before its thread lets it go
     server_version = "n5ms-serve"
     sys_version = ""
 
@@ -145,6 +146,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self._answer(body=False)
 
     def _not_allowed(self) -> None:
+        self.close_connection = True   # a body it may carry is not read: the connection ends here
         self._send(405, b"method not allowed: the server is read-only\n", "text/plain; charset=utf-8",
                    {"Allow": METHODS})
 
