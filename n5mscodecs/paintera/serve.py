@@ -463,7 +463,7 @@ class SourceServer:
             labels = block_segments(dataset, position, lookup=lookup, data=data)
             if labels is None:  # (only a block not given and missing reads as None)
                 raise HttpError(404, f"{dataset.block_name(position)}: no block")
-            if labels.shape == tuple(dataset.chunks):   # N5 blocks are x-fastest: .T is C order, no copy
+            if labels.shape == tuple(dataset.chunks):   # a whole block: nothing to pad
                 raw = np.ascontiguousarray(labels.T, "<u8").tobytes()
             else:
                 chunk = np.zeros(dataset.chunks[::-1], "<u8")
