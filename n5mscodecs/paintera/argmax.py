@@ -173,13 +173,15 @@ def block_segments(dataset: n5.LabelMultisetDataset | n5.ArrayDataset, grid_posi
     """The uint64 labels the exports write for one block (N5 order, the block's cropped shape),
     or None when the block is missing: the argmax of a label multiset block (the stored
     integers of a plain one), INVALID as 0 (what missing blocks read as: no label), ``lookup``
-    applied when given. ``data``: the block's bytes when the caller has read them already."""
+    applied when given. ``data``: the block's bytes when the caller has read them already.
+    Label multiset blocks come in N5's voxel order (F-contiguous: ``.T`` is C-order z, y, x)."""
     if data is None:
         data = dataset.read_block_bytes(grid_position)
         if data is None:
             return None
     if isinstance(dataset, n5.LabelMultisetDataset):
-        labels = dataset.decode_named(functools.partial(dataset.decode_block_labels, rule=rule), data, grid_position)
+        decode = functools.partial(dataset.block_codec.decode, labels=True, rule=rule, order="K")
+        labels = dataset.decode_named(decode, data, grid_position)
     else:  # a decoded block may be a view of a scratch buffer or have a header shape past the grid: copied
         block = dataset.decode_named(dataset.decode_block, data, grid_position)
         labels = np.zeros(dataset.block_shape(grid_position), np.uint64)

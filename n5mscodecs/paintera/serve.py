@@ -463,13 +463,12 @@ class SourceServer:
             labels = block_segments(dataset, position, lookup=lookup, data=data)
             if labels is None:  # (only a block not given and missing reads as None)
                 raise HttpError(404, f"{dataset.block_name(position)}: no block")
-            if labels.shape == tuple(dataset.chunks):   # a whole block: nothing to pad
-                raw = np.ascontiguousarray(labels.T, "<u8").tobytes()
+            if labels.shape == tuple(dataset.chunks):   # a whole block: nothing to pad; .T is C order, no copy
+                chunk = np.ascontiguousarray(labels.T, "<u8")
             else:
                 chunk = np.zeros(dataset.chunks[::-1], "<u8")
                 chunk[tuple(slice(0, n) for n in labels.shape[::-1])] = labels.T
-                raw = chunk.tobytes()
-            return raw if self.encoding == "raw" else _GZIP.encode(raw)
+            return chunk.tobytes() if self.encoding == "raw" else _GZIP.encode(chunk)
 
     def _array_metadata(self, dataset: Any, v2: bool) -> dict[str, Any]:
         shape, chunks = list(dataset.shape[::-1]), list(dataset.chunks[::-1])

@@ -336,3 +336,16 @@ def test_a_commit_made_while_serving_shows_at_every_level(merged, tmp_path):
             expected = exported(merged, k, tmp_path).T
             assert np.array_equal(group[f"s{k}"][...], expected)
             assert (expected == 999).any() and not np.array_equal(expected, before[k])
+
+
+def test_block_segments_come_in_n5_voxel_order(merged):
+    """The exports' block step gives the labels read_block_labels gives, lookup applied, laid out as
+    N5 stores voxels (x fastest), so that the served chunk (z, y, x) needs no transposing copy."""
+    from n5mscodecs.paintera.argmax import block_segments
+
+    lookup = paintera.read_assignment(merged)
+    dataset = n5.open(merged / "data" / "s0")
+    for position in dataset.present_blocks():
+        segments = block_segments(dataset, position, lookup=lookup)
+        assert np.array_equal(segments, lookup(dataset.read_block_labels(position)))
+        assert segments.T.flags.c_contiguous and segments.dtype == np.uint64
