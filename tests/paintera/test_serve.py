@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 zarr = pytest.importorskip("zarr")
 pytest.importorskip("aiohttp")   # fsspec's HTTP file system
@@ -27,6 +29,7 @@ from n5mscodecs import n5, paintera  # noqa: E402
 from n5mscodecs.demo import voronoi_labels  # noqa: E402
 from n5mscodecs.errors import ArgumentError, ConfigurationError, MissingExtraError  # noqa: E402
 from n5mscodecs.n5.writing import WriterLock, incomplete_marker, mark_complete, write_marked  # noqa: E402
+from n5mscodecs.paintera._httpd import HttpError, request_key  # noqa: E402
 from n5mscodecs.paintera.serve import ChunkCache, serve  # noqa: E402
 
 LEVELS = 3
@@ -349,3 +352,19 @@ def test_block_segments_come_in_n5_voxel_order(merged):
         segments = block_segments(dataset, position, lookup=lookup)
         assert np.array_equal(segments, lookup(dataset.read_block_labels(position)))
         assert segments.T.flags.c_contiguous and segments.dtype == np.uint64
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(list("/.%2eEfF5cC0a_\\\x00") + ["%2e", "%2E", "%2f", "..", "%00", "%ff"]),
+                max_size=20).map("".join))
+def test_request_paths_are_keys_or_refused(path):
+    """Whatever the path, it becomes plain key parts (no dot segment, separator or control
+    character in them) or a 4xx refusal."""
+    try:
+        parts = request_key("/" + path)
+    except HttpError as exc:
+        assert 400 <= exc.status < 500
+        return
+    for part in parts:
+        assert part not in ("", ".", "..") and "/" not in part and "\\" not in part
+        assert all(ord(c) >= 32 for c in part)
