@@ -137,7 +137,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.headers.get("Access-Control-Request-Private-Network"):
             # Chrome asks before a public page (a hosted neuroglancer) reads from 127.0.0.1
             headers["Access-Control-Allow-Private-Network"] = "true"
-        self._send(204, b"", "text/plain", headers, length=None)
+        self._send(204, b"", "text/plain", headers, content=False)
 
     def do_GET(self) -> None:  # noqa: N802
         self._answer(body=True)
@@ -177,7 +177,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if response.etag is not None:
             headers["ETag"] = response.etag
             if response.etag in [tag.strip() for tag in (self.headers.get("If-None-Match") or "").split(",")]:
-                self._send(304, b"", response.content_type, headers, length=None)
+                self._send(304, b"", response.content_type, headers, content=False)
                 return 304
         if response.last_modified is not None:
             headers["Last-Modified"] = formatdate(response.last_modified, usegmt=True)
@@ -192,9 +192,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return status
 
     def _send(self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None,
-              body: bool = True, length: int | None = -1) -> None:
-        """One response: ``data`` with its length (sent unless ``body`` is false: HEAD); ``length``
-        None for a response without content (204, 304)."""
+              body: bool = True, content: bool = True) -> None:
+        """One response: ``data`` with its length (sent unless ``body`` is false: HEAD); without
+        ``content`` no type and length either (204, 304)."""
         self.send_response(status)
         self.send_header("Access-Control-Allow-Origin", "*")
         self.send_header("Access-Control-Expose-Headers", _EXPOSED)
@@ -203,7 +203,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("X-Content-Type-Options", "nosniff")
         for name, value in (headers or {}).items():
             self.send_header(name, value)
-        if length is not None:
+        if content:
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
         self.end_headers()
