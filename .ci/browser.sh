@@ -13,7 +13,7 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
     as_root=""
     [ "$(id -u)" -eq 0 ] || as_root="sudo"
     $as_root apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
+    DEBIAN_FRONTEND=noninteractive $as_root apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
 ci_install .venv neuroglancer selenium
 echo "browser: installed in $((SECONDS - started)) s"
