@@ -1,7 +1,8 @@
 """n5ms serve in a real browser: the neuroglancer client the ``neuroglancer`` package ships
 (``serve(..., viewer=True)``, as ``n5ms serve --viewer``), in headless chromium driven by
 selenium, with no internet (``SE_OFFLINE``: selenium may not fetch a driver). The served
-source's picture equals the picture of the same level exported by ``n5ms argmax`` (a static N5
+source's picture (NGFF 0.4, and 0.5 with raw chunks) equals the picture of the same level exported by
+``n5ms argmax`` (a static N5
 dataset, served by Python's http.server), and a merge made while serving changes it.
 
 Skipped unless chromium, chromedriver, neuroglancer and selenium are installed (CI installs them:
@@ -102,6 +103,8 @@ def test_neuroglancer_shows_the_served_source_as_the_static_export(tmp_path, sta
                                               "transform": HALF_VOXEL_BACK})
             assert len({tuple(p) for p in served.reshape(-1, 3)}) > 10   # segments drawn, not an empty view
             assert np.array_equal(served, static)
+            with serve(source, ngff="0.5", encoding="raw") as zarr3:   # zarr v3, raw chunks: the same picture
+                assert np.array_equal(_picture(server.viewer, f"zarr://{zarr3.source_url('labels')}"), served)
             visible = np.unique(labels[:, :, 8])
             paintera.merge_fragments(source, [int(visible[3]), int(visible[4]), int(visible[5])])
             webdriver.driver.refresh()   # neuroglancer keeps the chunks it has: a new page asks again
