@@ -1,9 +1,9 @@
 """n5ms serve in a real browser: the neuroglancer client the ``neuroglancer`` package ships
 (``serve(..., viewer=True)``, as ``n5ms serve --viewer``), in headless chromium driven by
 selenium, with no internet (``SE_OFFLINE``: selenium may not fetch a driver). The served
-source's picture (NGFF 0.4, and 0.5 with raw chunks) equals the picture of the same level exported by
-``n5ms argmax`` (a static N5
-dataset, served by Python's http.server), and a merge made while serving changes it.
+source's picture (NGFF 0.4, and 0.5 with raw chunks) equals the picture of the same level
+exported by ``n5ms argmax`` (a static N5 dataset, served by Python's http.server), and a merge
+made while serving changes it.
 
 Skipped unless chromium, chromedriver, neuroglancer and selenium are installed (CI installs them:
 Debian ``chromium chromium-driver``, pip ``neuroglancer selenium``)."""
