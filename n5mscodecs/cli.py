@@ -374,6 +374,24 @@ def cmd_unlock(args):
     return EXIT_OK
 
 
+def cmd_serve(args):
+    from .paintera.serve import serve
+
+    assignment, additional = _assignment_options(args)
+    server = serve(args.sources, port=args.port, bind=args.bind, ngff=args.ngff, assignment=assignment,
+                   additional_assignment=additional, viewer=args.viewer, storage_options=args.storage_options,
+                   log=lambda line: print(f"n5ms serve: {line}", file=sys.stderr))
+    with server:
+        print(server.url, server.viewer_url or server.neuroglancer_url(), *map(server.source_url, server.sources),
+              sep="\n", flush=True)
+        print("n5ms serve: serving until Ctrl-C", file=sys.stderr)
+        try:
+            server.wait()
+        except KeyboardInterrupt:
+            print(f"n5ms serve: stopped ({server.requests} requests)", file=sys.stderr)
+    return EXIT_OK
+
+
 def cmd_zarr_json(args):
     container = open_store(args.container, args.storage_options)
     if not container.is_directory():
@@ -575,6 +593,17 @@ def build_parser():
                         help="remove an object-store lock whose heartbeat is fresh: only when no writer runs")
     _add_storage_options(unlock)
     unlock.set_defaults(run=cmd_unlock)
+    serve = commands.add_parser("serve", help="serve Paintera sources live over HTTP as OME-Zarr (neuroglancer)",
+                                description="Serve label sources read-only and live as OME-Zarr multiscales of "
+                                            "segments; prints the root URL, then a neuroglancer link.")
+    serve.add_argument("sources", type=values.path, nargs="+", metavar="SOURCE")
+    serve.add_argument("--port", type=values.int_at_least(0, 65535), default=0, help="TCP port (default 0: a free one)")
+    serve.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)")
+    serve.add_argument("--ngff", choices=("0.4", "0.5"), default="0.4", help="0.4 (zarr v2; default) or 0.5")
+    serve.add_argument("--viewer", action="store_true", help="also serve the neuroglancer client (the view extra)")
+    _add_assignment_options(serve)
+    _add_storage_options(serve)
+    serve.set_defaults(run=cmd_serve)
     zarr_json = commands.add_parser("zarr-json", help="write zarr.json beside each attributes.json (N5 + zarr)")
     zarr_json.add_argument("container", type=values.path)
     zarr_json.add_argument("--overwrite", action="store_true", help="replace existing zarr.json files")

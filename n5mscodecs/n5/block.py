@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
     from .._buffers import BytesLike
     from ..multiset.array import MultisetsLike, Rule
+    from ..payload.layout import Order
     from .metadata import DatasetMetadata
 
 #: Bytes a varlength block of a plain dataset may decompress to beyond its grid block (Paintera's
@@ -102,14 +103,17 @@ class LabelMultisetBlockCodec(_BlockCodec):
             size = max_compressed_size(size)
         return _HEADER_BYTES + 4 * len(self.metadata.shape) + size
 
-    def _decode_payload(self, payload, shape, labels, rule):
-        """The one call into a kernel: multisets or (C-order) labels of a decompressed payload."""
+    def _decode_payload(self, payload, shape, labels, rule, order="C"):
+        """The one call into a kernel: multisets or labels (``order`` C, or K: N5's x-fastest) of a
+        decompressed payload."""
         return decode_payload(payload, shape, self.codec_chain.layout, labels=labels, threads=1,
-                              order="C" if labels else "K", rule=rule)
+                              order=order if labels else "K", rule=rule)
 
     def decode(self, data: BytesLike, grid_position: Sequence[int], *, labels: bool = False,
-               rule: Rule = "spec") -> LabelMultisetArray | np.ndarray:
-        """Block bytes to the block's cropped shape: multisets, or their uint64 argmax ``labels``.
+               rule: Rule = "spec", order: Order = "C") -> LabelMultisetArray | np.ndarray:
+        """Block bytes to the block's cropped shape: multisets, or their uint64 argmax ``labels``
+        (C-contiguous, or with ``order="K"`` in N5's voxel order: F-contiguous, whose ``.T`` is a
+        C-order (z, y, x) array without a copy).
 
         The voxel count comes from the grid, not the header: label-utilities-spark
         overstates the header dims of boundary blocks. A block that really holds
@@ -121,12 +125,12 @@ class LabelMultisetBlockCodec(_BlockCodec):
         header, payload = varlen_payload(data, self.codec_chain, cropped, max_voxels=grid.voxels(chunks),
                                          max_entries=self.max_entries)
         try:
-            return self._decode_payload(payload, cropped, labels, rule)
+            return self._decode_payload(payload, cropped, labels, rule, order)
         except LabelMultisetFormatError:
             if header.shape == cropped or not all(c <= h <= b for h, c, b in zip(header.shape, cropped, chunks)):
                 raise
-        block = grid.crop(self._decode_payload(payload, header.shape, labels, rule), cropped)
-        return c_order(block) if labels else block  # a cropped padded block is a view
+        block = grid.crop(self._decode_payload(payload, header.shape, labels, rule, order), cropped)
+        return c_order(block) if labels and order == "C" else block  # a cropped padded block is a view
 
     def encode(self, block: MultisetsLike) -> bytes:
         """A block's bytes (its header dims are the block's shape)."""

@@ -341,7 +341,7 @@ class WriterLock:
             if self.reuse and _held_by_this_thread(_lock_key(store.location, None)):
                 return
             owner = store.get_json(LOCK_NAME)
-            if isinstance(owner, dict) and time.time() - float(owner.get("heartbeat", 0)) < STALE_SECONDS:
+            if _beating(owner):
                 raise self._refuse(owner, store.location, store.url(LOCK_NAME))
 
     def _acquire_file(self, path):
@@ -375,7 +375,7 @@ class WriterLock:
 
     def _acquire_object(self):
         owner = self.store.get_json(LOCK_NAME)
-        if isinstance(owner, dict) and time.time() - float(owner.get("heartbeat", 0)) < STALE_SECONDS:
+        if _beating(owner):
             raise self._refuse(owner)
         self._owner = _owner()
         self._write_heartbeat()
@@ -424,6 +424,21 @@ class WriterLock:
         finally:
             with _HELD_LOCK:
                 _HELD.pop(self._key, None)
+
+
+def _beating(owner: Any) -> bool:
+    """Whether an object store's lock object ``owner`` was refreshed within STALE_SECONDS."""
+    return isinstance(owner, dict) and time.time() - float(owner.get("heartbeat", 0)) < STALE_SECONDS
+
+
+def lock_held(store: Store) -> bool:
+    """Whether a writer holds the writer lock of ``store`` now (a reader waiting for a writer to
+    finish asks this): locally a held ``flock``, on an object store a lock object refreshed
+    within STALE_SECONDS."""
+    local = store.local_file(LOCK_NAME)
+    if local is not None:
+        return _file_lock_owner(local) is not False
+    return _beating(store.get_json(LOCK_NAME))
 
 
 def _open_lock_file(path: str, name: str) -> int:
@@ -479,4 +494,4 @@ def _file_lock_owner(path: str) -> Any:
 
 
 __all__ = ["INCOMPLETE_KEY", "LOCK_NAME", "WriterLock", "break_lock", "check_complete", "incomplete_marker",
-           "mark_complete", "mark_datasets_below", "write_marked"]
+           "lock_held", "mark_complete", "mark_datasets_below", "write_marked"]

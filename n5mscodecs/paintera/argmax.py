@@ -13,6 +13,7 @@ writes), as an N5 dataset in N5 order or a zarr v3 array in C order.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -32,7 +33,7 @@ from .assignment import resolve_assignment
 from .conventions import attributes_above, level_placement, source_store, target_store
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from ..multiset.array import Rule
@@ -166,6 +167,30 @@ def world_placement(dataset: n5.LabelMultisetDataset) -> tuple[list[float], list
     return list(voxel_size), list(offset)
 
 
+def block_segments(dataset: n5.LabelMultisetDataset | n5.ArrayDataset, grid_position: Sequence[int], *,
+                   rule: Rule = "spec", lookup: FragmentSegmentAssignment | None = None,
+                   data: bytes | None = None) -> np.ndarray | None:
+    """The uint64 labels the exports write for one block (N5 order, the block's cropped shape),
+    or None when the block is missing: the argmax of a label multiset block (the stored
+    integers of a plain one), INVALID as 0 (what missing blocks read as: no label), ``lookup``
+    applied when given. ``data``: the block's bytes when the caller has read them already.
+    Label multiset blocks come in N5's voxel order (F-contiguous: ``.T`` is C-order z, y, x)."""
+    if data is None:
+        data = dataset.read_block_bytes(grid_position)
+        if data is None:
+            return None
+    if isinstance(dataset, n5.LabelMultisetDataset):
+        decode = functools.partial(dataset.block_codec.decode, labels=True, rule=rule, order="K")
+        labels = dataset.decode_named(decode, data, grid_position)
+    else:  # a decoded block may be a view of a scratch buffer or have a header shape past the grid: copied
+        block = dataset.decode_named(dataset.decode_block, data, grid_position)
+        labels = np.zeros(dataset.block_shape(grid_position), np.uint64)
+        overlap = tuple(slice(0, min(a, b)) for a, b in zip(block.shape, labels.shape))
+        labels[overlap] = block[overlap]
+    labels[labels == INVALID] = 0
+    return labels if lookup is None else lookup.apply(labels, in_place=True)
+
+
 def _zarr_writer(zarr, dataset, store, placement, overwrite):
     # zarr arrays are C-ordered (z, y, x): the N5 axes reversed; zarr writes through the target's store
     from ..zarr.store import PackageStore  # (needs zarr, which the caller required)
@@ -194,10 +219,9 @@ def _write_blocks(dataset, positions, write, rule, threads, progress, store, loo
     """Each block of ``positions`` read as argmax labels (``lookup`` applied when given) and
     written; a failure clears the target (its lock kept until the caller releases it)."""
     def export_block(grid):
-        labels = dataset.read_block_labels(grid, rule=rule)
+        labels = block_segments(dataset, grid, rule=rule, lookup=lookup)
         if labels is not None:
-            labels[labels == INVALID] = 0   # as missing blocks read: 0 is no label
-            write(grid, labels if lookup is None else lookup.apply(labels, in_place=True))
+            write(grid, labels)
 
     bar = progress("argmax", len(positions)) if progress else None
     try:
@@ -213,4 +237,4 @@ def _write_blocks(dataset, positions, write, rule, threads, progress, store, loo
             bar.close()
 
 
-__all__ = ["ArgmaxSummary", "export_argmax", "is_zarr_target", "world_placement"]
+__all__ = ["ArgmaxSummary", "block_segments", "export_argmax", "is_zarr_target", "world_placement"]

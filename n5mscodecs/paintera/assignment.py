@@ -222,16 +222,18 @@ class FragmentSegmentAssignment:
         """``labels`` (any integer array; signed ids read as their uint64 bit patterns) with
         every fragment replaced by its segment, as uint64 of the same shape.
 
-        ``in_place=True`` writes into ``labels`` when it is a writable C-contiguous uint64
-        array (else a new array is returned, as without it)."""
+        ``in_place=True`` writes into ``labels`` when it is a writable C- or F-contiguous (N5's
+        voxel order) uint64 array (else a new array is returned, as without it)."""
         array = np.asarray(labels)
         if array.dtype.kind not in "iu":
             raise ConfigurationError(f"labels: integer ids required, got dtype {array.dtype}")
-        reuse = in_place and array.dtype == _U64 and array.flags.c_contiguous and array.flags.writeable
+        contiguous = array.flags.c_contiguous or array.flags.f_contiguous
+        reuse = in_place and array.dtype == _U64 and contiguous and array.flags.writeable
         result = array if reuse else np.array(array, dtype=_U64, order="C")
         if not self.fragments.size or not result.size:
             return result
-        flat = result.reshape(-1)
+        # every voxel once, in memory order (a view: the mapping is voxel by voxel)
+        flat = (result if result.flags.c_contiguous else result.T).reshape(-1)
         # labels come in runs (a segmentation is piecewise constant): look up one id per run,
         # and nothing at all is written when no run holds a fragment of the lookup
         starts = np.flatnonzero(flat[1:] != flat[:-1])
@@ -363,7 +365,7 @@ def _owner(store: Store) -> tuple[Store, Store]:
     raise ConfigurationError(f"{store.display()}: no place for a fragment-segment-assignment (nothing above it)")
 
 
-def assignment_location(source: PathLike, *, storage_options: StorageOptions = None) -> str:
+def assignment_location(source: PathLike | Store, *, storage_options: StorageOptions = None) -> str:
     """Where the fragment-segment-assignment of ``source`` is (or would be written): see the
     module notes. ``source`` is a Paintera label source, its ``data`` group or a level
     ``data/sK``, or another dataset or multiscale group ``X``."""

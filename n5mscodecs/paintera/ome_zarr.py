@@ -34,6 +34,7 @@ decode.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -45,9 +46,10 @@ import numpy as np
 from .. import n5
 from .._extras import require
 from ..errors import ArgumentError, ConfigurationError, StorageError
-from ..multiset import INVALID, assemble
+from ..multiset import assemble
 from ..n5 import grid, storage
 from ..n5.writing import INCOMPLETE_KEY, LOCK_NAME, WriterLock, incomplete_marker
+from .argmax import block_segments
 from .containers import read_listed_block
 from .conventions import source_store
 from .multiscale import open_pyramid
@@ -112,7 +114,8 @@ def default_shards(chunks: Sequence[int], shape: Sequence[int], itemsize: int = 
     return tuple(min(f, n) * c for f, n, c in zip(factors, per_axis, chunks))
 
 
-def _unit(attributes: dict[str, Any]) -> str | None:
+def ngff_unit(attributes: dict[str, Any]) -> str | None:
+    """The NGFF unit an N5 ``unit`` attribute names (None when it names none)."""
     unit = attributes.get("unit")
     return _UNITS.get(unit.strip().lower()) if isinstance(unit, str) else None
 
@@ -134,7 +137,8 @@ def multiscales_metadata(pyramid, name: str, version: str, unit: str | None, lev
     return entry
 
 
-def _ome_attributes(version, multiscales, image_label):
+def ome_attributes(version: str, multiscales: dict[str, Any], image_label: dict[str, Any]) -> dict[str, Any]:
+    """The group attributes of an NGFF ``version`` labels image (0.4 at the top, 0.5 under ``ome``)."""
     if version == "0.4":
         return {"multiscales": [multiscales], "image-label": {"version": "0.4", **image_label}}
     return {"ome": {"version": "0.5", "multiscales": [multiscales], "image-label": image_label}}
@@ -160,12 +164,7 @@ def _labels_piece(dataset, region_zyx, positions):
     out = np.zeros(tuple(s.stop - s.start for s in region_zyx), np.uint64)
     origin = [s.start for s in region_zyx[::-1]]
     for position in positions:
-        if isinstance(dataset, n5.LabelMultisetDataset):
-            labels = read_listed_block(dataset.read_block_labels, dataset, position)
-        else:  # a Paintera source's plain integer level
-            read_listed_block(dataset.read_block, dataset, position)
-            labels = np.asarray(dataset.read(dataset.block_region(position)), np.uint64)
-        labels[labels == INVALID] = 0
+        labels = read_listed_block(functools.partial(block_segments, dataset), dataset, position)
         box = dataset.block_region(position)
         out[tuple(slice(b.start - o, b.stop - o) for b, o in zip(box, origin))[::-1]] = labels.T
     return out
@@ -356,7 +355,7 @@ def to_ome_zarr(
             w, t = _write_level(array, dataset, chunks, level_shards[level], multisets, resume and exists, threads,
                                 progress, f"level {level}", target, pyramid.assignment, presents[level])
             written, total = written + w, total + t
-        multiscales = multiscales_metadata(pyramid, name, version, _unit(datasets[0].attributes), len(datasets))
+        multiscales = multiscales_metadata(pyramid, name, version, ngff_unit(datasets[0].attributes), len(datasets))
         image_label = {}
         try:
             parent = target.parent()
@@ -365,7 +364,7 @@ def to_ome_zarr(
         if parent is not None and parent.name == "labels":
             image_label["source"] = {"image": "../../"}
             _list_label(zarr, parent, name, version, zarr_format)
-        group.attrs.put(_ome_attributes(version, multiscales, image_label))
+        group.attrs.put(ome_attributes(version, multiscales, image_label))
     return OmeZarrSummary(target.url(), version, [d.shape[::-1] for d in datasets], written, total,
                           time.perf_counter() - started, pyramid.assignment, notes)
 
