@@ -6,7 +6,7 @@ hosting): a listing there finds nothing, and an export built on it would hold ze
 blocks are stored. :meth:`Store.can_list <n5mscodecs.n5.store.Store.can_list>` says whether the
 listing of a dataset shows what it holds; when it does not, each position of the grid is
 looked up (a 404 is a missing block; any other failure is retried, then a
-:class:`~n5mscodecs.StorageError`), up to :data:`MAX_PROBED_BLOCKS` requests, and a larger grid
+:class:`~n5mscodecs.StorageError`), up to ``MAX_PROBED_BLOCKS`` requests, and a larger grid
 is refused rather than guessed.
 """
 

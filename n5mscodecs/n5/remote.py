@@ -1,7 +1,7 @@
 """Requests to fsspec's asynchronous file systems (``s3://``, ``gs://``, ``http(s)://``) within the
 package's bounds, for :class:`~n5mscodecs.n5.store.FsspecStore` (inside its retries):
 
-- every read, listing and look-up has a total deadline, :data:`~n5mscodecs.n5.storage.REQUEST_DEADLINE`
+- every read, listing and look-up has a total deadline, ``n5.storage.REQUEST_DEADLINE``
   seconds, its body included: a body dripping one byte per read time-out would otherwise
   never end (the clients' own time-outs are per read);
 - an ``http(s)`` body is read up to the size its caller can need: a server may ignore
