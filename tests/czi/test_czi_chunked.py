@@ -1036,3 +1036,23 @@ def test_a_zstd_frame_declaring_zero_bytes_is_decoded_not_trusted_on_both_backen
     for backend in ("native", "python") if backends.NATIVE_AVAILABLE else ("python",):
         with backends.use_backend(backend):
             assert bytes(chunked_decode(b"\x01\x01" + bytes([len(valid)]) + b"\x03\x01\x00\x00" + valid)) == b""
+
+
+def test_a_zstd_frame_declaring_a_window_above_the_streaming_limit_decodes_on_both_backends():
+    """Issue 51, item 20 (found by the differential fuzz target): zstd's one-shot decoding (the
+    native path, libCZI's ZSTD_decompress) ignores a frame's window; zstandard's streaming
+    decoder refused a 1 GiB window ("Frame requires too much memory")."""
+    from n5mscodecs.czi import backends
+
+    # a frame without content size declaring a 1 GiB window (exponent 20), one raw block "two"
+    frame = (0xFD2FB528).to_bytes(4, "little") + bytes([0x00, 20 << 3]) + bytes([0x19, 0, 0]) + b"two"
+    payload = b"\x01\x01" + bytes([len(frame)]) + b"\x03\x01\x03\x00" + frame
+    tracemalloc.start()
+    try:
+        for backend in ("native", "python") if backends.NATIVE_AVAILABLE else ("python",):
+            with backends.use_backend(backend):
+                assert bytes(chunked_decode(payload)) == b"two", backend
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20  # the window was never allocated
