@@ -1,8 +1,11 @@
 """Shared test helpers: where the real Java-written N5 data is, and payloads built by hand with
 struct (independent of the encoders). Importable from every test directory (pytest pythonpath)."""
 
+import contextlib
 import os
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,3 +43,19 @@ def hand_varlen_block(dims, body, num_elements=None):
     num_elements = len(body) if num_elements is None else num_elements
     return (struct.pack(">HH", 1, len(dims)) + struct.pack(f">{len(dims)}I", *dims)
             + struct.pack(">I", num_elements) + body)
+
+
+@contextlib.contextmanager
+def lock_held_elsewhere(target):
+    """The writer lock of ``target`` held by a child process, killed at the end (its lock goes
+    with it); yields the process."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from n5mscodecs.n5.writing import WriterLock; "
+         "WriterLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(60)", str(target)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()

@@ -10,6 +10,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from support import lock_held_elsewhere
 
 from n5mscodecs import (
     INVALID,
@@ -246,18 +247,10 @@ def test_a_second_writer_is_refused_naming_the_first(container):
     root, labels = container
     target = root / "labels"
     before = files_below(target)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from n5mscodecs.n5.writing import WriterLock; "
-         "lock = WriterLock(sys.argv[1]); lock.acquire(); print('held', flush=True); time.sleep(60)", str(target)],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with lock_held_elsewhere(target) as holder:
         with pytest.raises(TargetInUseError, match=rf"being written by process {holder.pid} on "):
             paintera.convert(labels, target, block_size=8, factors=[2], overwrite=True)
         assert main(["convert", str(root / "scalar" / "s0"), str(target), "--overwrite", "--quiet"]) == 2
-    finally:
-        holder.kill()
-        holder.wait()
     assert files_below(target) == before
     with WriterLock(target):  # the killed holder's lock went with it
         pass

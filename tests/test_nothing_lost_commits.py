@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from support import n5_data
+from support import lock_held_elsewhere, n5_data
 
 from n5mscodecs import ArgumentError, ConfigurationError, IncompleteError, N5msCodecsError, n5, paintera
 from n5mscodecs.demo import voronoi_labels
@@ -302,18 +302,10 @@ def test_unlock_never_breaks_a_local_lock_a_running_process_holds(source, capsys
     from n5mscodecs.cli import main
     from n5mscodecs.n5.writing import LOCK_NAME
 
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from n5mscodecs.n5.writing import WriterLock; "
-         "WriterLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(60)", str(source)],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with lock_held_elsewhere(source) as holder:
         assert main(["unlock", str(source), "--force"]) == 2
         assert f"being written by process {holder.pid} on " in capsys.readouterr().err
         assert (source / LOCK_NAME).exists()
-    finally:
-        holder.kill()
-        holder.wait()
     assert (source / LOCK_NAME).exists()   # a killed holder's file, which nobody holds: removed
     assert main(["unlock", str(source)]) == 0
     assert not (source / LOCK_NAME).exists()
