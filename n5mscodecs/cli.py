@@ -105,7 +105,7 @@ def _print_summary(summary, stored_bytes):
     if summary.blocks_written == 0 and summary.blocks_total:
         print("    nothing to do: the conversion was complete already")
     else:
-        print(f"    {seconds:.2f} s, {summary.voxels / max(seconds, 1e-9) / 1e6:.1f} Mvoxel/s")
+        print(f"    {seconds:.2f} s, {summary.voxels / max(seconds, 1e-9) / 1e6:.1f} Mvoxel/s on {summary.engine}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -384,6 +384,8 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"n5mscodecs {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     threads_help = "worker threads (default: every core)"
+    scheduler_help = ("a dask.distributed scheduler address: the per-block work runs as tasks on its workers, "
+                      "which must reach the source and the target (default: local threads)")
     demo_command = commands.add_parser(
         "demo", help="convert a generated segmentation to a Paintera pyramid and verify it")
     demo_command.add_argument("--size", type=values.int_at_least(1), default=256,
@@ -437,7 +439,7 @@ def build_parser():
     convert.add_argument("--lookup-block-size", type=values.int_at_least(1), default=10000,
                          help="ids per label-to-block-mapping file")
     convert.add_argument("--threads", type=values.int_at_least(1), default=None, help=threads_help)
-    convert.add_argument("--scheduler", help="dask.distributed scheduler address (default: local threads)")
+    convert.add_argument("--scheduler", help=scheduler_help)
     convert.add_argument("--reserved", choices=("reject", "accept"), default="reject",
                          help="negative labels and labels above MAX_ID (Paintera's reserved ids): reject (default; "
                               "refused before anything is written) or accept (signed labels read as two's-complement "

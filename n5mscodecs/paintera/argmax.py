@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..multiset.array import Rule
     from ..n5.storage import PathLike, StorageOptions
     from .assignment import FragmentSegmentAssignment, Pairs
-    from .convert import ProgressBar
+    from .cluster import ProgressBar
 
 
 @dataclass

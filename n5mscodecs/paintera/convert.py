@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import n5
-from .._extras import require
 from ..errors import ConfigurationError
 from ..multiset import BACKGROUND
 from ..multiset.array import RESERVED_RULES, check_keep
@@ -25,6 +23,7 @@ from ..n5.writing import (
     mark_datasets_below,
     write_marked,
 )
+from .cluster import engine_for, progress_bar, run_tasks
 from .conventions import CONVERSION_KEY, FINISH_HINT, target_store
 from .lookup import LABEL_BLOCK_LOOKUP, block_labels, write_label_to_block_mapping
 from .pyramid import PyramidJob, normalized_factors, write_pyramid_block
@@ -32,7 +31,7 @@ from .sources import check_source_labels, open_label_source
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Any, Literal, Protocol
+    from typing import Any, Literal
 
     import distributed
 
@@ -40,16 +39,8 @@ if TYPE_CHECKING:
     from ..n5.compression import CompressorConfig
     from ..n5.storage import PathLike
     from ..n5.store import Store
+    from .cluster import ProgressBar
     from .sources import LabelSource
-
-    class ProgressBar(Protocol):
-        """What ``progress(description, total)`` returns (e.g. a ``tqdm.tqdm``)."""
-
-        def update(self, n: int = 1) -> object: ...
-
-        def close(self) -> object: ...
-
-SCHEDULER_TIMEOUT = "10s"  # to reach a dask scheduler, before anything is written
 
 
 @dataclass
@@ -67,54 +58,24 @@ class ConversionSummary:
     factors: list[tuple[int, ...]] = field(default_factory=list)
     #: the source's voxel size (N5 order) written to the ``data`` group
     resolution: tuple[float, ...] = ()
+    #: where the blocks were written: "local threads (N)" or "dask.distributed <address> (...)"
+    engine: str = ""
 
     @property
     def voxels(self) -> int:
         return int(np.prod(self.level_shapes[0], dtype=np.int64))
 
 
-class _NoProgress:
-    def update(self, n=1):
-        pass
-
-    def close(self):
-        pass
+def _write_level_block(job_level, grid):
+    job, level = job_level
+    return write_pyramid_block(job, level, grid)
 
 
-def _executor(scheduler, threads, store):
-    """(executor, worker threads, client to close or None): local threads (more for a target in
-    an object store, whose blocks wait on requests), or a dask.distributed cluster."""
-    if scheduler is None:
-        n = store.request_threads(threads)
-        return ThreadPoolExecutor(max_workers=n), n, None
-    distributed = require("distributed", "dask", "scheduler: dask clusters")
-    owned = not isinstance(scheduler, distributed.Client)
-    try:
-        client = distributed.Client(scheduler, timeout=SCHEDULER_TIMEOUT) if owned else scheduler
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise ConfigurationError(f"scheduler: cannot reach {scheduler!r} ({type(exc).__name__}: {exc})") from None
-    n = max(1, sum(client.nthreads().values()))
-    return client.get_executor(), n, client if owned else None
-
-
-def _run_blocks(executor, job, level, progress, window):
-    """Write every block of ``level``, at most ``window`` in flight; returns blocks written."""
-    grids = list(np.ndindex(*job.grid_shape(level)))
-    bar = progress(f"s{level}", len(grids)) if progress else _NoProgress()
-    written, pending = 0, set()
-    try:
-        for grid in grids:
-            pending.add(executor.submit(write_pyramid_block, job, level, grid))
-            while len(pending) >= window or (grid == grids[-1] and pending):
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    written += future.result()
-                    bar.update(1)
-    finally:
-        for future in pending:
-            future.cancel()
-        bar.close()
-    return written
+def _write_level(engine, job, level, progress):
+    """Write every block of ``level`` as tasks on ``engine``; returns the blocks written."""
+    grid_shape = job.grid_shape(level)
+    with progress_bar(progress, f"s{level}", int(np.prod(grid_shape))) as bar:
+        return run_tasks(engine, _write_level_block, (job, level), np.ndindex(*grid_shape), bar=bar)
 
 
 def _group_attributes(store):
@@ -303,33 +264,26 @@ def convert(
     # everything that can be checked is checked before the target is touched
     check_source_labels(source, block_size, reserved, threads)
     store.check_writable("", "convert into")
-    executor, workers, client = _executor(scheduler, threads, store)
-    try:
-        with WriterLock(store):
-            if _start(store, parameters, overwrite, resume):
-                return _summary(job, 0, blocks_total, started, resolution)
-            write_container_version(root)
-            _write_layout(job, resolution, offset, lookup_block_size)
-            written = 0
-            first = 1 if job.n_levels > 1 else 0   # level-1 tasks write the level-0 blocks they consume
-            for level in range(first, job.n_levels):
-                written += _run_blocks(executor, job, level, progress, 4 * workers)
-            _finish(job, parameters, int(lookup_block_size), threads, progress)
-    finally:
-        executor.shutdown(wait=True)
-        if client is not None:
-            client.close()
-    return _summary(job, written, blocks_total, started, resolution)
+    with engine_for(scheduler, threads, store) as engine, WriterLock(store):
+        if _start(store, parameters, overwrite, resume):
+            return _summary(job, 0, blocks_total, started, resolution, engine.description)
+        write_container_version(root)
+        _write_layout(job, resolution, offset, lookup_block_size)
+        written = 0
+        first = 1 if job.n_levels > 1 else 0   # level-1 tasks write the level-0 blocks they consume
+        for level in range(first, job.n_levels):
+            written += _write_level(engine, job, level, progress)
+        _finish(job, parameters, int(lookup_block_size), threads, progress)
+    return _summary(job, written, blocks_total, started, resolution, engine.description)
 
 
 def _finish(job, parameters, lookup_block_size, threads, progress):
     """The label-to-block lookup and ``maxId``, then the datasets' and the source's marks of
     an unfinished conversion removed (the source's last)."""
-    bar = progress("label-to-block-mapping", job.n_levels) if progress else _NoProgress()
-    for level in range(job.n_levels):
-        write_label_to_block_mapping(job.store, level, lookup_block_size, job.compression, threads)
-        bar.update(1)
-    bar.close()
+    with progress_bar(progress, "label-to-block-mapping", job.n_levels) as bar:
+        for level in range(job.n_levels):
+            write_label_to_block_mapping(job.store, level, lookup_block_size, job.compression, threads)
+            bar.update(1)
     for level in range(job.n_levels):
         for dataset in (job.data(level), job.unique_labels(level)):
             mark_complete(dataset.store)
@@ -364,9 +318,9 @@ def _source_labels(job):
     return np.unique(labels)
 
 
-def _summary(job, written, blocks_total, started, resolution):
+def _summary(job, written, blocks_total, started, resolution, engine):
     attributes = _group_attributes(job.store)
     n_labels = int(_source_labels(job).size)
     return ConversionSummary(job.target, [job.level_shape(level) for level in range(job.n_levels)],
                              written, blocks_total, int(attributes.get("maxId", 0)), n_labels,
-                             time.perf_counter() - started, list(job.factors[1:]), resolution)
+                             time.perf_counter() - started, list(job.factors[1:]), resolution, engine)
