@@ -423,8 +423,9 @@ def build_parser():
                               "voxel size is at most half the coarsest are halved (4,4,40: 2,2,1 until x and y "
                               "reach 32, then 2,2,2)")
     convert.add_argument("--compression", type=values.compression_config, default="gzip", help=values.COMPRESSION_HELP)
-    convert.add_argument("--max-num-entries", type=values.max_num_entries, default=-1,
-                         help="cut downsampled lists to this many entries (default -1: no cut)")
+    convert.add_argument("--max-num-entries", type=values.max_num_entries_per_level, default=-1,
+                         help="cut downsampled lists to this many entries (default -1: no cut); N1,N2,...: one "
+                              "per level from s1 on, the last for the levels above (-1,-1,20: s3 and up cut)")
     convert.add_argument("--keep", choices=("highest", "lowest"), default=None,
                          help="entries kept by --max-num-entries with --rule spec (default: highest)")
     convert.add_argument("--rule", choices=("spec", "java"), default="spec",

@@ -178,11 +178,11 @@ class _Dataset:
     def has_block(self, grid_position: Sequence[int]) -> bool:
         return self.store.exists(self.block_key(grid_position))
 
-    def present_blocks(self) -> list[tuple[int, ...]]:
+    def present_blocks(self, prefix: Sequence[int] = ()) -> list[tuple[int, ...]]:
         """Grid positions of the blocks that exist, sorted (found by listing: a grid can be
-        astronomically large)."""
+        astronomically large); ``prefix``: only those whose first positions are these."""
         found: list[tuple[int, ...]] = []
-        for directory, subdirectories, files in self.store.walk():
+        for directory, subdirectories, files in self.store.walk("/".join(str(int(p)) for p in prefix)):
             parts = directory.split("/") if directory else []
             if len(parts) == self.ndim - 1 and all(p.isdigit() for p in parts):
                 # a directory where a block should be is listed too: reading it is an error

@@ -39,6 +39,7 @@ unique-labels blocks, since the interrupted run may have rewritten some of them.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -55,8 +56,9 @@ from ..n5 import storage
 from ..n5.metadata import max_id
 from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
 from .conventions import CONVERSION_KEY, is_label_source, target_store
-from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping, write_label_to_block_mapping
-from .pyramid import PyramidJob, children, remake_block, write_block
+from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping
+from .mapping_build import write_label_to_block_mapping
+from .pyramid import PyramidJob, children, normalized_max_num_entries, remake_block, write_block
 from .sources import LabelSource, open_label_source
 
 if TYPE_CHECKING:
@@ -182,7 +184,12 @@ def _open_source(store: Store, rule: Rule | None) -> _Source:
         key = f"unique-labels/s{level}"
         job._datasets[("unique-labels", level)] = n5.ArrayDataset(store.url(key), store.get_attributes(key),
                                                                   store=store.child(key))
-    entries = [int(d.attributes.get("maxNumEntries", parameters.get("maxNumEntries", -1)) or -1) if level else -1
+    try:   # a level without the attribute: the conversion's parameter (an int, or one per level)
+        recorded = dataclasses.replace(job, max_num_entries=normalized_max_num_entries(
+            parameters.get("maxNumEntries", -1)))
+    except ConfigurationError:
+        recorded = job
+    entries = [int(d.attributes.get("maxNumEntries", recorded.level_max_num_entries(level)) or -1) if level else -1
                for level, d in enumerate(datasets)]
     lookup = store.get_attributes("label-to-block-mapping/s0")
     lookup_block_size = int((lookup.get("blockSize") or [parameters.get("lookupBlockSize",
