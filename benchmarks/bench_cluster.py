@@ -5,7 +5,7 @@ what a worker holds, the time, the tasks and the scheduler's overhead per task.
 
 For each size N a fresh process builds an N^3 segmentation of cells of ``--edge``^3 voxels
 (offset so they straddle blocks; ids shuffled over 1..~(N/edge)^3, so the ids grow with the
-volume: 4,913 at 128^3, 274,625 at 512^3), saved as a ``.npy`` file the workers read, and
+volume: 4,913 at 128^3, 274,625 at 512^3), saved as an N5 dataset the workers read, and
 runs on a cluster of a scheduler and ``--workers`` single-threaded workers, each in a process
 of its own (``distributed.deploy.subprocess.SubprocessCluster``; a ``LocalCluster`` hosts its
 scheduler in the client's process, whose memory would then count as the client's):
@@ -51,13 +51,15 @@ def cell_labels(size, edge, seed=0):
 
 
 def write_source(path, size, edge):
-    """The labels as a C-ordered ``.npy`` (z, y, x), written slab by slab."""
+    """The labels as an N5 uint64 dataset (64^3 blocks, raw), written block by block: the
+    workers read it (an ``.npy`` would be memory-mapped, and its pages count in their RSS)."""
+    from n5mscodecs import n5
+
     count, ids, axis, n = cell_labels(size, edge)
-    out = np.lib.format.open_memmap(path, mode="w+", dtype=np.uint64, shape=(size,) * 3)
-    for z in range(size):
-        out[z] = ids[(axis[z] * n * n + axis[:, None] * n + axis[None, :])]
-    out.flush()
-    del out
+    dataset = n5.create_array_dataset(path, (size,) * 3, (64,) * 3, "uint64", compression={"type": "raw"})
+    for position in np.ndindex(*dataset.grid_shape):
+        x, y, z = (axis[region] for region in dataset.block_region(position))
+        dataset.write_block(position, ids[x[:, None, None] * n * n + y[None, :, None] * n + z[None, None, :]])
     return count
 
 
@@ -172,7 +174,7 @@ def one_size(size, workers, edge, work):
     from n5mscodecs import paintera
     from n5mscodecs.paintera.cluster import engine_for, run_tasks
 
-    source = os.path.join(work, f"labels-{size}.npy")
+    source = os.path.join(work, f"labels-{size}.n5", "s0")
     n_ids = write_source(source, size, edge)
     target = os.path.join(work, f"p{size}.n5", "labels")
     exported = os.path.join(work, f"argmax{size}.n5", "s0")
@@ -228,7 +230,7 @@ def unit_costs(size, edge, work):
     from n5mscodecs.paintera.mapping_build import build_label_to_block_mapping
     from n5mscodecs.paintera.sources import check_source_labels, open_label_source
 
-    source = os.path.join(work, f"labels-{size}.npy")
+    source = os.path.join(work, f"labels-{size}.n5", "s0")
     n_ids = write_source(source, size, edge)
     target = os.path.join(work, f"u{size}.n5", "labels")
     with engine_for(LOCAL, threads=1) as engine:

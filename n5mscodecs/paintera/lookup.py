@@ -92,7 +92,7 @@ def mapping_files(labels: np.ndarray, grids: np.ndarray, block_size: Sequence[in
     intervals = np.concatenate([minima, maxima], axis=1).astype(">i8")
     starts = np.flatnonzero(np.concatenate([[True], labels[1:] != labels[:-1]]))
     stops = np.append(starts[1:], labels.size)
-    current, parts = -1, []
+    current, parts = -1, list[bytes]()
     for start, stop in zip(starts.tolist(), stops.tolist()):
         label = int(labels[start])
         number = label // lookup_block_size

@@ -129,6 +129,7 @@ def check_source_labels(source: LabelSource, block_size: Sequence[int], reserved
     with _engine(engine) as running:
         check = _Check(source, tuple(block_size))
         low, high = run_tasks(running, _extremes, check, check.groups(), reduce=_widest, initial=(None, None))
+        assert low is not None and high is not None   # the source has voxels: every group found some
 
         def count_outside(low, high):
             return run_tasks(running, _count_outside, dataclasses.replace(check, low=low, high=high), check.groups())
@@ -167,7 +168,7 @@ class _Check:
             yield grid.block_region(position, self.block_size, self.source.shape)
 
 
-def _extremes(check: _Check, group) -> tuple[int, int]:
+def _extremes(check: _Check, group) -> tuple[int | None, int | None]:
     low = high = None
     for region in check.regions(group):
         labels = check.source.read(region)
