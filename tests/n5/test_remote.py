@@ -364,6 +364,14 @@ def test_convert_s3_to_s3_on_a_process_cluster(s3, tmp_path):
         assert remote.attributes == ours.attributes
         for grid in ours.present_blocks():
             assert remote.read_block_bytes(grid) == ours.read_block_bytes(grid)
+    # the lookup, built as tasks on the cluster (scan and merge through S3): the same files
+    for level in range(2):
+        remote = n5.open(f"s3://bucket/cluster.n5/labels/label-to-block-mapping/s{level}")
+        ours = n5.open(tmp_path / "c.n5" / "labels" / "label-to-block-mapping" / f"s{level}")
+        assert remote.present_blocks() == ours.present_blocks() != []
+        assert all(remote.read_block_bytes(grid) == ours.read_block_bytes(grid) for grid in ours.present_blocks())
+    assert not any(".tmp-" in key for key in n5.open_store("s3://bucket/cluster.n5/labels").list_dir())
+    assert summary.n_labels == local.n_labels == 30
 
 
 def test_missing_buckets_keys_and_non_n5_places(bucket, capsys):
