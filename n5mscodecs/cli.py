@@ -327,7 +327,7 @@ def cmd_argmax(args):
     try:
         assignment, additional = _assignment_options(args)
         summary = paintera.export_argmax(source, target, rule=args.rule, overwrite=args.overwrite,
-                                         threads=args.threads, container=args.container,
+                                         threads=args.threads, scheduler=args.scheduler, container=args.container,
                                          progress=_progress(not args.quiet),
                                          assignment=assignment, additional_assignment=additional)
     except (Exception, KeyboardInterrupt) as exc:
@@ -337,7 +337,8 @@ def cmd_argmax(args):
     _say_assignment("argmax", summary.assignment, args)
     order = "(z, y, x) " if summary.zarr else ""
     print(f"n5ms argmax: wrote {storage.display(summary.target)} {order}({list(summary.shape)} x,y,z, "
-          f"{summary.blocks_present} of {summary.blocks_total} blocks present, {summary.seconds:.1f} s)")
+          f"{summary.blocks_present} of {summary.blocks_total} blocks present, {summary.seconds:.1f} s on "
+          f"{summary.engine})")
     return EXIT_OK
 
 
@@ -624,6 +625,7 @@ def build_parser():
     argmax.add_argument("target", type=_path, help="N5 dataset path, or PATH.zarr for a zarr array (z, y, x)")
     argmax.add_argument("--overwrite", action="store_true")
     argmax.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
+    argmax.add_argument("--scheduler", help=scheduler_help)
     argmax.add_argument("--quiet", action="store_true", help="no progress bar")
     argmax.add_argument("--rule", choices=("spec", "java"), default="spec",
                         help="java: the labels Paintera shows (Java's argmax, cached argmax values); default spec")

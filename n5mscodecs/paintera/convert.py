@@ -71,11 +71,11 @@ def _write_level_block(job_level, grid):
     return write_pyramid_block(job, level, grid)
 
 
-def _write_level(engine, job, level, progress):
+def _write_level(engine, job, shared_job, level, progress):
     """Write every block of ``level`` as tasks on ``engine``; returns the blocks written."""
     grid_shape = job.grid_shape(level)
     with progress_bar(progress, f"s{level}", int(np.prod(grid_shape))) as bar:
-        return run_tasks(engine, _write_level_block, (job, level), np.ndindex(*grid_shape), bar=bar)
+        return run_tasks(engine, _write_level_block, (shared_job, level), np.ndindex(*grid_shape), bar=bar)
 
 
 def _group_attributes(store):
@@ -271,8 +271,9 @@ def convert(
         _write_layout(job, resolution, offset, lookup_block_size)
         written = 0
         first = 1 if job.n_levels > 1 else 0   # level-1 tasks write the level-0 blocks they consume
-        for level in range(first, job.n_levels):
-            written += _write_level(engine, job, level, progress)
+        with engine.shared(job) as shared_job:  # with its source: an in-memory array too, once per worker
+            for level in range(first, job.n_levels):
+                written += _write_level(engine, job, shared_job, level, progress)
         _finish(job, parameters, int(lookup_block_size), threads, progress)
     return _summary(job, written, blocks_total, started, resolution, engine.description)
 
