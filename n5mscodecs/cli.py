@@ -495,7 +495,7 @@ def cmd_ome_zarr(args):
         assignment, additional = _assignment_options(args)
         summary = paintera.to_ome_zarr(
             args.source, args.target, version=args.ngff, multisets=args.multisets, shards=shards, name=args.name,
-            threads=args.threads, overwrite=args.overwrite, resume=args.resume,
+            threads=args.threads, scheduler=args.scheduler, overwrite=args.overwrite, resume=args.resume,
             progress=_progress(not args.quiet, unit="chunk"), storage_options=args.storage_options,
             assignment=assignment, additional_assignment=additional)
     except (Exception, KeyboardInterrupt) as exc:
@@ -508,7 +508,7 @@ def cmd_ome_zarr(args):
           + " ".join(f"s{k}={list(shape)}" for k, shape in enumerate(summary.level_shapes)) + " (z, y, x)")
     pieces = "shards" if shards and args.ngff == "0.5" and not args.multisets else "chunks"
     print(f"    {summary.chunks_written} {pieces} written ({summary.chunks_total} in the grids), "
-          f"{summary.seconds:.2f} s")
+          f"{summary.seconds:.2f} s on {summary.engine}")
     return EXIT_OK
 
 
@@ -670,6 +670,7 @@ def build_parser():
     sharding.add_argument("--no-shards", action="store_true", help="no sharding (0.5)")
     ome.add_argument("--name", help="the multiscale's name (default: the target's name)")
     ome.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
+    ome.add_argument("--scheduler", help=scheduler_help)
     existing = ome.add_mutually_exclusive_group()
     existing.add_argument("--overwrite", action="store_true", help="replace an existing target")
     existing.add_argument("--resume", action="store_true", help="finish an interrupted export")

@@ -175,3 +175,16 @@ def test_export_argmax_runs_on_the_workers_and_writes_what_threads_write(client,
     paintera.export_argmax(level, f"{where}/local{suffix}", scheduler="threads")
     assert files(f"{where}/cluster{suffix}") == files(f"{where}/local{suffix}")
     assert summary.assignment is not None   # the merge table went to the workers with the job
+
+
+@pytest.mark.parametrize("multisets", [False, True], ids=["labels", "multisets"])
+def test_to_ome_zarr_runs_on_the_workers_and_writes_what_threads_write(client, where, pyramid_source, multisets):
+    assignment = None if multisets else "auto"   # label multisets hold fragments
+    with tasks_run(client) as tasks:
+        summary = paintera.to_ome_zarr(pyramid_source, f"{where}/cluster/l.zarr", multisets=multisets,
+                                       assignment=assignment, scheduler=client)
+    assert tasks["write_unit"] == summary.chunks_written > 0 and summary.engine.startswith("dask.distributed")
+    paintera.to_ome_zarr(pyramid_source, f"{where}/local/l.zarr", multisets=multisets, assignment=assignment,
+                         scheduler="threads")   # the same name: the multiscale is named after it
+    assert files(f"{where}/cluster/l.zarr") == files(f"{where}/local/l.zarr")
+    assert (summary.assignment is None) == multisets
