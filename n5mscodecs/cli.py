@@ -396,8 +396,9 @@ def cmd_preview(args):
 def cmd_info(args):
     with warnings.catch_warnings():  # an unreadable attributes.json is reported as its entry, below
         warnings.simplefilter("ignore", UnreadableAttributesWarning)
-        found = paintera.survey(open_store(args.path, args.storage_options, read_only=True), check=args.check)
-    incomplete, bad, checked = [], [], 0
+        found = paintera.survey(open_store(args.path, args.storage_options, read_only=True), check=args.check,
+                                scheduler=args.scheduler)
+    incomplete, bad, checked, checked_on = [], [], 0, None
     if found.heading is not None:
         print(f"{storage.display(found.path)}: {found.heading[0]}")
         for line in found.heading[1:]:
@@ -419,10 +420,12 @@ def cmd_info(args):
                   flush=True)
         checked += entry.blocks_checked
         bad.extend(entry.bad)
+        checked_on = entry.checked_on or checked_on
     if args.check:
         for problem in bad:
             print(f"  BAD {problem}")
-        print(f"checked {checked} blocks: " + (f"{len(bad)} bad" if bad else "all readable")
+        print(f"checked {checked} blocks" + (f" on {checked_on}" if checked_on else "") + ": "
+              + (f"{len(bad)} bad" if bad else "all readable")
               + (f"; {len(incomplete)} INCOMPLETE" if incomplete else ""))
         return EXIT_PROBLEMS if bad or incomplete else EXIT_OK
     if bad:
@@ -568,6 +571,7 @@ def build_parser():
     info.add_argument("path", type=_path)
     info.add_argument("--check", action="store_true",
                       help="read and decode every block; list each bad one, exit 1 if any")
+    info.add_argument("--scheduler", help="with --check: " + scheduler_help)
     _add_storage_options(info)
     info.set_defaults(run=cmd_info)
     convert = commands.add_parser(

@@ -188,3 +188,23 @@ def test_to_ome_zarr_runs_on_the_workers_and_writes_what_threads_write(client, w
                          scheduler="threads")   # the same name: the multiscale is named after it
     assert files(f"{where}/cluster/l.zarr") == files(f"{where}/local/l.zarr")
     assert (summary.assignment is None) == multisets
+
+
+def test_info_check_reads_every_block_on_the_workers(client, pyramid_source, tmp_path, capsys):
+    import shutil
+
+    from n5mscodecs.cli import main
+
+    copy = tmp_path / "p.n5"
+    shutil.copytree(pyramid_source.parent, copy)
+    bad_block = copy / "labels" / "data" / "s0" / "1" / "2" / "0"
+    bad_block.write_bytes(bad_block.read_bytes()[:20])   # truncated
+    with tasks_run(client) as tasks:
+        code = main(["info", str(copy / "labels"), "--check", "--scheduler", client.scheduler.address])
+    cluster_out = capsys.readouterr().out
+    assert code == 1 and tasks["check_blocks"] > 0
+    assert main(["info", str(copy / "labels"), "--check", "--scheduler", "threads"]) == 1
+    local_out = capsys.readouterr().out
+    bad = [line for line in cluster_out.splitlines() if "BAD" in line]
+    assert len(bad) == 1 and "s0/1/2/0" in bad[0] and bad == [line for line in local_out.splitlines() if "BAD" in line]
+    assert " on dask.distributed tcp://" in cluster_out and " on local threads" in local_out
