@@ -470,7 +470,8 @@ def cmd_commit(args):
     print(f"n5ms commit {edit.display()} -> {source.display()} at {','.join(map(str, args.offset))}")
     try:
         summary = paintera.commit(source, edit, args.offset, dataset=args.dataset, level=args.level,
-                                  ignore=args.ignore, rule=args.rule, reserved=args.reserved, threads=args.threads)
+                                  ignore=args.ignore, rule=args.rule, reserved=args.reserved, threads=args.threads,
+                                  scheduler=args.scheduler)
     except (Exception, KeyboardInterrupt) as exc:
         if not _refused(exc) and _flagged(source):
             print(f"n5ms: commit stopped; {source.display()} is flagged INCOMPLETE: run the same commit again "
@@ -478,7 +479,7 @@ def cmd_commit(args):
         raise
     per_level = ", ".join(f"s{k} {w}" for k, w in enumerate(summary.blocks_written))
     print(f"  {summary.voxels_painted} voxels painted; blocks rewritten: {per_level}; lookup files: "
-          f"{sum(summary.lookup_files)}; maxId {summary.max_id}; {summary.seconds:.2f} s"
+          f"{sum(summary.lookup_files)}; maxId {summary.max_id}; {summary.seconds:.2f} s on {summary.engine}"
           + (" (finished an interrupted commit)" if summary.finished_interrupted else ""))
     return EXIT_OK
 
@@ -705,6 +706,7 @@ def build_parser():
     commit.add_argument("--reserved", choices=("reject", "accept"), default="reject",
                         help="painted negative or reserved labels: reject (default) or accept")
     commit.add_argument("--threads", type=_int_at_least(1), default=None, help=threads_help)
+    commit.add_argument("--scheduler", help=scheduler_help)
     _add_storage_options(commit)
     commit.set_defaults(run=cmd_commit)
     zarr_json = commands.add_parser("zarr-json", help="write zarr.json beside each attributes.json (N5 + zarr)")

@@ -228,6 +228,25 @@ def run_tasks(
     return total
 
 
+def _indexed(shared: tuple[Callable[[Any, Any], Any], Any], item: tuple[int, Any]) -> tuple[int, Any]:
+    fn, value = shared
+    index, element = item
+    return index, fn(value, element)
+
+
+def _append(results: list, result: Any) -> list:
+    results.append(result)
+    return results
+
+
+def map_tasks(engine: Engine, fn: Callable[[Shared, Item], Result], shared: Shared,
+              items: Iterable[Item]) -> list[Result]:
+    """``[fn(shared, item) for item in items]``, each a task on ``engine`` (as :func:`run_tasks`),
+    in the order of ``items``: for the few items of a small job whose results the client uses."""
+    pairs = run_tasks(engine, _indexed, (fn, shared), enumerate(items), reduce=_append, initial=[])
+    return [result for _, result in sorted(pairs, key=lambda pair: pair[0])]
+
+
 @contextmanager
 def progress_bar(progress: Callable[[str, int], ProgressBar] | None, description: str,
                  total: int) -> Iterator[ProgressBar]:

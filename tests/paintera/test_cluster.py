@@ -208,3 +208,41 @@ def test_info_check_reads_every_block_on_the_workers(client, pyramid_source, tmp
     bad = [line for line in cluster_out.splitlines() if "BAD" in line]
     assert len(bad) == 1 and "s0/1/2/0" in bad[0] and bad == [line for line in local_out.splitlines() if "BAD" in line]
     assert " on dask.distributed tcp://" in cluster_out and " on local threads" in local_out
+
+
+def test_commit_runs_on_the_workers_and_writes_what_threads_write(client, where, tmp_path_factory):
+    labels = voronoi_labels((32, 32, 16), 25, seed=4)
+    converted = tmp_path_factory.mktemp("converted") / "p.n5"
+    paintera.convert(labels, converted / "labels", block_size=8, factors=[2, 2], rule="java", scheduler="threads")
+    fs, root = fsspec.core.url_to_fs(where)
+    for name in ("cluster", "local"):   # two copies of one source
+        fs.put(str(converted), f"{root}/{name}.n5", recursive=True)
+    edit = np.full((6, 9, 5), 77, np.uint64)
+    with tasks_run(client) as tasks:
+        summary = paintera.commit(f"{where}/cluster.n5/labels", edit, (3, 10, 4), scheduler=client)
+    local = paintera.commit(f"{where}/local.n5/labels", edit, (3, 10, 4), scheduler="threads")
+    written = summary.blocks_written
+    # a task per edited block, per remade block, per block written and per level's lookup
+    assert tasks["indexed"] == summary.blocks_read[0] + sum(written[1:]) + sum(written) + len(written)
+    assert summary.engine.startswith("dask.distributed") and local.engine.startswith("local threads")
+    assert files(f"{where}/cluster.n5") == files(f"{where}/local.n5")
+
+
+def test_a_commit_into_plain_levels_on_the_workers(client, tmp_path):
+    rng = np.random.default_rng(8)
+    labels = rng.integers(1, 6, (16, 16, 8)).astype(np.uint64)
+    for name in ("cluster", "local"):
+        source = tmp_path / f"{name}.n5" / "labels"
+        paintera.convert(labels, source, block_size=8, factors=[2], rule="java", scheduler="threads")
+        s1 = n5.open(source / "data" / "s1").read_labels(rule="java")
+        for level, data in enumerate([labels, s1]):   # the same source with plain levels
+            attributes = n5.read_attributes(source / "data" / f"s{level}")
+            n5.write_array(source / "data" / f"s{level}", data, chunks=8, overwrite=True)
+            extra = {"downsamplingFactors": attributes["downsamplingFactors"]} if level else {}
+            n5.write_attributes(source / "data" / f"s{level}", {**n5.read_attributes(source / "data" / f"s{level}"),
+                                                                 **extra})
+    edit = np.full((4, 4, 4), 9, np.uint64)
+    with tasks_run(client) as tasks:
+        paintera.commit(tmp_path / "cluster.n5" / "labels", edit, (1, 1, 1), scheduler=client)
+    paintera.commit(tmp_path / "local.n5" / "labels", edit, (1, 1, 1), scheduler="threads")
+    assert tasks["indexed"] > 0 and files(tmp_path / "cluster.n5") == files(tmp_path / "local.n5")
