@@ -180,7 +180,7 @@ def cmd_argmax(args):
     try:
         assignment, additional = _assignment_options(args)
         summary = paintera.export_argmax(source, target, rule=args.rule, overwrite=args.overwrite,
-                                         threads=args.threads, container=args.container,
+                                         threads=args.threads, scheduler=args.scheduler, container=args.container,
                                          progress=_progress(not args.quiet),
                                          assignment=assignment, additional_assignment=additional)
     except (Exception, KeyboardInterrupt) as exc:
@@ -190,7 +190,8 @@ def cmd_argmax(args):
     _say_assignment("argmax", summary.assignment, args)
     order = "(z, y, x) " if summary.zarr else ""
     print(f"n5ms argmax: wrote {storage.display(summary.target)} {order}({list(summary.shape)} x,y,z, "
-          f"{summary.blocks_present} of {summary.blocks_total} blocks present, {summary.seconds:.1f} s)")
+          f"{summary.blocks_present} of {summary.blocks_total} blocks present, {summary.seconds:.1f} s on "
+          f"{summary.engine})")
     return EXIT_OK
 
 
@@ -243,8 +244,9 @@ def cmd_preview(args):
 def cmd_info(args):
     with warnings.catch_warnings():  # an unreadable attributes.json is reported as its entry, below
         warnings.simplefilter("ignore", UnreadableAttributesWarning)
-        found = paintera.survey(open_store(args.path, args.storage_options, read_only=True), check=args.check)
-    incomplete, bad, checked = [], [], 0
+        found = paintera.survey(open_store(args.path, args.storage_options, read_only=True), check=args.check,
+                                scheduler=args.scheduler)
+    incomplete, bad, checked, checked_on = [], [], 0, None
     if found.heading is not None:
         print(f"{storage.display(found.path)}: {found.heading[0]}")
         for line in found.heading[1:]:
@@ -266,10 +268,12 @@ def cmd_info(args):
                   flush=True)
         checked += entry.blocks_checked
         bad.extend(entry.bad)
+        checked_on = entry.checked_on or checked_on
     if args.check:
         for problem in bad:
             print(f"  BAD {problem}")
-        print(f"checked {checked} blocks: " + (f"{len(bad)} bad" if bad else "all readable")
+        print(f"checked {checked} blocks" + (f" on {checked_on}" if checked_on else "") + ": "
+              + (f"{len(bad)} bad" if bad else "all readable")
               + (f"; {len(incomplete)} INCOMPLETE" if incomplete else ""))
         return EXIT_PROBLEMS if bad or incomplete else EXIT_OK
     if bad:
@@ -301,7 +305,8 @@ def cmd_commit(args):
     print(f"n5ms commit {edit.display()} -> {source.display()} at {','.join(map(str, args.offset))}")
     try:
         summary = paintera.commit(source, edit, args.offset, dataset=args.dataset, level=args.level,
-                                  ignore=args.ignore, rule=args.rule, reserved=args.reserved, threads=args.threads)
+                                  ignore=args.ignore, rule=args.rule, reserved=args.reserved, threads=args.threads,
+                                  scheduler=args.scheduler)
     except (Exception, KeyboardInterrupt) as exc:
         if not _refused(exc) and _flagged(source):
             print(f"n5ms: commit stopped; {source.display()} is flagged INCOMPLETE: run the same commit again "
@@ -309,7 +314,7 @@ def cmd_commit(args):
         raise
     per_level = ", ".join(f"s{k} {w}" for k, w in enumerate(summary.blocks_written))
     print(f"  {summary.voxels_painted} voxels painted; blocks rewritten: {per_level}; lookup files: "
-          f"{sum(summary.lookup_files)}; maxId {summary.max_id}; {summary.seconds:.2f} s"
+          f"{sum(summary.lookup_files)}; maxId {summary.max_id}; {summary.seconds:.2f} s on {summary.engine}"
           + (" (finished an interrupted commit)" if summary.finished_interrupted else ""))
     return EXIT_OK
 
@@ -329,7 +334,7 @@ def cmd_ome_zarr(args):
         assignment, additional = _assignment_options(args)
         summary = paintera.to_ome_zarr(
             args.source, args.target, version=args.ngff, multisets=args.multisets, shards=shards, name=args.name,
-            threads=args.threads, overwrite=args.overwrite, resume=args.resume,
+            threads=args.threads, scheduler=args.scheduler, overwrite=args.overwrite, resume=args.resume,
             progress=_progress(not args.quiet, unit="chunk"), storage_options=args.storage_options,
             assignment=assignment, additional_assignment=additional)
     except (Exception, KeyboardInterrupt) as exc:
@@ -342,7 +347,7 @@ def cmd_ome_zarr(args):
           + " ".join(f"s{k}={list(shape)}" for k, shape in enumerate(summary.level_shapes)) + " (z, y, x)")
     pieces = "shards" if shards and args.ngff == "0.5" and not args.multisets else "chunks"
     print(f"    {summary.chunks_written} {pieces} written ({summary.chunks_total} in the grids), "
-          f"{summary.seconds:.2f} s")
+          f"{summary.seconds:.2f} s on {summary.engine}")
     return EXIT_OK
 
 
@@ -403,6 +408,7 @@ def build_parser():
     info.add_argument("path", type=values.path)
     info.add_argument("--check", action="store_true",
                       help="read and decode every block; list each bad one, exit 1 if any")
+    info.add_argument("--scheduler", help="with --check: " + scheduler_help)
     _add_storage_options(info)
     info.set_defaults(run=cmd_info)
     convert = commands.add_parser(
@@ -463,6 +469,7 @@ def build_parser():
     argmax.add_argument("target", type=values.path, help="N5 dataset path, or PATH.zarr for a zarr array (z, y, x)")
     argmax.add_argument("--overwrite", action="store_true")
     argmax.add_argument("--threads", type=values.int_at_least(1), default=None, help=threads_help)
+    argmax.add_argument("--scheduler", help=scheduler_help)
     argmax.add_argument("--quiet", action="store_true", help="no progress bar")
     argmax.add_argument("--rule", choices=("spec", "java"), default="spec",
                         help="java: the labels Paintera shows (Java's argmax, cached argmax values); default spec")
@@ -507,6 +514,7 @@ def build_parser():
     sharding.add_argument("--no-shards", action="store_true", help="no sharding (0.5)")
     ome.add_argument("--name", help="the multiscale's name (default: the target's name)")
     ome.add_argument("--threads", type=values.int_at_least(1), default=None, help=threads_help)
+    ome.add_argument("--scheduler", help=scheduler_help)
     existing = ome.add_mutually_exclusive_group()
     existing.add_argument("--overwrite", action="store_true", help="replace an existing target")
     existing.add_argument("--resume", action="store_true", help="finish an interrupted export")
@@ -538,6 +546,7 @@ def build_parser():
     commit.add_argument("--reserved", choices=("reject", "accept"), default="reject",
                         help="painted negative or reserved labels: reject (default) or accept")
     commit.add_argument("--threads", type=values.int_at_least(1), default=None, help=threads_help)
+    commit.add_argument("--scheduler", help=scheduler_help)
     _add_storage_options(commit)
     commit.set_defaults(run=cmd_commit)
     zarr_json = commands.add_parser("zarr-json", help="write zarr.json beside each attributes.json (N5 + zarr)")

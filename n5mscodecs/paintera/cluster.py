@@ -16,8 +16,8 @@ so a job never runs locally without saying so.
 
 :func:`run_tasks` submits the tasks from an iterator (a grid is never materialized), keeps at
 most ``window`` of them in flight, reduces their results as they arrive and cancels the rest
-on the first error. The object the tasks share (the job: its stores, its source) travels to
-each worker once (scattered), not with every task.
+on the first error. What the tasks share (the job: its stores, its source, a merge table)
+travels to each worker once (:meth:`Engine.shared`: scattered), not with every task.
 """
 
 from __future__ import annotations
@@ -73,12 +73,20 @@ class Engine:
     def distributed(self) -> bool:
         return self.client is not None
 
-    def share(self, value: Shared) -> Shared | distributed.Future:
-        """``value`` as the tasks receive it: itself locally; on a cluster, a future of it
-        scattered once (each worker fetches it once, not with every task)."""
+    @contextmanager
+    def shared(self, value: Shared) -> Iterator[Shared]:
+        """``value`` as tasks take it (see :func:`run_tasks`): itself locally; on a cluster, a
+        future of it scattered once (each worker fetches it once, not with every task; tasks
+        receive the value, also when the future is inside a tuple, list or dict), released
+        on exit."""
         if self.client is None:
-            return value
-        return self.client.scatter([value], hash=False)[0]
+            yield value
+            return
+        handle = self.client.scatter([value], hash=False)[0]
+        try:
+            yield handle
+        finally:
+            handle.release()  # the workers drop their copies
 
 
 class _NoProgress:
@@ -160,6 +168,18 @@ def engine_for(scheduler: str | distributed.Client | None, threads: int | None =
             owned.close()
 
 
+def batches(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
+    """``items`` in lists of ``size`` (the last shorter), lazily: one task per list."""
+    batch: list[Item] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 def _add(total: Any, result: Any) -> Any:
     return total + result
 
@@ -179,13 +199,13 @@ def run_tasks(
     ``reduce(...reduce(initial, result), ...)`` over the results in the order they finish.
 
     ``items`` is consumed lazily: at most ``window`` tasks (default four per worker thread)
-    are in flight, so neither side holds a task per item. ``shared`` travels to each worker
-    once (:meth:`Engine.share`); ``fn`` must be a module-level function. The first task that
+    are in flight, so neither side holds a task per item. ``shared`` is sent with every task:
+    pass what :meth:`Engine.shared` yields (or a tuple of such) for anything larger than a few
+    bytes; ``fn`` must be a module-level function. The first task that
     fails cancels those in flight, and its exception is raised here. ``bar`` is updated once
     per task finished (and not closed).
     """
     window = max(1, window or 4 * engine.workers)
-    handle = engine.share(shared)
     total = initial
     pending: set[Future] = set()
 
@@ -199,15 +219,32 @@ def run_tasks(
 
     try:
         for item in items:
-            pending.add(engine.executor.submit(fn, handle, item))
+            pending.add(engine.executor.submit(fn, shared, item))
             collect(window - 1)
         collect(0)
     finally:
         for future in pending:
             future.cancel()
-        if engine.client is not None:
-            handle.release()  # the workers drop their copies
     return total
+
+
+def _indexed(shared: tuple[Callable[[Any, Any], Any], Any], item: tuple[int, Any]) -> tuple[int, Any]:
+    fn, value = shared
+    index, element = item
+    return index, fn(value, element)
+
+
+def _append(results: list, result: Any) -> list:
+    results.append(result)
+    return results
+
+
+def map_tasks(engine: Engine, fn: Callable[[Shared, Item], Result], shared: Shared,
+              items: Iterable[Item]) -> list[Result]:
+    """``[fn(shared, item) for item in items]``, each a task on ``engine`` (as :func:`run_tasks`),
+    in the order of ``items``: for the few items of a small job whose results the client uses."""
+    pairs = run_tasks(engine, _indexed, (fn, shared), enumerate(items), reduce=_append, initial=[])
+    return [result for _, result in sorted(pairs, key=lambda pair: pair[0])]
 
 
 @contextmanager

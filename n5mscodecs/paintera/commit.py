@@ -55,15 +55,18 @@ from ..multiset.rules import check_rule
 from ..n5 import storage
 from ..n5.metadata import max_id
 from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
+from .cluster import engine_for, map_tasks
 from .conventions import CONVERSION_KEY, is_label_source, target_store
 from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping
-from .mapping_build import write_label_to_block_mapping
+from .mapping_build import build_label_to_block_mapping
 from .pyramid import PyramidJob, children, normalized_max_num_entries, remake_block, write_block
 from .sources import LabelSource, open_label_source
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
+
+    import distributed
 
     from ..multiset.array import ReservedRule, Rule
     from ..n5.storage import PathLike
@@ -89,6 +92,7 @@ class CommitSummary:
     max_id: int
     seconds: float
     finished_interrupted: bool = False   # this run finished an interrupted commit
+    engine: str = ""                     # where the blocks were made (see n5mscodecs.paintera.cluster)
 
 
 def _level_factors(store: Store, n_levels: int, ndim: int) -> list[tuple[int, ...]]:
@@ -300,33 +304,90 @@ def _rebuild_plain(job, level, grid, max_num_entries):
     return _write_plain(job, level, grid, labels)
 
 
-def _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignore, reserved, blocks_read,
-                  blocks_written):
+@dataclass
+class _CommitWork:
+    """What every task of a commit needs: sent to each dask worker once (see
+    :mod:`n5mscodecs.paintera.cluster`)."""
+
+    job: PyramidJob
+    stored: dict[tuple[str, int], Any]   # the job's datasets as the source stores them
+    s0: Any
+    region: tuple[slice, ...]
+    edit: LabelSource
+    offset: tuple[int, ...]
+    ignore: int | None
+    reserved: ReservedRule
+    max_num_entries: list[int]
+    lookup_block_size: int
+    lookup_compression: dict[str, Any]
+    recovering: bool
+
+    def __setstate__(self, state):
+        # a job travels without its datasets (a convert's makes them); a commit's are the stored ones
+        self.__dict__.update(state)
+        self.job._datasets.update(self.stored)
+
+
+def _edit_plain_task(work: _CommitWork, grid):
+    made = _edited_block(work.s0, grid, work.region, work.edit, work.offset, work.ignore, work.reserved, True)
+    if made is None:
+        return grid, None
+    return grid, (_old_ids(work.job, 0, grid), _write_plain(work.job, 0, grid, made[0]))
+
+
+def _rebuild_plain_task(work: _CommitWork, item):
+    level, grid = item
+    old_ids = _old_ids(work.job, level, grid)
+    return grid, (old_ids, _rebuild_plain(work.job, level, grid, work.max_num_entries[level]))
+
+
+def _edit_task(work: _CommitWork, grid):
+    made = _edited_block(work.s0, grid, work.region, work.edit, work.offset, work.ignore, work.reserved, False)
+    return grid, _old_ids(work.job, 0, grid), None if made is None else made[0]
+
+
+def _remake_task(work: _CommitWork, item):
+    level, grid, kids = item
+    block, labels, reads = remake_block(work.job, level, grid, work.max_num_entries[level], kids)
+    return grid, _old_ids(work.job, level, grid), block, labels, reads
+
+
+def _write_task(work: _CommitWork, item):
+    level, grid, old_ids, block, labels = item
+    stored = write_block(work.job, level, grid, block, labels)
+    ids = (_unique(block) if labels is None else labels) if stored else np.zeros(0, np.uint64)
+    return level, grid, old_ids, ids
+
+
+def _lookup_task(work: _CommitWork, item):
+    """One level's label-to-block lookup patched for the ids that entered or left a block (a
+    commit finishing an interrupted one makes every level's again instead: its unique-labels
+    may be new already; see :func:`~n5mscodecs.paintera.mapping_build.build_label_to_block_mapping`)."""
+    level, changed = item
+    store = work.job.store
+    changes: dict[int, tuple[set, set]] = {}
+    for grid, (old_ids, new_ids) in changed.items():
+        for label in np.setdiff1d(old_ids, new_ids).tolist():
+            changes.setdefault(int(label), (set(), set()))[0].add(grid)
+        for label in np.setdiff1d(new_ids, old_ids).tolist():
+            changes.setdefault(int(label), (set(), set()))[1].add(grid)
+    return patch_label_to_block_mapping(store, level, changes, work.job.unique_labels(level), work.lookup_block_size,
+                                        work.lookup_compression)
+
+
+def _commit_plain(engine, work, shared, touched, blocks_read, blocks_written):
     """The levels of a plain uint64 source, each written before the next is made from it."""
-    s0 = opened.datasets[0]
-
-    def edit_block(grid):
-        made = _edited_block(s0, grid, region, edit_source, offset, ignore, reserved, True)
-        if made is None:
-            return grid, None
-        return grid, (_old_ids(job, 0, grid), _write_plain(job, 0, grid, made[0]))
-
     changed = {}
-    for grid, result in pool.map(edit_block, touched):
+    for grid, result in map_tasks(engine, _edit_plain_task, shared, touched):
         blocks_read[0] += 1
         if result is not None:
             changed[grid] = result
     level_changes = [changed]
-    for lower in range(1, job.n_levels):
-        factors = job.factors[lower]
+    for lower in range(1, work.job.n_levels):
+        factors = work.job.factors[lower]
         parents = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in level_changes[-1]})
-
-        def rebuild(grid, lower=lower):
-            old_ids = _old_ids(job, lower, grid)
-            return grid, (old_ids, _rebuild_plain(job, lower, grid, opened.max_num_entries[lower]))
-
-        level_changes.append(dict(pool.map(rebuild, parents)))
-        blocks_read[lower] = sum(len(children(job, lower, grid)) for grid in parents)
+        level_changes.append(dict(map_tasks(engine, _rebuild_plain_task, shared, [(lower, g) for g in parents])))
+        blocks_read[lower] = sum(len(children(work.job, lower, grid)) for grid in parents)
     for level, level_changed in enumerate(level_changes):
         blocks_written[level] = len(level_changed)
     return level_changes
@@ -343,6 +404,7 @@ def commit(
     rule: Rule | None = None,
     reserved: ReservedRule = "reject",
     threads: int | None = None,
+    scheduler: str | distributed.Client | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> CommitSummary:
     """Write labels into a region of a Paintera label source, every level kept consistent.
@@ -370,6 +432,11 @@ def commit(
         Painted negative or reserved labels are refused by default, before anything is written.
     threads : int, optional
         Worker threads (default: every core).
+    scheduler : str or distributed.Client, optional
+        Where the blocks are edited, remade and written: a dask.distributed ``Client`` or
+        scheduler address (tasks on its workers, which must reach the source and the edit),
+        ``"threads"`` (local threads); default: the active dask client if there is one, else
+        local threads (see :mod:`n5mscodecs.paintera.cluster`).
     storage_options : dict, optional
         fsspec's options for URLs (source and edit).
 
@@ -412,79 +479,58 @@ def commit(
                   "ignore": None if ignore is None else int(ignore), "rule": job.rule}
     n_levels = job.n_levels
     blocks_read, blocks_written = [0] * n_levels, [0] * n_levels
-    with WriterLock(store), ThreadPoolExecutor(max_workers=store.request_threads(threads)) as pool:
+    work = _CommitWork(job, dict(job._datasets), s0, region, edit_source, offset, ignore, reserved,
+                       opened.max_num_entries, opened.lookup_block_size, opened.lookup_compression, False)
+    with (engine_for(scheduler, threads, store) as engine, WriterLock(store),
+          ThreadPoolExecutor(max_workers=store.request_threads(threads)) as pool):   # the pool: metadata
         state = store.get_attributes().get(COMMIT_KEY)
-        recovering = isinstance(state, dict)
+        recovering = work.recovering = isinstance(state, dict)
         if isinstance(state, dict) and state.get("parameters") != parameters:
             raise IncompleteError(f"{store.display()}: an interrupted commit of {state.get('parameters')} is not "
                                   f"finished: {COMMIT_HINT} before another")
         _mark(store, opened, parameters, pool)
         # every changed block of every level is made first (each level from the blocks of the
         # level above, in memory), then all are written at once: the writes (encoding,
-        # compression, files) are most of the cost, and every level's share runs in parallel
+        # compression, files) are most of the cost, and every level's share runs in parallel.
+        # On a cluster, the blocks made travel through the client: an edit's worth per level.
         level_changes: list[dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]]] = []
-        if opened.plain:
-            level_changes = _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignore,
-                                          reserved, blocks_read, blocks_written)
-        else:
-            pending = []   # (level, grid, old ids, block, its ids or None)
-
-            def edit_block(grid):
-                made = _edited_block(s0, grid, region, edit_source, offset, ignore, reserved, False)
-                return grid, _old_ids(job, 0, grid), None if made is None else made[0]
-
-            below: dict[tuple[int, ...], Any] = {}
-            for grid, old_ids, block in pool.map(edit_block, touched):
-                blocks_read[0] += 1
-                if block is not None:
-                    below[grid] = block
-                    pending.append((0, grid, old_ids, block, None))
-            for lower in range(1, n_levels):
-                factors = job.factors[lower]
-                parents = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in below})
-
-                def remake(grid, lower=lower, below=below):
-                    kids = {child: below[child] for child in children(job, lower, grid) if child in below}
-                    block, labels, reads = remake_block(job, lower, grid, opened.max_num_entries[lower], kids)
-                    return grid, _old_ids(job, lower, grid), block, labels, reads
-
-                below = {}
-                for grid, old_ids, block, labels, reads in pool.map(remake, parents):
-                    below[grid] = block
-                    blocks_read[lower] += reads
-                    pending.append((lower, grid, old_ids, block, labels))
-
-            def write(item):
-                level, grid, old_ids, block, labels = item
-                stored = write_block(job, level, grid, block, labels)
-                ids = (_unique(block) if labels is None else labels) if stored else np.zeros(0, np.uint64)
-                return level, grid, old_ids, ids
-
-            level_changes = [{} for _ in range(n_levels)]
-            for level_number, grid, old_ids, ids in pool.map(write, pending):
-                level_changes[level_number][grid] = (old_ids, ids)
-            for level_number, level_changed in enumerate(level_changes):
-                blocks_written[level_number] = len(level_changed)
-        # the lookup: patched for the ids that entered or left a block, or (finishing an
-        # interrupted commit, whose unique-labels may be new already) made again
-        def lookup(lvl):
-            if recovering:
-                return write_label_to_block_mapping(store, lvl, opened.lookup_block_size,
-                                                    opened.lookup_compression, 1)
-            changes: dict[int, tuple[set, set]] = {}
-            for grid, (old_ids, new_ids) in level_changes[lvl].items():
-                for label in np.setdiff1d(old_ids, new_ids).tolist():
-                    changes.setdefault(int(label), (set(), set()))[0].add(grid)
-                for label in np.setdiff1d(new_ids, old_ids).tolist():
-                    changes.setdefault(int(label), (set(), set()))[1].add(grid)
-            return patch_label_to_block_mapping(store, lvl, changes, job.unique_labels(lvl),
-                                                opened.lookup_block_size, opened.lookup_compression)
-
-        lookup_files = list(pool.map(lookup, range(n_levels)))   # the levels' lookups are independent
+        with engine.shared(work) as shared:
+            if opened.plain:
+                level_changes = _commit_plain(engine, work, shared, touched, blocks_read, blocks_written)
+            else:
+                pending = []   # (level, grid, old ids, block, its ids or None)
+                below: dict[tuple[int, ...], Any] = {}
+                for grid, old_ids, block in map_tasks(engine, _edit_task, shared, touched):
+                    blocks_read[0] += 1
+                    if block is not None:
+                        below[grid] = block
+                        pending.append((0, grid, old_ids, block, None))
+                for lower in range(1, n_levels):
+                    factors = job.factors[lower]
+                    parents = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in below})
+                    items = [(lower, grid, {child: below[child] for child in children(job, lower, grid)
+                                            if child in below}) for grid in parents]
+                    below = {}
+                    for grid, old_ids, block, labels, reads in map_tasks(engine, _remake_task, shared, items):
+                        below[grid] = block
+                        blocks_read[lower] += reads
+                        pending.append((lower, grid, old_ids, block, labels))
+                level_changes = [{} for _ in range(n_levels)]
+                for level_number, grid, old_ids, ids in map_tasks(engine, _write_task, shared, pending):
+                    level_changes[level_number][grid] = (old_ids, ids)
+                for level_number, level_changed in enumerate(level_changes):
+                    blocks_written[level_number] = len(level_changed)
+            if recovering:   # whole levels made again: each level's lookup built by scan and merge tasks
+                lookup_files = [build_label_to_block_mapping(engine, store, level, work.lookup_block_size,
+                                                             work.lookup_compression).files
+                                for level in range(len(level_changes))]
+            else:   # patched: the levels' lookups are independent
+                lookup_files = map_tasks(engine, _lookup_task, shared, list(enumerate(level_changes)))
         max_id = _raise_max_id(store, level_changes[0], job.rule)
         _unmark(store, opened, pool)
     return CommitSummary(store.location, offset, tuple(edit_source.shape), painted_total, blocks_read,
-                         blocks_written, lookup_files, max_id, time.perf_counter() - started, recovering)
+                         blocks_written, lookup_files, max_id, time.perf_counter() - started, recovering,
+                         engine.description)
 
 
 def _raise_max_id(store, changed, rule):

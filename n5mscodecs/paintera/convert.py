@@ -119,11 +119,11 @@ def _write_level_block(job_level, grid):
     return write_pyramid_block(job, level, grid)
 
 
-def _write_level(engine, job, level, progress):
+def _write_level(engine, job, shared_job, level, progress):
     """Write every block of ``level`` as tasks on ``engine``; returns the blocks written."""
     grid_shape = job.grid_shape(level)
     with progress_bar(progress, f"s{level}", int(np.prod(grid_shape))) as bar:
-        return run_tasks(engine, _write_level_block, (job, level), np.ndindex(*grid_shape), bar=bar)
+        return run_tasks(engine, _write_level_block, (shared_job, level), np.ndindex(*grid_shape), bar=bar)
 
 
 def _group_attributes(store):
@@ -336,9 +336,10 @@ def _convert(engine, job, parameters, overwrite, resume, root, resolution, offse
     _write_layout(job, resolution, offset, lookup_block_size)
     written = 0
     first = 1 if job.n_levels > 1 else 0   # level-1 tasks write the level-0 blocks they consume
-    for level in range(first, job.n_levels):
-        _warn_large_blocks(job, level)
-        written += _write_level(engine, job, level, progress)
+    with engine.shared(job) as shared_job:  # with its source: an in-memory array too, once per worker
+        for level in range(first, job.n_levels):
+            _warn_large_blocks(job, level)
+            written += _write_level(engine, job, shared_job, level, progress)
     labels = _finish(engine, job, parameters, lookup_block_size, progress)
     return _summary(job, written, blocks_total, started, resolution, engine.description, labels.labels)
 

@@ -126,13 +126,15 @@ def check_source_labels(source: LabelSource, block_size: Sequence[int], reserved
     if reserved == "accept" or not (dtype.kind == "i" or dtype == np.uint64) or not all(source.shape):
         check_label_range(0, 0, None, reserved=reserved)  # checks the rule's spelling
         return
+    check = _Check(source, tuple(block_size))
     with _engine(engine) as running:
-        check = _Check(source, tuple(block_size))
-        low, high = run_tasks(running, _extremes, check, check.groups(), reduce=_widest, initial=(None, None))
+        with running.shared(check) as shared:   # an in-memory source travels once per worker
+            low, high = run_tasks(running, _extremes, shared, check.groups(), reduce=_widest, initial=(None, None))
         assert low is not None and high is not None   # the source has voxels: every group found some
 
         def count_outside(low, high):
-            return run_tasks(running, _count_outside, dataclasses.replace(check, low=low, high=high), check.groups())
+            with running.shared(dataclasses.replace(check, low=low, high=high)) as shared:
+                return run_tasks(running, _count_outside, shared, check.groups())
 
         check_label_range(low, high, count_outside, reserved=reserved, name=f"source {source.path or 'array'}")
 

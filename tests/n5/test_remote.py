@@ -13,6 +13,7 @@ import types
 
 import numpy as np
 import pytest
+from support import SECRET
 
 from n5mscodecs import ConfigurationError, LabelMultisetArray, StorageError, n5, paintera
 from n5mscodecs.cli import main as n5ms
@@ -22,33 +23,6 @@ from n5mscodecs.n5 import open_store, storage
 moto_server = pytest.importorskip("moto.server")
 pytest.importorskip("s3fs")
 pytest.importorskip("aiohttp")
-
-SECRET = "not-a-real-secret-0123456789"
-
-
-@pytest.fixture(scope="module")
-def s3():
-    """A moto S3 server; credentials and endpoint from the standard environment variables."""
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION",
-                                             "AWS_ENDPOINT_URL")}
-    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY=SECRET, AWS_DEFAULT_REGION="us-east-1",
-                      AWS_ENDPOINT_URL=endpoint)
-    import boto3
-
-    boto3.client("s3").create_bucket(Bucket="bucket")
-    yield endpoint
-    server.stop()
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
-
 
 @pytest.fixture(scope="module")
 def gcs():
