@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
@@ -25,7 +26,7 @@ from ..n5.writing import (
     mark_datasets_below,
     write_marked,
 )
-from .cluster import engine_for, progress_bar, run_tasks
+from .cluster import LOCAL, engine_for, progress_bar, run_tasks
 from .conventions import CONVERSION_KEY, FINISH_HINT, target_store
 from .lookup import LABEL_BLOCK_LOOKUP
 from .mapping_build import build_label_to_block_mapping
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from ..n5.compression import CompressorConfig
     from ..n5.storage import PathLike
     from ..n5.store import Store
-    from .cluster import ProgressBar
+    from .cluster import Engine, ProgressBar
     from .sources import LabelSource
 
 
@@ -79,21 +80,25 @@ class LargeBlockWarning(UserWarning):
     (and the blocks below it) in memory; a cut (``max_num_entries``) bounds them."""
 
 
-def estimated_block_bytes(job: PyramidJob, level: int) -> tuple[int, int] | None:
+def estimated_block_bytes(job: PyramidJob, level: int, engine: Engine | None = None,
+                          shared_job: Any = None) -> tuple[int, int] | None:
     """``(bytes, ids)``: the estimated size of a block of ``level`` (>= 1) and the ids it holds,
     from up to ``SAMPLE_BLOCKS`` unique-labels blocks of the level below (on disk, spread over
-    its grid; None when none is there): their mean ids per block times the blocks below one
-    block (ids that span several count several times: an upper estimate), at most the cut
-    times the voxels; each id costs at least one 12-byte list entry, each voxel 4 bytes."""
-    below = job.unique_labels(level - 1)
+    its grid; None when none is there), read as tasks on ``engine`` (default local threads;
+    ``shared_job``: the job as :meth:`~n5mscodecs.paintera.cluster.Engine.shared` gave it),
+    which return their sizes only (a block high up holds many ids): their mean ids per
+    block times the blocks below one block (ids that span several count several times: an
+    upper estimate), at most the cut times the voxels; each id costs at least one 12-byte
+    list entry, each voxel 4 bytes."""
     grid_shape = job.grid_shape(level - 1)
     total = math.prod(grid_shape)
-    counts = []
-    for index in sorted({round(i * (total - 1) / max(1, SAMPLE_BLOCKS - 1)) for i in range(SAMPLE_BLOCKS)}):
-        position = tuple(int(p) for p in np.unravel_index(index, grid_shape))
-        values = below.read_block(position)
-        if values is not None:
-            counts.append(values.size)
+    spread = sorted({round(i * (total - 1) / max(1, SAMPLE_BLOCKS - 1)) for i in range(SAMPLE_BLOCKS)})
+    positions = [tuple(int(p) for p in np.unravel_index(index, grid_shape)) for index in spread]
+    with contextlib.ExitStack() as stack:
+        if engine is None:
+            engine = stack.enter_context(engine_for(LOCAL))
+        counts = run_tasks(engine, _stored_ids, (job if shared_job is None else shared_job, level - 1), positions,
+                           reduce=_counted, initial=())
     if not counts:
         return None
     voxels = math.prod(job.block_size)
@@ -103,8 +108,19 @@ def estimated_block_bytes(job: PyramidJob, level: int) -> tuple[int, int] | None
     return 12 * ids + 4 * voxels, ids
 
 
-def _warn_large_blocks(job, level):
-    estimate = estimated_block_bytes(job, level) if level >= 2 else None
+def _stored_ids(job_level, position):
+    """The number of ids of a stored unique-labels block (None when it is missing)."""
+    job, level = job_level
+    values = job.unique_labels(level).read_block(position)
+    return None if values is None else int(values.size)
+
+
+def _counted(counts, count):
+    return counts if count is None else (*counts, count)
+
+
+def _warn_large_blocks(engine, job, shared_job, level):
+    estimate = estimated_block_bytes(job, level, engine, shared_job) if level >= 2 else None
     if estimate is not None and estimate[0] > LARGE_BLOCK_BYTES:
         size, ids = estimate
         warnings.warn(
@@ -338,7 +354,7 @@ def _convert(engine, job, parameters, overwrite, resume, root, resolution, offse
     first = 1 if job.n_levels > 1 else 0   # level-1 tasks write the level-0 blocks they consume
     with engine.shared(job) as shared_job:  # with its source: an in-memory array too, once per worker
         for level in range(first, job.n_levels):
-            _warn_large_blocks(job, level)
+            _warn_large_blocks(engine, job, shared_job, level)
             written += _write_level(engine, job, shared_job, level, progress)
     labels = _finish(engine, job, parameters, lookup_block_size, progress)
     return _summary(job, written, blocks_total, started, resolution, engine.description, labels.labels)
