@@ -54,9 +54,9 @@ if TYPE_CHECKING:
 #: ids (~ 5 blocks per id: ~ 40 MB of pairs for 3-d data)
 BUCKET_IDS = 2**18
 #: a scan task covers the blocks below one directory of the first axes of the grid, at the
-#: deepest level that still leaves it at least this many blocks (fewer, larger tasks: each
-#: writes one part per bucket its ids fall in)
-SCAN_BLOCKS = 4096
+#: shallowest level that leaves it at most this many blocks (a bound on its pairs; few,
+#: large tasks, since each writes one part per bucket its ids fall in)
+SCAN_BLOCKS = 2**17
 
 
 @dataclass(frozen=True)
@@ -109,10 +109,11 @@ class _Build:
 
 
 def scan_depth(grid_shape: tuple[int, ...]) -> int:
-    """How many first axes name a scan task's subtree: the most that leave it >= SCAN_BLOCKS
-    blocks (0: one task for the whole grid); never all of them (a subtree is a directory)."""
+    """How many first axes name a scan task's subtree: the fewest that leave it at most
+    SCAN_BLOCKS blocks (0: one task for the whole grid), and never all of them (a subtree is
+    a directory: a 1-d grid is one task)."""
     depth = 0
-    while depth < len(grid_shape) - 1 and int(np.prod(grid_shape[depth + 1:], dtype=object)) >= SCAN_BLOCKS:
+    while depth < len(grid_shape) - 1 and int(np.prod(grid_shape[depth:], dtype=object)) > SCAN_BLOCKS:
         depth += 1
     return depth
 

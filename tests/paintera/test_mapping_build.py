@@ -47,12 +47,13 @@ def sparse_labels(shape=(24, 20, 16), n=90, seed=1):
 def test_task_built_mapping_equals_the_serial_one_byte_for_byte(tmp_path, monkeypatch):
     # many buckets and many scan subtrees (the defaults make one of each at this size)
     monkeypatch.setattr(mapping_build, "BUCKET_IDS", 5)
-    monkeypatch.setattr(mapping_build, "SCAN_BLOCKS", 4)
+    monkeypatch.setattr(mapping_build, "SCAN_BLOCKS", 5)
     labels = sparse_labels()
     target = tmp_path / "t.n5" / "labels"
     summary = paintera.convert(labels, target, block_size=4, factors=[2, 2], lookup_block_size=3,
                                reserved="accept")
     assert scan_depth(n5.open(target / "unique-labels/s0").grid_shape) == 2   # (6, 5, 4) blocks: 30 subtrees
+    assert [scan_depth(shape) for shape in ((1, 5, 1), (5,), (2, 2, 2), (313, 313, 8), (20, 1, 1))] == [0, 0, 1, 2, 1]
     for level in range(3):
         expected = label_to_block_mapping_blocks(n5.open(target / f"unique-labels/s{level}"), 3)
         assert len(expected) > 10
