@@ -183,6 +183,11 @@ def test_mapping_and_summary_on_a_cluster_equal_local_threads(tmp_path, cluster)
         assert stored_files(tmp_path / "d.n5/labels", level) == stored_files(tmp_path / "t.n5/labels", level)
     assert (tmp_path / "d.n5/labels/attributes.json").read_bytes() == (
         tmp_path / "t.n5/labels/attributes.json").read_bytes()
+    # a lookup rebuilt alone on the cluster, in other files: what the serial builder makes
+    compression = n5.read_attributes(tmp_path / "d.n5/labels/label-to-block-mapping/s1")["compression"]
+    files = write_label_to_block_mapping(tmp_path / "d.n5/labels", 1, 4, compression, scheduler=cluster)
+    expected = label_to_block_mapping_blocks(n5.open(tmp_path / "d.n5/labels/unique-labels/s1"), 4)
+    assert files == len(expected) and stored_files(tmp_path / "d.n5/labels", 1) == expected
 
 
 def _client_peak(tmp_path, cluster, edge, n_labels):
