@@ -151,10 +151,13 @@ def dataset_block_seeds():
 
 
 def write_seeds(target, directory):
-    """Write the seeds of ``target`` into ``directory``; returns how many."""
+    """Write the seeds of ``target`` and its regression inputs (``fuzz/regressions/<target>/``:
+    what once failed stays in the corpus the fuzzer mutates) into ``directory``; returns how many."""
     os.makedirs(directory, exist_ok=True)
     count = 0
-    for seed in seeds(target):
+    regressions = ROOT / "fuzz" / "regressions" / target
+    found = sorted(regressions.iterdir()) if regressions.is_dir() else []
+    for seed in [*seeds(target), *(path.read_bytes() for path in found)]:
         name = hashlib.sha1(seed).hexdigest()
         Path(directory, name).write_bytes(seed)
         count += 1

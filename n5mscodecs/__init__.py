@@ -15,6 +15,7 @@ from ._kernels_check import require_kernels as _require_kernels
 
 _require_kernels()
 
+from . import _extras
 from ._version import __version__
 from .czi import CziChunked, accelerate_czifile, chunked_decode, chunked_encode, chunked_info
 from .errors import (
@@ -46,6 +47,11 @@ from .multiset import (
 from .n5 import N5Varlen
 from .paintera import assignment as _assignment  # noqa: F401  (installs to_dask's assignment resolver)
 from .payload import LabelMultisetCodec, LabelMultisetVLen, N5LabelMultiset
+
+if _extras.zarr_needs_data_type_registration():
+    # zarr 3 before 3.4.1 ignores the ``zarr.data_type`` entry point: importing the package is
+    # then what hands zarr ``label_multiset`` (zarr.open of a --multisets export just works)
+    from . import zarr as _zarr  # noqa: F401
 
 __all__ = [
     "__version__",

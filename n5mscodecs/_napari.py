@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING
 
 from .errors import N5msCodecsError
 from .n5 import storage
-from .n5.store import Store, open_store
+from .n5.store import Store
+from .n5.stores import open_store
 from .paintera.multiscale import interrupted, label_pyramid_keys, open_pyramid
 
 if TYPE_CHECKING:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 import warnings
@@ -20,7 +21,8 @@ from ._extras import require
 from .errors import ArgumentError, ConfigurationError, MissingExtraError, N5msCodecsError
 from .n5 import storage
 from .n5.group import UnreadableAttributesWarning
-from .n5.store import Store, open_store, open_target
+from .n5.store import Store
+from .n5.stores import open_store, open_target
 from .paintera.conventions import FINISH_HINT
 
 EXIT_OK = 0
@@ -51,6 +53,19 @@ _OPTIONS = {"version": "--ngff", "block_size": "--block-size", "max_num_entries"
 
 def _option(argument):
     return _OPTIONS.get(argument, "--" + argument.replace("_", "-"))
+
+
+#: Library arguments that library messages advise (``pass reserved='accept'``), spelled as the
+#: options that set them here (``--reserved accept``).
+_ADVISED = re.compile(r"\b(reserved|rule|overwrite|resume|force)=(?:'([^']*)'|\"([^\"]*)\"|True)")
+
+
+def _for_the_command_line(message):
+    """A library message with its argument advice in the command line's words."""
+    def option(match):
+        value = match.group(2) if match.group(2) is not None else match.group(3)
+        return _option(match.group(1)) + (f" {value}" if value is not None else "")
+    return _ADVISED.sub(option, str(message))
 
 
 def _os_error(exc):
@@ -351,6 +366,37 @@ def cmd_ome_zarr(args):
     return EXIT_OK
 
 
+def cmd_unlock(args):
+    from .n5.writing import break_lock
+
+    target = open_store(args.target, args.storage_options)
+    owner = break_lock(target, force=args.force)
+    if owner is None:
+        print(f"{target.display()}: no writer lock")
+    else:
+        print(f"removed the writer lock of {target.display()}"
+              + (f" (process {owner.get('pid', '?')} on {owner.get('host', '?')})" if owner else ""))
+    return EXIT_OK
+
+
+def cmd_serve(args):
+    from .paintera.serve import serve
+
+    assignment, additional = _assignment_options(args)
+    server = serve(args.sources, port=args.port, bind=args.bind, ngff=args.ngff, assignment=assignment,
+                   additional_assignment=additional, viewer=args.viewer, storage_options=args.storage_options,
+                   log=lambda line: print(f"n5ms serve: {line}", file=sys.stderr))
+    with server:
+        print(server.url, server.viewer_url or server.neuroglancer_url(), *map(server.source_url, server.sources),
+              sep="\n", flush=True)
+        print("n5ms serve: serving until Ctrl-C", file=sys.stderr)
+        try:
+            server.wait()
+        except KeyboardInterrupt:
+            print(f"n5ms serve: stopped ({server.requests} requests)", file=sys.stderr)
+    return EXIT_OK
+
+
 def cmd_zarr_json(args):
     container = open_store(args.container, args.storage_options)
     if not container.is_directory():
@@ -369,7 +415,7 @@ def cmd_zarr_json(args):
         import zarr
 
         print(f"note: zarr {zarr.__version__} (< 3.4.1) does not load data types from entry points: run "
-              "`import n5mscodecs.zarr` before opening label multiset arrays with zarr, which otherwise says "
+              "`import n5mscodecs` before opening label multiset arrays with zarr, which otherwise says "
               f'"{UNKNOWN_DATA_TYPE_ERROR}" (plain datasets open without it)')
     return EXIT_OK
 
@@ -549,6 +595,27 @@ def build_parser():
     commit.add_argument("--scheduler", help=scheduler_help)
     _add_storage_options(commit)
     commit.set_defaults(run=cmd_commit)
+    unlock = commands.add_parser(
+        "unlock", help="remove a writer lock (.n5ms-lock) a dead writer left behind",
+        description="Remove the writer lock of TARGET that a writer which died left behind. On object stores a lock "
+                    "counts as abandoned 120 s after its last heartbeat and is removed then; a fresher one only "
+                    "with --force (its writer may still run). A local lock held by a running process is refused.")
+    unlock.add_argument("target", type=values.path, help="the locked location (the one a refusal names)")
+    unlock.add_argument("--force", action="store_true",
+                        help="remove an object-store lock whose heartbeat is fresh: only when no writer runs")
+    _add_storage_options(unlock)
+    unlock.set_defaults(run=cmd_unlock)
+    serve = commands.add_parser("serve", help="serve Paintera sources live over HTTP as OME-Zarr (neuroglancer)",
+                                description="Serve label sources read-only and live as OME-Zarr multiscales of "
+                                            "segments; prints the root URL, then a neuroglancer link.")
+    serve.add_argument("sources", type=values.path, nargs="+", metavar="SOURCE")
+    serve.add_argument("--port", type=values.int_at_least(0, 65535), default=0, help="TCP port (default 0: a free one)")
+    serve.add_argument("--bind", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)")
+    serve.add_argument("--ngff", choices=("0.4", "0.5"), default="0.4", help="0.4 (zarr v2; default) or 0.5")
+    serve.add_argument("--viewer", action="store_true", help="also serve the neuroglancer client (the view extra)")
+    _add_assignment_options(serve)
+    _add_storage_options(serve)
+    serve.set_defaults(run=cmd_serve)
     zarr_json = commands.add_parser("zarr-json", help="write zarr.json beside each attributes.json (N5 + zarr)")
     zarr_json.add_argument("container", type=values.path)
     zarr_json.add_argument("--overwrite", action="store_true", help="replace existing zarr.json files")
@@ -581,11 +648,11 @@ def main(argv=None):
         print(f"n5ms: {exc}", file=sys.stderr)
         return EXIT_MISSING_EXTRA
     except ArgumentError as exc:  # a library argument the command line passed: named by its option
-        return _error(f"{_option(exc.argument)}: {exc.detail}")
+        return _error(f"{_option(exc.argument)}: {_for_the_command_line(exc.detail)}")
     except OSError as exc:  # StorageError, and the operating system's refusals (a loop of links, a socket, ...)
-        return _error(_os_error(exc))
+        return _error(_for_the_command_line(_os_error(exc)))
     except N5msCodecsError as exc:
-        return _error(exc)
+        return _error(_for_the_command_line(exc))
     except OverflowError as exc:  # a number from the command line or a file beyond what it may be
         return _error(f"a number out of range: {exc}")
     except KeyboardInterrupt:

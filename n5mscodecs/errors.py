@@ -56,8 +56,8 @@ class ConfigurationError(N5msCodecsError, ValueError):
 
 
 class ArgumentError(ConfigurationError):
-    """A value passed for a named argument is refused: :attr:`argument` is the keyword
-    (``"shards"``, ``"width"``), :attr:`detail` says why; the message is ``"argument: detail"``.
+    """A value passed for a named argument is refused: ``argument`` is the keyword
+    (``"shards"``, ``"width"``), ``detail`` says why; the message is ``"argument: detail"``.
     The command line reports it under the option's name (``--shards``)."""
 
     def __init__(self, argument: str, detail: str) -> None:

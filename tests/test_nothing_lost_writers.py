@@ -17,7 +17,7 @@ import pytest
 from n5mscodecs import ConfigurationError, IncompleteError, TargetInUseError, n5, paintera
 from n5mscodecs.cli import main
 from n5mscodecs.demo import voronoi_labels
-from n5mscodecs.n5.store import LocalStore
+from n5mscodecs.n5 import DiskStore
 from n5mscodecs.n5.writing import INCOMPLETE_KEY, LOCK_NAME, WriterLock
 
 LABELS = voronoi_labels((24, 20, 16), 12, seed=4).astype(np.uint32)
@@ -105,7 +105,7 @@ def test_marker_writes_replace_a_link_never_write_through_it(tmp_path):
 # 2. an overwrite marks every dataset below the target before it removes anything
 
 def test_an_overwrite_killed_while_removing_leaves_every_dataset_marked(source, monkeypatch):
-    real = LocalStore.delete_tree
+    real = DiskStore.delete_tree
     s0 = source / "data" / "s0"
 
     def dying_delete_tree(self, key):
@@ -116,7 +116,7 @@ def test_an_overwrite_killed_while_removing_leaves_every_dataset_marked(source, 
             raise KeyboardInterrupt
         return real(self, key)
 
-    monkeypatch.setattr(LocalStore, "delete_tree", dying_delete_tree)
+    monkeypatch.setattr(DiskStore, "delete_tree", dying_delete_tree)
     with pytest.raises(KeyboardInterrupt):
         paintera.convert(LABELS + 1, source, block_size=8, factors=[2], overwrite=True)
     monkeypatch.undo()
@@ -184,7 +184,7 @@ def test_a_rewritten_mapping_is_marked_before_its_first_file_goes(source, monkey
 
     mapping = source / "label-to-block-mapping" / "s0"
     seen = []
-    real_clear, real_delete_tree = LocalStore.clear, LocalStore.delete_tree
+    real_clear, real_delete_tree = DiskStore.clear, DiskStore.delete_tree
 
     def dies_on_the_mapping(self):
         if str(self.location).endswith("label-to-block-mapping/s0"):  # its first file is about to go
@@ -199,8 +199,8 @@ def test_a_rewritten_mapping_is_marked_before_its_first_file_goes(source, monkey
         dies_on_the_mapping(self)
         return real_delete_tree(self, key)
 
-    monkeypatch.setattr(LocalStore, "clear", dying_clear)
-    monkeypatch.setattr(LocalStore, "delete_tree", dying_delete_tree)
+    monkeypatch.setattr(DiskStore, "clear", dying_clear)
+    monkeypatch.setattr(DiskStore, "delete_tree", dying_delete_tree)
     with pytest.raises(KeyboardInterrupt):
         write_label_to_block_mapping(source, 0, 3, {"type": "gzip"})
     assert seen and seen[0] is not None

@@ -193,11 +193,14 @@ def _chunk_decompressor(codec):
         return lambda source, size: lz4.block.decompress(source, uncompressed_size=size)
     decompressor = getattr(_thread_state, "zstd_decompressor", None)
     if decompressor is None:
-        decompressor = _thread_state.zstd_decompressor = zstandard.ZstdDecompressor()
+        # windows up to a whole chunk (at most 2**29 bytes): the native path's one-shot decoding
+        # ignores them; larger declared windows are lowered first (_window_within)
+        decompressor = _thread_state.zstd_decompressor = zstandard.ZstdDecompressor(max_window_size=1 << 29)
     decompress = decompressor.decompress
 
     def decompress_chunk(source, size):
-        if bytes(source[:4]) != _ZSTD_MAGIC_BYTES:  # a skippable frame first: zstandard would allocate its size
+        if bytes(source[:4]) != _ZSTD_MAGIC_BYTES or len(source) < 5 or not source[4] & 0x20 or _declares_empty(source):
+            # a skippable frame, a frame with a window descriptor or declaring 0 bytes: see _zstd_frames
             return _zstd_frames(decompressor, source, size)
         try:  # one frame (its content size was checked against the declared size): the common case
             # max_output_size only matters for frames without a content size; 0 would
@@ -245,6 +248,43 @@ def _zstd_frame_end(data, pos):
     return end
 
 
+def _declares_empty(frame):
+    """Whether the zstd frame starting ``frame`` declares a content size of 0."""
+    try:
+        return zstandard.frame_content_size(frame) == 0
+    except zstandard.ZstdError:
+        return False  # named by the decoder
+
+
+def _check_empty(decompressor, frame):
+    """Decode a frame declaring 0 bytes. zstandard's ``decompress`` returns b"" for one without
+    reading its blocks or checksum; libzstd, the native path and libCZI reject a frame that holds
+    more than it declares or fails its checksum (issue 51, item 20). The streaming decoder reads
+    it (bounded: libzstd stops at the first block beyond the declared size)."""
+    stream = decompressor.decompressobj()
+    if stream.decompress(frame) or not stream.eof:
+        raise zstandard.ZstdError("a frame declaring 0 bytes holds more")
+
+
+def _window_within(frame, room):
+    """``frame`` with its window lowered to the least power of two (at least 1 KiB) holding
+    ``room`` bytes, when it declares more. zstd's one-shot ``ZSTD_decompress`` (the native path,
+    libCZI) ignores the window: every match lies in the output, at most ``room`` bytes; the
+    streaming decoder under zstandard's ``decompress`` refuses a window above 128 MiB (or would
+    allocate it), so a frame libCZI decodes was rejected here (issue 51, item 20). A window at
+    least as large as the whole output decodes every frame the same."""
+    descriptor = frame[4]
+    if descriptor & 0x20:  # single segment: the window is the content size, no descriptor
+        return frame
+    window_byte = frame[5]
+    exponent, mantissa = window_byte >> 3, window_byte & 7
+    declared = (1 << (10 + exponent)) + ((1 << (10 + exponent)) >> 3) * mantissa
+    needed = max(int(room) - 1, 1023).bit_length() - 10  # exponent of the least power of two >= room
+    if (1 << (10 + needed)) >= declared:
+        return frame
+    return frame[:5] + bytes([needed << 3]) + frame[6:]
+
+
 def _zstd_frames(decompressor, source, size):
     """Every frame of a chunk, as zstd's ``ZSTD_decompress`` reads them: concatenated
     frames, skippable frames skipped, anything else an error. No frame may make more
@@ -256,7 +296,11 @@ def _zstd_frames(decompressor, source, size):
             frame, room = data[pos:end], size - produced
             if zstandard.frame_content_size(frame) > room:
                 raise zstandard.ZstdError("the frames hold more than DecompressedSizes")
-            part = decompressor.decompress(frame, max_output_size=max(room, 1))
+            if _declares_empty(frame):
+                _check_empty(decompressor, frame)
+                pos = end
+                continue
+            part = decompressor.decompress(_window_within(frame, room), max_output_size=max(room, 1))
             parts.append(part)
             produced += len(part)
         pos = end

@@ -19,15 +19,21 @@ True
 dtype('uint64')
 """
 
+from .array_dataset import ArrayDataset
 from .create import block_size, create_array_dataset, write, write_array
-from .dataset import ArrayDataset, LabelMultisetDataset, read_attributes, write_attributes
+from .dataset import read_attributes, write_attributes
 from .default import n5_default_decode, n5_default_encode
+from .disk_store import DiskStore
 from .group import Group, dataset_keys, dataset_paths, open, open_dataset
 from .header import N5BlockHeader
+from .label_dataset import LabelMultisetDataset
 from .metadata import N5_VERSION, DatasetMetadata, compression_attributes
-from .store import FsspecStore, LocalStore, Store, open_store
+from .store import Store
+from .stores import open_store, open_target
+from .url_store import UrlStore
 from .varlen import CodecChain, N5Varlen, n5_block_header, n5_varlen_decode, n5_varlen_decode_labels, n5_varlen_encode
 from .writing import mark_complete
+from .zarr_backed import ZarrBackedStore
 
 __all__ = [
     "N5_VERSION",
@@ -43,9 +49,11 @@ __all__ = [
     "open",
     "open_dataset",
     "open_store",
+    "open_target",
     "Store",
-    "LocalStore",
-    "FsspecStore",
+    "DiskStore",
+    "UrlStore",
+    "ZarrBackedStore",
     "read_attributes",
     "write",
     "write_array",

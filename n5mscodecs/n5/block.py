@@ -34,7 +34,7 @@ from ..multiset import LabelMultisetArray
 from ..payload.layout import c_order, decode_payload, entries_bound, max_payload_size
 from . import grid
 from .compression import max_compressed_size
-from .default import n5_default_decode, n5_default_encode
+from .default import MAX_BLOCK_BYTES, n5_default_decode, n5_default_encode
 from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 from .varlen import CodecChain, n5_varlen_encode, varlen_payload
 
@@ -45,11 +45,12 @@ if TYPE_CHECKING:
 
     from .._buffers import BytesLike
     from ..multiset.array import MultisetsLike, Rule
+    from ..payload.layout import Order
     from .metadata import DatasetMetadata
 
 #: Bytes a varlength block of a plain dataset may decompress to beyond its grid block (Paintera's
-#: label-to-block-mapping files are not bounded by their blockSize).
-MAX_VARLENGTH_BYTES = 1 << 28
+#: label-to-block-mapping files are not bounded by their blockSize): as much as any block may.
+MAX_VARLENGTH_BYTES = MAX_BLOCK_BYTES
 #: Bytes of a block header before its dims: mode (2), ndim (2); then 4 per axis and numElements (4).
 _HEADER_BYTES = 8
 
@@ -102,14 +103,17 @@ class LabelMultisetBlockCodec(_BlockCodec):
             size = max_compressed_size(size)
         return _HEADER_BYTES + 4 * len(self.metadata.shape) + size
 
-    def _decode_payload(self, payload, shape, labels, rule):
-        """The one call into a kernel: multisets or (C-order) labels of a decompressed payload."""
+    def _decode_payload(self, payload, shape, labels, rule, order="C"):
+        """The one call into a kernel: multisets or labels (``order`` C, or K: N5's x-fastest) of a
+        decompressed payload."""
         return decode_payload(payload, shape, self.codec_chain.layout, labels=labels, threads=1,
-                              order="C" if labels else "K", rule=rule)
+                              order=order if labels else "K", rule=rule)
 
     def decode(self, data: BytesLike, grid_position: Sequence[int], *, labels: bool = False,
-               rule: Rule = "spec") -> LabelMultisetArray | np.ndarray:
-        """Block bytes to the block's cropped shape: multisets, or their uint64 argmax ``labels``.
+               rule: Rule = "spec", order: Order = "C") -> LabelMultisetArray | np.ndarray:
+        """Block bytes to the block's cropped shape: multisets, or their uint64 argmax ``labels``
+        (C-contiguous, or with ``order="K"`` in N5's voxel order: F-contiguous, whose ``.T`` is a
+        C-order (z, y, x) array without a copy).
 
         The voxel count comes from the grid, not the header: label-utilities-spark
         overstates the header dims of boundary blocks. A block that really holds
@@ -121,12 +125,12 @@ class LabelMultisetBlockCodec(_BlockCodec):
         header, payload = varlen_payload(data, self.codec_chain, cropped, max_voxels=grid.voxels(chunks),
                                          max_entries=self.max_entries)
         try:
-            return self._decode_payload(payload, cropped, labels, rule)
+            return self._decode_payload(payload, cropped, labels, rule, order)
         except LabelMultisetFormatError:
             if header.shape == cropped or not all(c <= h <= b for h, c, b in zip(header.shape, cropped, chunks)):
                 raise
-        block = grid.crop(self._decode_payload(payload, header.shape, labels, rule), cropped)
-        return c_order(block) if labels else block  # a cropped padded block is a view
+        block = grid.crop(self._decode_payload(payload, header.shape, labels, rule, order), cropped)
+        return c_order(block) if labels and order == "C" else block  # a cropped padded block is a view
 
     def encode(self, block: MultisetsLike) -> bytes:
         """A block's bytes (its header dims are the block's shape)."""
@@ -143,9 +147,10 @@ class ArrayBlockCodec(_BlockCodec):
     def max_data_bytes(self, mode: int = MODE_DEFAULT) -> int:
         """The most bytes a block's data may decompress to: a full grid block (Java overstates
         the header dims of boundary blocks up to it; zarr pads to it) or, for varlength blocks,
-        at least ``MAX_VARLENGTH_BYTES``."""
+        ``MAX_VARLENGTH_BYTES``; never more than ``MAX_BLOCK_BYTES`` (a larger blockSize is
+        refused when a block is decoded)."""
         size = grid.voxels(self.metadata.chunks) * self.dtype.itemsize
-        return max(size, MAX_VARLENGTH_BYTES) if mode == MODE_VARLENGTH else size
+        return MAX_VARLENGTH_BYTES if mode == MODE_VARLENGTH else min(size, MAX_BLOCK_BYTES)
 
     def max_block_bytes(self) -> int:
         size = self.max_data_bytes(MODE_VARLENGTH)

@@ -14,9 +14,11 @@ import numpy as np
 from ..errors import ArgumentError, ConfigurationError
 from ..multiset import LabelMultisetArray
 from . import storage
-from .dataset import ArrayDataset, LabelMultisetDataset
+from .array_dataset import ArrayDataset
+from .label_dataset import LabelMultisetDataset
 from .metadata import DatasetMetadata, max_id
-from .store import Store, open_target
+from .store import Store
+from .stores import open_target
 from .writing import LOCK_NAME, WriterLock, incomplete_marker, mark_complete, write_container_version, write_marked
 
 if TYPE_CHECKING:
@@ -26,7 +28,8 @@ if TYPE_CHECKING:
 
     from ..multiset.array import MultisetsLike, ReservedRule
     from .compression import CompressorConfig
-    from .storage import PathLike, StorageOptions, Where
+    from .storage import PathLike, StorageOptions
+    from .store import Where
 
 
 def block_size(chunks: int | Iterable[int], ndim: int, name: str = "chunks") -> tuple[int, ...]:
@@ -205,7 +208,7 @@ def write(
     blockSize, dimensions, isLabelMultiset, maxId (largest id below 2**63,
     see ``n5mscodecs.n5.dataset.max_id``), plus ``attributes``. ``path`` may be a URL
     (see :func:`open`); blocks are then written with many requests in flight. It may
-    also be a store (:func:`~n5mscodecs.n5.store.open_store`, which then holds the
+    also be a store (:func:`~n5mscodecs.n5.stores.open_store`, which then holds the
     options): a group's writers pass their child's.
 
     Everything is checked before anything is written. Until the last block

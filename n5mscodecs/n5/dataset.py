@@ -1,4 +1,6 @@
-"""N5 datasets: label multiset datasets and plain numeric ones (see :mod:`n5mscodecs.n5`)."""
+"""N5 datasets: what label multiset datasets (``n5/label_dataset.py``) and plain ones
+(``n5/array_dataset.py``) share: the grid and its blocks, their bytes,
+resizing, iteration, zarr's advanced selections and dask arrays (see :mod:`n5mscodecs.n5`)."""
 
 from __future__ import annotations
 
@@ -6,32 +8,25 @@ import dataclasses
 import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._extras import require
-from ..errors import CompressionError, ConfigurationError, LabelMultisetFormatError, N5HeaderError, ReadOnlyError
-from ..multiset import BACKGROUND, LabelMultisetArray, assemble
-from ..multiset.array import check_rule
-from . import grid, storage
+from ..errors import CompressionError, ConfigurationError, LabelMultisetFormatError, N5HeaderError
+from . import grid, indexing, listing, storage
 from .attributes import Attributes
 from .block import ArrayBlockCodec, LabelMultisetBlockCodec
-from .default import place_block
-from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
-from .metadata import RESERVED_KEYS, DatasetMetadata, max_id, shape_argument
-from .store import READ_ONLY_MODE, Store, open_store
+from .header import MODE_DEFAULT, N5BlockHeader
+from .metadata import RESERVED_KEYS, DatasetMetadata, shape_argument
+from .store import READ_ONLY_MODE, Store
+from .stores import open_store
 from .writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
     from typing import Any
 
-    from numpy.typing import ArrayLike
-
-    from .._buffers import BytesLike
-    from ..multiset import LabelMultiset
-    from ..multiset.array import MultisetsLike, Rule
     from .grid import Selection
     from .storage import PathLike, StorageOptions
 
@@ -179,16 +174,10 @@ class _Dataset:
         return self.store.exists(self.block_key(grid_position))
 
     def present_blocks(self, prefix: Sequence[int] = ()) -> list[tuple[int, ...]]:
-        """Grid positions of the blocks that exist, sorted (found by listing: a grid can be
-        astronomically large); ``prefix``: only those whose first positions are these."""
-        found: list[tuple[int, ...]] = []
-        for directory, subdirectories, files in self.store.walk("/".join(str(int(p)) for p in prefix)):
-            parts = directory.split("/") if directory else []
-            if len(parts) == self.ndim - 1 and all(p.isdigit() for p in parts):
-                # a directory where a block should be is listed too: reading it is an error
-                names = files + subdirectories
-                found.extend(tuple(int(p) for p in [*parts, f]) for f in names if f.isdigit())
-        return sorted(found)
+        """Grid positions of the blocks that exist, sorted: found by listing (a grid can be
+        astronomically large), or by looking up each block where the store cannot list (see
+        :mod:`n5mscodecs.n5.listing`); ``prefix``: only those whose first positions are these."""
+        return listing.present_blocks(self.store, self.grid_shape, prefix)
 
     def chunk_exists(self, grid_position: int | Sequence[int]) -> bool:
         """Whether the block at ``grid_position`` (one int per axis; an int for a 1-d dataset) is
@@ -364,6 +353,26 @@ class _Dataset:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(function, items))
 
+    # zarr's advanced selections (numpy's semantics), read block by block: see n5.indexing
+    @property
+    def oindex(self) -> indexing.Indexer:
+        """The orthogonal selections, ``ds.oindex[[4, 0], :, mask]`` (each axis on its own)."""
+        return indexing.Indexer(self, indexing.orthogonal)
+
+    @property
+    def vindex(self) -> indexing.Indexer:
+        """The coordinate selections, ``ds.vindex[xs, ys, zs]`` (arrays broadcast together)."""
+        return indexing.Indexer(self, indexing.coordinate)
+
+    def get_orthogonal_selection(self, selection: Any) -> Any:
+        return indexing.orthogonal(self, selection)
+
+    def get_coordinate_selection(self, selection: Any) -> Any:
+        return indexing.coordinate(self, selection)
+
+    def get_mask_selection(self, mask: Any) -> Any:
+        return indexing.mask(self, mask)
+
     def _read_region(self, key, read_block, threads):
         """``(pieces, bounding box, final view)``: ``pieces`` are ``(target, source, block)``
         of every block covering ``key``, read in parallel (block None when missing)."""
@@ -373,6 +382,10 @@ class _Dataset:
         box = tuple(max(b - a, 0) for a, b in zip(starts, stops))
         return pieces, box, grid.final_view(steps, drop)
 
+
+    def read(self, key: Selection = (), threads: int | None = None) -> Any:
+        """Read a basic selection (each kind of dataset reads its own way)."""
+        raise NotImplementedError
 
     def _dask_source(self):
         raise NotImplementedError
@@ -415,334 +428,3 @@ class _BlockReader:
 
     def __getitem__(self, key):
         return self.read(key, threads=1)
-
-
-class LabelMultisetDataset(_Dataset):
-    """An N5 label multiset dataset (``isLabelMultiset: true``).
-
-    Missing blocks read as the singleton ``{fill_label: 1}``: ``{0: 1}`` by
-    default, as Java's ``N5LabelMultisets`` and Paintera's ``N5Data`` read them
-    (a writer skips blocks whose voxels are all ``{0: 1}``).
-
-    The view is chosen when the dataset is opened (``n5.open(..., multisets=...)``),
-    and every read (``ds[...]``, :meth:`read`, :meth:`read_block`, :meth:`decode_block`,
-    ``np.asarray(ds)``) follows it:
-
-    - ``multisets="elements"`` (default): label multisets, a
-      :class:`~n5mscodecs.LabelMultisetArray` whose elements are
-      :class:`~n5mscodecs.LabelMultiset` (``dtype`` is ``object``, the dtype of
-      ``LabelMultisetArray.to_elements()``); ``ds[...] = ...`` writes multisets or
-      integer labels.
-    - ``multisets="labels"``: the argmax labels, uint64 (``dtype`` uint64), decoded
-      straight from the blocks (``rule="java"``: the labels Paintera shows, see
-      :func:`~n5mscodecs.payload.decode_payload`); read-only.
-
-    Both views give what is stored: fragments. The labels Paintera shows (segments: the
-    source's fragment-segment-assignment applied, see :mod:`n5mscodecs.paintera.assignment`)
-    come from :meth:`to_dask`, :func:`~n5mscodecs.paintera.open_pyramid` and
-    :func:`~n5mscodecs.zarr.open_labels`, or ``paintera.read_assignment(path)(ds.read_labels())``.
-    """
-
-    def __init__(self, path: PathLike, attributes: Mapping[str, Any] | DatasetMetadata, *,
-                 fill_label: int = BACKGROUND, multisets: str = "elements", rule: Rule = "spec",
-                 storage_options: StorageOptions = None, allow_outside_root: bool = False,
-                 read_only: bool = False, store: Store | None = None) -> None:
-        super().__init__(path, attributes, storage_options=storage_options, allow_outside_root=allow_outside_root,
-                         read_only=read_only, store=store)
-        if multisets not in VIEWS:
-            raise ConfigurationError(f"multisets must be one of {VIEWS}, got {multisets!r}")
-        check_rule(rule)
-        self.multisets, self.rule = multisets, rule
-        self.fill_label = int(fill_label)
-        self.block_codec: LabelMultisetBlockCodec = LabelMultisetBlockCodec(self.metadata)
-        self.codec_chain, self.max_entries = self.block_codec.codec_chain, self.block_codec.max_entries
-        self._views: dict[Rule, LabelMultisetDataset] = {}
-
-    @property
-    def labels(self) -> bool:
-        """Whether this is the labels view."""
-        return self.multisets == "labels"
-
-    @property
-    def fill_value(self) -> int:
-        """The label missing blocks read as (``fill_label``: the background id 0 by default)."""
-        return self.fill_label
-
-    def _open_options(self) -> dict[str, Any]:
-        return {**super()._open_options(), "fill_label": self.fill_label, "multisets": self.multisets,
-                "rule": self.rule}
-
-    _block_mode = MODE_VARLENGTH
-
-    def _reopened(self, metadata: DatasetMetadata) -> LabelMultisetDataset:
-        return LabelMultisetDataset(self.path, metadata, fill_label=self.fill_label,
-                                    allow_outside_root=self.allow_outside_root, store=self.store)
-
-    def _fit(self, block: LabelMultisetArray, shape: tuple[int, ...]) -> LabelMultisetArray:
-        elements = LabelMultisetArray.full(shape, BACKGROUND).to_elements()
-        overlap = tuple(slice(0, min(a, b)) for a, b in zip(block.shape, shape))
-        elements[overlap] = block.to_elements()[overlap]
-        return LabelMultisetArray.from_elements(elements)
-
-    def resize(self, shape: int | Iterable[int]) -> None:
-        super().resize(shape)
-        self._views.clear()  # views of the old shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        """uint64 for the labels view; ``object`` (elements are LabelMultiset) for the multisets."""
-        return np.dtype(np.uint64) if self.labels else np.dtype(object)
-
-    def _view_name(self) -> str:
-        return self.multisets if self.rule == "spec" else f"{self.multisets}, rule={self.rule}"
-
-    def labels_view(self, rule: Rule = "spec") -> LabelMultisetDataset:
-        """This dataset's read-only labels view (argmax under ``rule``); the same object each time."""
-        if self.labels and self.rule == rule:
-            return self
-        view = self._views.get(rule)
-        if view is None:  # a race makes two equal views, one kept
-            view = self._views.setdefault(rule, type(self)(
-                self.path, self.metadata, fill_label=self.fill_label, multisets="labels", rule=rule,
-                allow_outside_root=self.allow_outside_root, read_only=True, store=self.store))
-        return view
-
-    def max_payload_bytes(self) -> int:
-        """The most payload bytes (numElements) a block may hold (see
-        :attr:`~n5mscodecs.n5.block.LabelMultisetBlockCodec.max_payload_bytes`)."""
-        return self.block_codec.max_payload_bytes
-
-    @property
-    def max_id(self) -> int | None:
-        return self.attributes.get("maxId")
-
-    def decode_block(self, data: BytesLike, grid_position: Sequence[int]) -> LabelMultisetArray | np.ndarray:
-        """Decode block bytes to the block's cropped shape, in this dataset's view (see
-        :meth:`LabelMultisetBlockCodec.decode <n5mscodecs.n5.block.LabelMultisetBlockCodec.decode>`)."""
-        return self.block_codec.decode(data, grid_position, labels=self.labels, rule=self.rule)
-
-    def read_block(self, grid_position: Sequence[int]) -> LabelMultisetArray | np.ndarray | None:
-        """The block at ``grid_position`` (cropped shape, this dataset's view), or None when it is missing."""
-        return self._read_decoded(self.decode_block, grid_position)
-
-    def read(self, key: Selection = (), threads: int | None = None) -> LabelMultisetArray | LabelMultiset | np.ndarray:
-        """Read a basic selection in this dataset's view, decoding only the blocks needed (in
-        parallel): a :class:`~n5mscodecs.LabelMultisetArray`, or uint64 labels (equal to
-        ``read(key).argmax()`` of the multisets bit for bit under ``rule="spec"``: highest
-        count, ties to the smaller id compared unsigned). Missing blocks read as ``fill_label``."""
-        pieces, box, view = self._read_region(key, self.read_block, threads)
-        if not self.labels:
-            result = assemble(box, [(target, None if block is None else block[source])
-                                    for target, source, block in pieces], fill=self.fill_label)
-            return result[view] if view else result
-        if len(pieces) == 1 and pieces[0][2] is not None:  # inside one block: no second copy
-            _, source, block = pieces[0]
-            return np.ascontiguousarray(block[source])[view]
-        out = np.full(box, self.fill_label, np.uint64)
-        for target, source, block in pieces:
-            if block is not None:
-                out[target] = block[source]
-        return out[view]
-
-    def __getitem__(self, key: Selection) -> LabelMultisetArray | LabelMultiset | np.ndarray:
-        return self.read(key)
-
-    def read_labels(self, key: Selection = (), threads: int | None = None,
-                    rule: Rule = "spec") -> np.ndarray | np.uint64:
-        """The argmax labels (uint64) of a basic selection: ``labels_view(rule).read(key)``; the
-        stored fragments (no fragment-segment-assignment applied: see the class notes).
-
-        >>> import tempfile
-        >>> from n5mscodecs import n5
-        >>> ds = n5.write(tempfile.mkdtemp() + "/labels", np.array([[1, 2], [3, 3]], np.uint64), chunks=(1, 2))
-        >>> ds.read_labels().tolist(), int(ds.read_labels((1, 0)))
-        ([[1, 2], [3, 3]], 3)
-        """
-        return cast("np.ndarray", self.labels_view(rule).read(key, threads))
-
-    def read_block_labels(self, grid_position: Sequence[int], rule: Rule = "spec") -> np.ndarray | None:
-        """The argmax labels of one block: ``labels_view(rule).read_block(grid_position)``."""
-        return cast("np.ndarray | None", self.labels_view(rule).read_block(grid_position))
-
-    def decode_block_labels(self, data: BytesLike, grid_position: Sequence[int], rule: Rule = "spec") -> np.ndarray:
-        """Block bytes to argmax labels: ``labels_view(rule).decode_block(data, grid_position)``."""
-        return cast("np.ndarray", self.labels_view(rule).decode_block(data, grid_position))
-
-    def _dask_source(self):
-        labels = self.labels_view(self.rule if self.labels else "spec")
-        return _BlockReader(labels.read, self.shape, np.uint64)
-
-    def __array__(self, dtype=None, copy=None):
-        if not self.labels:
-            raise TypeError(
-                f"{self.name} holds label multisets, which have no plain numpy form: read the argmax labels "
-                "with ds.read_labels() (uint64) or open it with multisets='labels', or the multisets with "
-                "ds[...] (a LabelMultisetArray)")
-        data = self.read()
-        return data if dtype is None else data.astype(dtype, copy=False)
-
-    def __setitem__(self, key: Selection, value: MultisetsLike) -> None:
-        """Write multisets (a LabelMultisetArray, elements, or integer labels, broadcast to the
-        selection) into a basic selection without steps; the blocks touched are read, changed
-        and written back (as :meth:`write_block` writes them), and ``maxId`` grows to cover the
-        new labels. The labels view is read-only."""
-        if self.labels:
-            raise ReadOnlyError(f"{self.name}: the labels view is read-only; write label multisets through "
-                                "the multisets view (multisets='elements')")
-        value = LabelMultisetArray.coerce(value) if not isinstance(value, LabelMultisetArray) else value
-        covering, elements = self._assignment(key, value.to_elements())
-
-        def put(piece):
-            position, target, source = piece
-            block = self.read_block(position)
-            if block is None:
-                block = LabelMultisetArray.full(self.block_shape(position), self.fill_label)
-            updated = block.to_elements()
-            updated[source] = elements[target]
-            self.write_block(position, LabelMultisetArray.from_elements(updated))
-
-        self._each_block(put, covering, None)
-        new_max = max_id(value.unique_labels())
-        if self.max_id is None or new_max > self.max_id:
-            self.store.set_attributes("", {**self.store.get_attributes(), "maxId": new_max})
-            self.attributes["maxId"] = new_max
-            self.metadata = dataclasses.replace(self.metadata, max_id=new_max)
-
-    def write_block(self, grid_position: Sequence[int], data: MultisetsLike, *,
-                    write_background: bool = False) -> bool:
-        """Encode and write one block (cropped to the grid); returns whether it was written.
-
-        A block without any positive count is removed instead, as Java's serializer
-        writes nothing; so is a block whose voxels are all ``{0: 1}`` (what a missing
-        block reads as), as the conversion helper's ``saveLabelMultisetNonEmptyBlock``
-        skips all-background blocks, unless ``write_background``.
-        """
-        data = LabelMultisetArray.coerce(data)
-        self.block_path(grid_position)  # checks the position first
-        expected = self.block_shape(grid_position)
-        if data.shape != expected:
-            raise ConfigurationError(f"block {tuple(grid_position)}: shape {data.shape}, expected {expected}")
-        if not data.has_positive_counts() or (not write_background and data.is_background()):
-            self.store.delete(self.block_key(grid_position))
-            return False
-        self.write_block_bytes(grid_position, self.block_codec.encode(data))
-        return True
-
-
-class ArrayDataset(_Dataset):
-    """A plain numeric N5 dataset (default-mode blocks; varlength blocks read as 1-d arrays)."""
-
-    def __init__(self, path: PathLike, attributes: Mapping[str, Any] | DatasetMetadata, *,
-                 fill_value: int | float = 0, storage_options: StorageOptions = None,
-                 allow_outside_root: bool = False, read_only: bool = False, store: Store | None = None) -> None:
-        super().__init__(path, attributes, storage_options=storage_options, allow_outside_root=allow_outside_root,
-                         read_only=read_only, store=store)
-        self.fill_value = fill_value
-        self.block_codec: ArrayBlockCodec = ArrayBlockCodec(self.metadata)
-
-    def _reopened(self, metadata: DatasetMetadata) -> ArrayDataset:
-        return ArrayDataset(self.path, metadata, fill_value=self.fill_value,
-                            allow_outside_root=self.allow_outside_root, store=self.store)
-
-    def _fit(self, block: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-        out = np.full(shape, self.fill_value, self.dtype)
-        overlap = tuple(slice(0, min(a, b)) for a, b in zip(block.shape, shape))
-        out[overlap] = block[overlap]
-        return out
-
-    @property
-    def dtype(self) -> np.dtype:
-        """The numpy dtype of ``dataType``."""
-        return self.metadata.dtype
-
-    def max_data_bytes(self, mode: int = MODE_DEFAULT) -> int:
-        """The most bytes a block's data may decompress to (see
-        :meth:`ArrayBlockCodec.max_data_bytes <n5mscodecs.n5.block.ArrayBlockCodec.max_data_bytes>`)."""
-        return self.block_codec.max_data_bytes(mode)
-
-    def read_block(self, grid_position: Sequence[int]) -> np.ndarray | None:
-        """The block's data: N5-order ndarray of its header shape (1-d for varlength), or None."""
-        return self._read_decoded(self.decode_block, grid_position)
-
-    def decode_block(self, data: BytesLike, grid_position: Sequence[int]) -> np.ndarray:
-        """Decode block bytes (see :meth:`read_block`)."""
-        return self.block_codec.decode(data, grid_position)
-
-    def __getitem__(self, key: Selection) -> np.ndarray | np.generic:
-        return self.read(key)
-
-    def __setitem__(self, key: Selection, value: ArrayLike) -> None:
-        """Write ``value`` (broadcast to the selection, cast to ``dtype``) into a basic selection
-        without steps: whole blocks are written as they are, partly covered ones read, changed
-        and written back, in parallel."""
-        covering, values = self._assignment(key, np.asarray(value, self.dtype))
-
-        def put(piece):
-            position, target, source = piece
-            if values[target].shape == self.block_shape(position):
-                block = values[target]
-            else:
-                block = np.array(self.read(self.block_region(position), threads=1))
-                block[source] = values[target]
-            self.write_block(position, block)
-
-        self._each_block(put, covering, None)
-
-    def _dask_source(self):
-        return _BlockReader(self.read, self.shape, self.dtype)
-
-    def __array__(self, dtype=None, copy=None):
-        """The whole dataset (``np.asarray(ds)``), read block-parallel."""
-        data = np.asarray(self.read())
-        return data if dtype is None else data.astype(dtype, copy=False)
-
-    def read(self, key: Selection = (), threads: int | None = None) -> np.ndarray | np.generic:
-        """Read a basic selection (only the blocks needed, in parallel).
-
-        Each worker reads a block and copies it straight into its place in the
-        result, swapping the bytes from big-endian and the axes from N5's F
-        order in that one copy; missing blocks, and what truncated boundary
-        blocks do not cover, are the fill value.
-        """
-        starts, stops, steps, drop, covering = self._covering(key)
-        out = np.empty(tuple(max(b - a, 0) for a, b in zip(starts, stops)), self.dtype)
-
-        def place(piece):
-            position, target, source = piece
-            data = self.read_block_bytes(position)
-            if data is None:
-                out[target] = self.fill_value
-                return
-            block = self.decode_named(self._decode_stored, data, position)
-            if block.ndim != self.ndim:
-                raise N5HeaderError(f"{self.block_name(position)}: block ndim {block.ndim}, dataset has {self.ndim}")
-            # blocks may be truncated (Java) or padded (zarr-python, tensorstore)
-            usable = tuple(slice(s.start, min(s.stop, n)) for s, n in zip(source, block.shape))
-            region = tuple(slice(t.start, t.start + max(u.stop - u.start, 0)) for t, u in zip(target, usable))
-            if region != target:
-                out[target] = self.fill_value
-            place_block(out[region], block, usable)
-
-        self._each_block(place, covering, threads)
-        return out[grid.final_view(steps, drop)]
-
-    def _decode_stored(self, data, grid_position):
-        """A block's values as stored (big-endian, N5 order), checked as :meth:`decode_block` does:
-        in this thread's decompression scratch, valid until its next block."""
-        return self.block_codec.decode(data, grid_position, native=False, scratch=True)
-
-    def write_block(self, grid_position: Sequence[int], data: ArrayLike) -> None:
-        data = np.asarray(data, self.dtype)
-        key = self.block_key(grid_position)  # checks the position first
-        if data.ndim != self.ndim or any(n > b for n, b in zip(data.shape, self.chunks)):
-            raise ConfigurationError(f"block {tuple(grid_position)}: shape {data.shape} does not fit blockSize "
-                                     f"{list(self.chunks)}")
-        self.store.set(key, self.block_codec.encode(data))
-
-    def write_varlength_block(
-        self, grid_position: Sequence[int], values: ArrayLike, dims: Iterable[int] | None = None
-    ) -> None:
-        """Write ``values`` (1-d) as a varlength block: header dims ``dims`` (default: the block's
-        cropped shape) and numElements = ``len(values)``, as Paintera's side data is stored."""
-        dims = self.block_shape(grid_position) if dims is None else tuple(dims)
-        self.write_block_bytes(grid_position, self.block_codec.encode_varlength(values, dims))

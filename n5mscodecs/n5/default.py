@@ -18,6 +18,13 @@ from ..errors import N5HeaderError
 from . import _place
 from .header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 
+#: Bytes no plain block may decompress to (issue 51): a block's ``blockSize`` (a zarr chunk
+#: shape) times the item size, its header dims and a varlength block's numElements are refused
+#: above it before anything is allocated. 256 MiB: 1024 times the largest real block measured
+#: (32^3 uint64, 256 KiB), and 512^3 uint16 or 256^3 uint64 still fit; Java's blocks are byte
+#: arrays of at most 2 GiB, which no real dataset approaches.
+MAX_BLOCK_BYTES = 1 << 28
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -74,6 +81,8 @@ def n5_default_decode(
     [[0, 1, 2], [3, 4, 5]]
     """
     dtype = np.dtype(dtype)
+    if chunk_shape is not None:
+        check_block_bytes(chunk_shape, dtype, "blockSize")
     buf = read_bytes(data, "block")
     header = N5BlockHeader.from_bytes(buf)
     if header.mode == MODE_DEFAULT:
@@ -87,12 +96,15 @@ def n5_default_decode(
             count *= n
     elif header.mode == MODE_VARLENGTH and varlength and header.num_elements is not None:
         count = header.num_elements
-        if max_varlength_bytes is not None and count * dtype.itemsize > max_varlength_bytes:
+        if count * dtype.itemsize > min(MAX_BLOCK_BYTES, max_varlength_bytes or MAX_BLOCK_BYTES):
             raise N5HeaderError(f"header numElements {count} need {count * dtype.itemsize} bytes, more than "
                                 f"the {max_varlength_bytes} a block of this dataset may hold")
     else:
         raise N5HeaderError(f"mode 0x{header.mode:04x} blocks are not supported, expected 0x0000 (default)")
     nbytes = count * dtype.itemsize
+    if nbytes > MAX_BLOCK_BYTES:  # a block decoded without its dataset's blockSize
+        raise N5HeaderError(f"header dims {list(header.shape)}: {nbytes} bytes, more than the {MAX_BLOCK_BYTES} "
+                            "bytes a block may hold (n5.default.MAX_BLOCK_BYTES)")
     body = buf[header.nbytes:]
     payload: BytesLike
     if compressor is None:
@@ -107,6 +119,18 @@ def n5_default_decode(
     if header.mode == MODE_VARLENGTH:
         return values
     return values.reshape(header.shape, order="F")
+
+
+def check_block_bytes(shape: Sequence[int], dtype: DTypeLike, field: str) -> None:
+    """:class:`~n5mscodecs.errors.N5HeaderError` naming ``field`` when a block of ``shape``
+    (``blockSize``, a zarr chunk shape) holds more than ``MAX_BLOCK_BYTES``: a size no real
+    dataset has, refused before a block is read, decompressed or allocated."""
+    nbytes = np.dtype(dtype).itemsize
+    for n in shape:  # Python ints: no int64 wrap-around
+        nbytes *= int(n)
+    if nbytes > MAX_BLOCK_BYTES:
+        raise N5HeaderError(f"{field} {[int(n) for n in shape]}: {nbytes} bytes per block, more than the "
+                            f"{MAX_BLOCK_BYTES} bytes a block may hold (n5.default.MAX_BLOCK_BYTES)")
 
 
 def place_block(region: np.ndarray, block: np.ndarray, usable: tuple[slice, ...]) -> None:

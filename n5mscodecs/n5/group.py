@@ -39,11 +39,14 @@ import numpy as np
 from ..errors import ArgumentError, ConfigurationError, InputTypeError, N5msCodecsError, StorageError
 from ..multiset import BACKGROUND, LabelMultisetArray
 from . import storage
+from .array_dataset import ArrayDataset
 from .attributes import Attributes
 from .create import check_fill_value, compression_argument, create_array_dataset, write, write_array
-from .dataset import ArrayDataset, LabelMultisetDataset, _Dataset
+from .dataset import _Dataset
+from .label_dataset import LabelMultisetDataset
 from .metadata import N5_VERSION, shape_argument
-from .store import READ_ONLY_MODE, Store, open_store
+from .store import READ_ONLY_MODE, Store
+from .stores import open_store
 from .writing import LOCK_NAME, WriterLock, check_complete, incomplete_marker, mark_datasets_below
 
 if TYPE_CHECKING:
@@ -54,7 +57,8 @@ if TYPE_CHECKING:
 
     from ..multiset.array import MultisetsLike, Rule
     from .compression import CompressorConfig
-    from .storage import PathLike, StorageOptions, Where
+    from .storage import PathLike, StorageOptions
+    from .store import Where
 
     Dataset: TypeAlias = LabelMultisetDataset | ArrayDataset
 
@@ -133,7 +137,7 @@ class Group(Mapping[str, "Group | Dataset"]):
     Parameters
     ----------
     store : n5mscodecs.n5.store.Store
-        The group's store (:func:`~n5mscodecs.n5.store.open_store`), handed down to its children.
+        The group's store (:func:`~n5mscodecs.n5.stores.open_store`), handed down to its children.
     read_only : bool
         Refuse every change (mode ``r``).
     container : ~n5mscodecs.n5.store.Store or str, optional
@@ -511,7 +515,7 @@ def open(path: PathLike | Store, mode: str = "r", *,  # noqa: A001 - mirrors zar
     ----------
     path : str, os.PathLike or ~n5mscodecs.n5.store.Store
         A local path or a URL (``s3://``, ``gs://``, ``http(s)://``, ``file://``; the ``remote`` extra),
-        or a store (:func:`~n5mscodecs.n5.store.open_store`; ``storage_options`` and
+        or a store (:func:`~n5mscodecs.n5.stores.open_store`; ``storage_options`` and
         ``allow_outside_root`` are then the store's). Mode ``r`` reads through a read-only
         view of the store: every write of what it returns raises :class:`~n5mscodecs.ReadOnlyError`.
     mode : {"r", "r+", "a", "w", "w-"}
@@ -546,10 +550,12 @@ def open(path: PathLike | Store, mode: str = "r", *,  # noqa: A001 - mirrors zar
     if mode not in MODES:
         raise ConfigurationError(f"mode must be one of {MODES}, got {mode!r}")
     # the store is chosen here, once; reads below stay inside the container root
-    if not isinstance(path, Store):
+    if isinstance(path, (str, os.PathLike)):
         path = os.fspath(path)
         path = open_store(path, storage_options, boundary=storage.confinement_root(path),
                           read_outside=allow_outside_root)
+    elif not isinstance(path, Store):
+        path = open_store(path)  # zarr-python's stores; anything else is refused by name
     store = path.read_only_view(READ_ONLY_MODE) if mode == "r" else path
     path = store.location
     if store.is_file():

@@ -1,26 +1,18 @@
-"""Stores: where N5 groups and datasets keep their bytes, chosen once per location.
+"""Stores: where N5 groups and datasets keep their bytes.
 
 A :class:`Store` is rooted at a location and names what lies below it by *keys*:
 ``"/"``-separated relative paths (``"attributes.json"``, ``"0/1/2"``; ``""`` is the
-root itself). :func:`open_store` picks the implementation from the location, the only
-place above :mod:`~n5mscodecs.n5.storage`'s helpers that looks at a scheme:
+root itself). It owns its location: :meth:`~Store.url`, :meth:`~Store.child`,
+:meth:`~Store.parent`, :meth:`~Store.container_root` and the confinement of its keys are
+its methods, so a location becomes a store once (:func:`~n5mscodecs.n5.stores.open_store`)
+and the rest is calls on it. The back ends, one class each:
 
-- :class:`LocalStore` for local paths (and ``file://``): atomic writes (a temporary
-  file renamed over the target), confinement to the container root, only regular
-  files read, up to a size bound; fsspec is never imported.
-- :class:`FsspecStore` for URLs (the ``remote`` extra): the file system is resolved
-  once, with bounded time-outs and this package's retries of transient failures;
-  messages never show credentials; ``http(s)`` is read-only.
+- :class:`~n5mscodecs.n5.disk_store.DiskStore` for local paths (and ``file://``);
+- :class:`~n5mscodecs.n5.url_store.UrlStore` for URLs (fsspec: the ``remote`` extra);
+- :class:`~n5mscodecs.n5.zarr_backed.ZarrBackedStore` for zarr-python's own stores.
 
 ``store.child(key)`` is the store of a group or dataset below (sharing the file
 system and the container root), so a container opened once hands its store down.
-See :mod:`n5mscodecs.n5.storage` for the confinement and retry rules.
-
->>> import tempfile
->>> store = open_store(tempfile.mkdtemp() + "/c.n5")
->>> store.set("labels/0/0", b"block")
->>> store.child("labels").get("0/0"), store.list_dir(), store.exists("labels/1/0")
-(b'block', ['labels'], False)
 """
 
 from __future__ import annotations
@@ -28,27 +20,24 @@ from __future__ import annotations
 import abc
 import copy
 import json
-import os
 import posixpath
-import secrets
-import shutil
-import stat
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._threads import default_threads
-from ..errors import ConfigurationError, ReadOnlyError, StorageError
+from ..errors import ConfigurationError, ReadOnlyError
 from . import storage
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterator, Mapping
+    from typing import TypeAlias
+
+    from zarr.abc.store import Store as ZarrStore
 
     from .storage import PathLike, StorageOptions
 
-# flags of os.open that only some systems have (O_BINARY: no newline translation on Windows)
-_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_O_BINARY = getattr(os, "O_BINARY", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
+    #: What a public entry point takes: a location (with storage options beside it), a store
+    #: opened once (which holds its own options; those passed beside it are not used), or one
+    #: of zarr-python's stores.
+    Where: TypeAlias = PathLike | "Store" | ZarrStore
 
 #: Why a store opened in mode ``r`` refuses writes (the message of its ReadOnlyError).
 READ_ONLY_MODE = "opened read-only (mode 'r'); open it with mode='r+' or 'a'"
@@ -97,9 +86,9 @@ class Store(abc.ABC):
         """Whether the store is a directory of the local file system."""
         return self.local_file() is not None
 
+    @abc.abstractmethod
     def url(self, key: str = "") -> str:
-        """The location of ``key``."""
-        return storage.join(self.location, *_parts(key))
+        """The location of ``key`` (a path below a local store's, a URL below a URL)."""
 
     def display(self, key: str = "") -> str:
         """The location of ``key`` for messages (a URL without credentials)."""
@@ -192,6 +181,11 @@ class Store(abc.ABC):
     def list_dir(self, key: str = "") -> list[str]:
         """The names directly below ``key``, sorted (empty when there is nothing)."""
 
+    def can_list(self, key: str = "") -> bool:
+        """Whether listing the group or dataset ``key`` shows what it holds (see
+        :mod:`n5mscodecs.n5.listing`): directories and object stores do."""
+        return True
+
     @abc.abstractmethod
     def walk(self, key: str = "") -> Iterator[tuple[str, list[str], list[str]]]:
         """``(directory, subdirectories, files)`` below ``key``, top-down and sorted, as ``os.walk``;
@@ -276,411 +270,3 @@ class Store(abc.ABC):
                     self.delete(f"{directory}/{name}" if directory else name)
                     removed += 1
         return removed
-
-
-def _file_kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
-class LocalStore(Store):
-    """A directory of the local file system.
-
-    Parameters
-    ----------
-    location : str
-        The root directory (or an ``os.PathLike``; ``file://`` allowed).
-    boundary : str, optional
-        The container root every key is confined to (default: the nearest of a key's
-        location and its parents named ``*.n5``).
-    read_outside : bool
-        Let reads follow symbolic links out of the boundary (writes never do).
-    """
-
-    def __init__(self, location: PathLike, *, boundary: str | None = None, read_outside: bool = False,
-                 read_only: bool = False) -> None:
-        self.location = storage.local_path(location)  # a file:// URL as its path, once
-        self.boundary = boundary
-        self.read_outside = read_outside
-        self.read_only = read_only
-
-    def _path(self, key: str) -> str:
-        return os.path.join(self.location, *_parts(key))
-
-    def child(self, key: str) -> LocalStore:
-        return self._derived(LocalStore(self.url(key), boundary=self.boundary, read_outside=self.read_outside))
-
-    def parent(self) -> LocalStore:
-        path = os.path.abspath(self._path(""))
-        if self.boundary is not None:
-            root = os.path.abspath(storage.local_path(self.boundary))
-            if not path.startswith(root.rstrip(os.sep) + os.sep):  # at or above the root
-                raise StorageError(f"{self.display()}: its parent lies outside the container root "
-                                   f"{storage.display(root)}; refusing to go above it")
-        return self._derived(LocalStore(storage.parent(self.location), boundary=self.boundary,
-                                        read_outside=self.read_outside))
-
-    def local_file(self, key: str = "") -> str:
-        return self._path(key)
-
-    def _confine(self, key: str, operation: str) -> str:
-        path = self._path(key)
-        storage.check_confined(path, operation, self.boundary)
-        return path
-
-    def get(self, key: str = "", *, max_size: int | None = None) -> bytes | None:
-        path = self._path(key) if self.read_outside else self._confine(key, "read")
-        try:
-            # O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below)
-            fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_BINARY | _O_CLOEXEC)
-        except FileNotFoundError:
-            if os.path.islink(path):  # a link to nothing where a file should be is not "missing"
-                raise StorageError(f"{self.display(key)}: read: a symbolic link to a missing file "
-                                   f"({os.readlink(path)})") from None
-            return None
-        except (IsADirectoryError, PermissionError):
-            if os.path.isdir(path):  # Windows refuses to open a directory
-                raise StorageError(f"{self.display(key)}: read: a directory, not a regular file") from None
-            raise
-        except NotADirectoryError:
-            raise StorageError(f"{self.display(key)}: read: a parent of it is a file, not a directory") from None
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            os.close(fd)
-            raise StorageError(f"{self.display(key)}: read: {_file_kind(info.st_mode)}, not a regular file")
-        with os.fdopen(fd, "rb") as f:
-            if max_size is not None and info.st_size > max_size:
-                raise StorageError(
-                    f"{self.display(key)}: read: {info.st_size} bytes, more than the {max_size} it can need")
-            # the size fstat gave (a buffer of max_size would be allocated up front), then the rest
-            # of a file that grows meanwhile, up to the bound
-            data = f.read(info.st_size + 1)
-            if len(data) > info.st_size:
-                data += f.read() if max_size is None else f.read(max(max_size + 1 - len(data), 0))
-        if max_size is not None and len(data) > max_size:  # grew while being read
-            raise StorageError(f"{self.display(key)}: read: more than the {max_size} bytes it can need")
-        return data
-
-    def _set(self, key: str, data: bytes | bytearray | memoryview) -> None:
-        target = self._confine(key, "write")
-        directory = os.path.dirname(target)
-        os.makedirs(directory, exist_ok=True)
-        # a new file created the way open() creates one (0o666 less the umask; mkstemp's 0o600
-        # would hide it from the group), renamed over the target
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | _O_CLOEXEC
-        while True:
-            tmp = os.path.join(directory, f"{storage.TEMPORARY_PREFIX}{secrets.token_hex(8)}")
-            try:
-                fd = os.open(tmp, flags, 0o666)
-                break
-            except FileExistsError:
-                continue
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-
-    def _delete(self, key: str) -> None:
-        path = self._confine(key, "remove")
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-
-    def _delete_tree(self, key: str) -> None:
-        path = self._confine(key, "remove")
-        if os.path.islink(path):
-            raise StorageError(f"{self.display(key)}: remove: a symbolic link; refusing to remove what it leads to")
-        try:
-            shutil.rmtree(path)
-        except FileNotFoundError:
-            pass
-
-    def _is_tree(self, key: str) -> bool:
-        path = self._path(key)
-        return os.path.isdir(path) and not os.path.islink(path)
-
-    def exists(self, key: str = "") -> bool:
-        return os.path.exists(self._path(key))
-
-    def is_directory(self, key: str = "") -> bool:
-        return os.path.isdir(self._path(key))
-
-    def is_file(self, key: str = "") -> bool:
-        return os.path.isfile(self._path(key))
-
-    def is_link(self, key: str = "") -> bool:
-        return os.path.islink(self._path(key))
-
-    def list_dir(self, key: str = "") -> list[str]:
-        path = self._path(key) if self.read_outside else self._confine(key, "list")
-        try:
-            return sorted(os.listdir(path))
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        except OSError as exc:  # unreadable: an error naming it, never an empty listing
-            raise StorageError(f"{self.display(key)}: list: {exc.strerror or exc}") from None
-
-    def walk(self, key: str = "") -> Iterator[tuple[str, list[str], list[str]]]:
-        """As :meth:`Store.walk`, by the rules of a read: a symbolic link to a directory is
-        followed when it resolves inside the container root (or ``read_outside``); one leading
-        out of it, a link to nothing, a link loop or a directory that cannot be listed is a
-        :class:`~n5mscodecs.StorageError` naming it, never skipped. Links to anything else are
-        listed as files: reading them applies the same rules, file by file."""
-        top = self._path(key) if self.read_outside else self._confine(key, "list")
-        try:
-            info = os.stat(top)
-        except (FileNotFoundError, NotADirectoryError):
-            return
-        except OSError as exc:
-            raise StorageError(f"{storage.display(top)}: list: {exc.strerror or exc}") from None
-        if stat.S_ISDIR(info.st_mode):
-            root = self._path("")
-            for directory, subdirectories, files in self._walk(top, frozenset({(info.st_dev, info.st_ino)})):
-                below = os.path.relpath(directory, root)
-                yield ("" if below == "." else below.replace(os.sep, "/")), subdirectories, files
-
-    def _walk(self, directory: str,
-              ancestors: frozenset[tuple[int, int]]) -> Iterator[tuple[str, list[str], list[str]]]:
-        try:
-            with os.scandir(directory) as entries:
-                listed = list(entries)
-        except FileNotFoundError:  # removed while being walked
-            return
-        except OSError as exc:
-            raise StorageError(f"{storage.display(directory)}: list: {exc.strerror or exc}; "
-                               "refusing to skip what it holds") from None
-        subdirectories: list[str] = []
-        files: list[str] = []
-        identities: dict[str, tuple[int, int]] = {}
-        for entry in listed:
-            try:
-                if not entry.is_symlink():
-                    (subdirectories if entry.is_dir(follow_symlinks=False) else files).append(entry.name)
-                    continue
-                path = entry.path
-                try:
-                    info = os.stat(path)
-                except FileNotFoundError:  # a file or a directory: which, nobody can tell
-                    raise StorageError(f"{storage.display(path)}: list: a symbolic link to a missing file "
-                                       f"({os.readlink(path)})") from None
-                if stat.S_ISDIR(info.st_mode) and not self.read_outside:
-                    storage.check_confined(path, "list", self.boundary)
-            except StorageError:
-                raise
-            except OSError as exc:
-                raise StorageError(f"{storage.display(entry.path)}: list: {exc.strerror or exc}") from None
-            if stat.S_ISDIR(info.st_mode):
-                identity = (info.st_dev, info.st_ino)
-                if identity in ancestors:
-                    raise StorageError(f"{storage.display(entry.path)}: list: a symbolic link loop "
-                                       "(it leads to a directory holding it)")
-                identities[entry.name] = identity
-                subdirectories.append(entry.name)
-            else:
-                files.append(entry.name)
-        subdirectories.sort()
-        files.sort()
-        yield directory, subdirectories, files
-        for name in subdirectories:  # what the caller left (pruning in place skips the rest)
-            path = os.path.join(directory, name)
-            if name in identities:
-                identity = identities[name]
-            else:
-                try:
-                    info = os.lstat(path)
-                except FileNotFoundError:
-                    continue
-                identity = (info.st_dev, info.st_ino)
-            yield from self._walk(path, ancestors | {identity})
-
-    def _make_directory(self, key: str = "") -> None:
-        os.makedirs(self._confine(key, "create"), exist_ok=True)
-
-    def total_size(self, key: str = "") -> int:
-        total = 0
-        for directory, _, files in self.walk(key):
-            for name in files:
-                try:
-                    total += os.path.getsize(self._path(directory + "/" + name))
-                except FileNotFoundError:  # removed meanwhile (a writer's temporary file)
-                    continue
-        return total
-
-    def request_threads(self, threads: int | None) -> int:
-        return default_threads(threads)
-
-
-class FsspecStore(Store):
-    """A location of an fsspec file system (``s3://``, ``gs://``, ``http(s)://``, ``memory://``, ...).
-
-    Parameters
-    ----------
-    location : str
-        The root URL.
-    storage_options : Mapping, optional
-        fsspec's options (endpoint, credentials, ``anon``); never shown in messages.
-    """
-
-    def __init__(self, location: str, storage_options: StorageOptions = None, *, read_only: bool = False,
-                 _resolved: Any = None) -> None:
-        self.location = location
-        self.storage_options = storage_options
-        # the file system is resolved once; children share it
-        self.fs, self.path = _resolved if _resolved is not None else storage.filesystem(location, storage_options)
-        http = storage.read_only_location(location)
-        self.read_only = read_only or http
-        if http:
-            self.read_only_reason = "http(s) locations are read-only"
-
-    def _key_path(self, key: str) -> str:
-        return posixpath.join(self.path, *_parts(key))
-
-    def child(self, key: str) -> FsspecStore:
-        return self._derived(FsspecStore(self.url(key), self.storage_options, _resolved=(self.fs, self._key_path(key))))
-
-    def parent(self) -> FsspecStore:
-        path = posixpath.dirname(self.path.rstrip("/"))
-        if not path.strip("/"):  # a bucket (or the file system's root) has no parent to read
-            raise StorageError(f"{self.display()}: no parent location above it")
-        return self._derived(FsspecStore(storage.parent(self.location), self.storage_options,
-                                         _resolved=(self.fs, path)))
-
-    def _request(self, key: str, operation: str, request):
-        return storage.retrying(self.url(key), operation, request)
-
-
-    def get(self, key: str = "", *, max_size: int | None = None) -> bytes | None:
-        path = self._key_path(key)
-        try:
-            if max_size is None:
-                data = self._request(key, "read", lambda: self.fs.cat_file(path))
-            else:
-                data = self._request(key, "read", lambda: self.fs.cat_file(path, start=0, end=max_size + 1))
-        except FileNotFoundError:
-            return None
-        if max_size is not None and len(data) > max_size:
-            raise StorageError(f"{self.display(key)}: read: more than the {max_size} bytes it can need")
-        return data
-
-    def _set(self, key: str, data: bytes | bytearray | memoryview) -> None:
-        path, data = self._key_path(key), bytes(data)
-        self._request(key, "write", lambda: self.fs.pipe_file(path, data))
-
-    def _delete(self, key: str) -> None:
-        path = self._key_path(key)
-        try:
-            self._request(key, "remove", lambda: self.fs.rm_file(path))
-        except FileNotFoundError:
-            pass
-
-    def _delete_tree(self, key: str) -> None:
-        path = self._key_path(key)
-        try:
-            self._request(key, "remove", lambda: self.fs.rm(path, recursive=True))
-        except FileNotFoundError:
-            pass
-
-    def exists(self, key: str = "") -> bool:
-        path = self._key_path(key)
-        return self._request(key, "look up", lambda: self.fs.exists(path))
-
-    def is_directory(self, key: str = "") -> bool:
-        path = self._key_path(key)
-        return self._request(key, "look up", lambda: self.fs.isdir(path))
-
-    def list_dir(self, key: str = "") -> list[str]:
-        path = self._key_path(key)
-        try:
-            names = self._request(key, "list", lambda: self.fs.ls(path, detail=False))
-        except FileNotFoundError:
-            return []
-        return sorted(posixpath.basename(p.rstrip("/")) for p in names)
-
-    def walk(self, key: str = "") -> Iterator[tuple[str, list[str], list[str]]]:
-        root, path = self.path.rstrip("/"), self._key_path(key)
-
-        def refuse(error: OSError) -> None:  # fsspec's default omits what it cannot list
-            if not isinstance(error, FileNotFoundError):
-                raise StorageError(f"{self.display(key)}: list: {error}") from None
-
-        for directory, subdirectories, files in self.fs.walk(path, on_error=refuse):
-            subdirectories.sort()
-            below = directory.rstrip("/")[len(root):].strip("/") if directory.startswith(root) else directory
-            yield below, subdirectories, sorted(files)
-
-    def _make_directory(self, key: str = "") -> None:
-        return None  # object stores have no directories
-
-    def total_size(self, key: str = "") -> int:
-        return int(self.fs.du(self._key_path(key)))
-
-    def request_threads(self, threads: int | None) -> int:
-        # latency, not cores, limits requests in flight
-        return storage.REMOTE_REQUESTS if threads is None else default_threads(threads)
-
-
-def open_store(location: PathLike | Store, storage_options: StorageOptions = None, *, read_only: bool = False,
-               boundary: str | None = None, read_outside: bool = False) -> Store:
-    """The store of a location: where every public entry point turns a location into a store.
-
-    Parameters
-    ----------
-    location : str, os.PathLike or Store
-        A local path (or ``file://`` URL): a :class:`LocalStore`; another URL (``s3://``,
-        ``gs://``, ``http(s)://``, ``memory://``; the ``remote`` extra): an :class:`FsspecStore`.
-        A store is returned as it is (read-only when ``read_only``).
-    storage_options : Mapping, optional
-        fsspec's options for a URL (endpoint, credentials, ``anon``); never shown in messages.
-    read_only : bool
-        Refuse every write, removal and directory made through the store, and through every
-        group, dataset and attributes object built on it (:class:`~n5mscodecs.ReadOnlyError`).
-    boundary : str, optional
-        The container root keys of a local store are confined to (default: the nearest of a
-        key's location and its parents named ``*.n5``).
-    read_outside : bool
-        Let reads follow symbolic links out of the boundary (writes never do).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from n5mscodecs import n5
-    >>> store = n5.open_store(tempfile.mkdtemp() + "/c.n5")
-    >>> group = n5.open(store, mode="w")
-    >>> n5.open(n5.open_store(store.location, read_only=True)).create_group("a")
-    Traceback (most recent call last):
-    ...
-    n5mscodecs.errors.ReadOnlyError: ...: read-only (opened read-only)
-    """
-    if isinstance(location, Store):
-        return location.read_only_view() if read_only else location
-    location = os.fspath(location)
-    if storage.is_url(location):
-        return FsspecStore(location, storage_options, read_only=read_only)
-    return LocalStore(location, boundary=boundary, read_outside=read_outside, read_only=read_only)
-
-
-def open_target(location: PathLike | Store, storage_options: StorageOptions = None,
-                container: PathLike | Store | None = None) -> Store:
-    """The store a writer writes its target through: ``location`` when it is a store (a
-    group's child), else opened here, once, confined to the container root (``container``
-    when given, else the nearest ``*.n5`` of the target and its parents, else the target)."""
-    if isinstance(location, Store):
-        return location
-    if isinstance(container, Store):
-        container = container.location
-    if container is None:
-        root = storage.confinement_root(location)
-    else:
-        root = storage.container_root(location, container)
-    return open_store(location, storage_options, boundary=root)

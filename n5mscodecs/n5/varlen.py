@@ -192,7 +192,8 @@ def varlen_payload(
     if num_elements > bound:
         raise N5HeaderError(
             f"n5_varlen: numElements {num_elements} exceeds the {bound} bytes a block of "
-            f"{max_voxels} voxels can need (at most {max_entries} entries per voxel on average)"
+            f"{max_voxels} voxels can need (at most {max_entries} entries per voxel on average, and "
+            f"never more than payload.MAX_PAYLOAD_BOUND)"
         )
     body = buf[header.nbytes:]
     if not chain.compressors and body.size != num_elements:

@@ -29,7 +29,10 @@
   the same thread. Locally it is an ``flock`` (the system releases
   it when the process dies, so a killed writer never leaves a stale lock); on object
   stores, which have no locks, it is an object that the writer refreshes every 30 s
-  and that counts as abandoned after 120 s without a refresh.
+  and that counts as abandoned after 120 s without a refresh. The refusal says how old
+  the heartbeat is and when the lock counts as abandoned; ``break_lock`` (``n5ms
+  unlock TARGET``) removes an abandoned one at once, a fresher one only with ``force``
+  (a local lock held by a running process never: stop the process).
 - **Links.** The lock file is opened without following a symbolic link
   (``O_NOFOLLOW``) inside the container root: a lock path that is a link (even one
   pointing inside the container), anything but a regular file or a file with other hard
@@ -56,13 +59,15 @@ from typing import TYPE_CHECKING
 from ..errors import ConfigurationError, IncompleteError, N5msCodecsError, TargetInUseError
 from . import storage
 from .metadata import N5_VERSION
-from .store import Store, open_store
+from .store import Store
+from .stores import open_store
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from .storage import StorageOptions, Where
+    from .storage import StorageOptions
+    from .store import Where
 
 INCOMPLETE_KEY = "n5mscodecs:incomplete"
 LOCK_NAME = ".n5ms-lock"
@@ -156,6 +161,62 @@ def _describe_owner(owner: Any) -> str:
     return f"process {owner.get('pid', '?')} on {owner.get('host', '?')} (since {owner.get('started', '?')})"
 
 
+def _heartbeat_age(owner: Any) -> float | None:
+    """Seconds since an object-store lock's last heartbeat (None: no heartbeat, a local lock)."""
+    try:
+        return time.time() - float(owner["heartbeat"])
+    except (TypeError, KeyError, ValueError):
+        return None
+
+
+def _staleness(owner: Any, target: str) -> str:
+    """For an object-store lock: how old its heartbeat is and how to break it if its writer died."""
+    age = _heartbeat_age(owner)
+    if age is None:
+        return ""
+    return (f"; its last heartbeat was {age:.0f} s ago: if that writer died, the lock counts as abandoned in "
+            f"{max(0.0, STALE_SECONDS - age):.0f} s, or remove it now with `n5ms unlock {storage.display(target)} "
+            "--force` (n5mscodecs.n5.writing.break_lock) once you are sure no writer runs")
+
+
+def break_lock(target: Where, options: StorageOptions = None, *, force: bool = False) -> dict[str, Any] | None:
+    """Remove the writer lock of ``target`` (a location, ``options`` its storage options, or a
+    store) that a writer left behind; returns what the lock recorded of its owner (``{}``
+    when it recorded nothing readable), None when there was no lock.
+
+    On an object store a lock whose heartbeat is older than ``STALE_SECONDS`` (120) (a writer
+    that died) is removed; a fresher one only with ``force=True``, since its writer may still
+    run and two writers would then write at once (TargetInUseError without it). A local lock
+    held by a running process is always refused (the system releases it when the process
+    ends: stop the process); a lock file nobody holds is taken and released, which removes it
+    (taken first: a writer starting meanwhile keeps its lock)."""
+    store = target if isinstance(target, Store) else open_store(target, options)
+    store.check_writable(LOCK_NAME, "unlock")
+    if not store.exists():
+        raise FileNotFoundError(f"{store.display()} does not exist")
+    local = store.local_file(LOCK_NAME)
+    if local is not None:
+        if not os.path.lexists(local):
+            return None
+        lock = WriterLock(store)
+        lock.acquire()   # TargetInUseError naming a running holder: a local lock is never stale
+        lock.release()
+        return {}
+    try:
+        owner = store.get_json(LOCK_NAME)
+    except ConfigurationError:   # not JSON: no writer's heartbeat
+        owner = {}
+    if owner is None:
+        return None
+    age = _heartbeat_age(owner)
+    if age is not None and age < STALE_SECONDS and not force:
+        raise TargetInUseError(
+            f"{store.display()}: its lock's last heartbeat was {age:.0f} s ago ({_describe_owner(owner)}); it counts "
+            f"as abandoned after {STALE_SECONDS:.0f} s: pass force=True (--force) only if no writer runs")
+    store.delete(LOCK_NAME)
+    return owner if isinstance(owner, dict) else {}
+
+
 # flags of os.open that only some systems have
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -189,12 +250,16 @@ class WriterLock:
 
     ``reuse=True`` (for a writer that a writer may call, such as :func:`n5mscodecs.n5.write`):
     a lock this thread holds already, on the target or a location above it, is taken once
-    more instead of refused.
+    more instead of refused. ``wait``: seconds to keep trying while another thread or
+    process holds it (for short critical sections such as handing out one id), before
+    TargetInUseError.
     """
 
-    def __init__(self, target: Where, options: StorageOptions = None, *, reuse: bool = False) -> None:
+    def __init__(self, target: Where, options: StorageOptions = None, *, reuse: bool = False,
+                 wait: float = 0.0) -> None:
         """``target``: the target's location (``options``: its storage options) or store."""
         self.reuse = reuse
+        self.wait = wait
         self.store = target if isinstance(target, Store) else open_store(target, options)
         self.target = self.store.location
         self.path = self.store.url(LOCK_NAME)
@@ -219,12 +284,23 @@ class WriterLock:
         path = self.path if path is None else path
         return TargetInUseError(
             f"{storage.display(target)} is being written by {_describe_owner(owner)}: wait for it to finish "
-            f"or stop it first (its lock is {storage.display(path)})")
+            f"or stop it first (its lock is {storage.display(path)}{_staleness(owner, target)})")
 
     def acquire(self) -> None:
         """Take the lock, or TargetInUseError naming the process that holds it (with ``reuse``,
         this thread already holding it takes it once more). A lock held on a location above the
-        target (by a writer of the group holding it) refuses it too."""
+        target (by a writer of the group holding it) refuses it too. With ``wait``, a lock
+        another thread or process holds is tried again until ``wait`` seconds have passed."""
+        deadline = time.monotonic() + self.wait
+        while True:
+            try:
+                return self._acquire_once()
+            except TargetInUseError:
+                if time.monotonic() >= deadline or _held_by_this_thread(self._key):
+                    raise
+                time.sleep(0.01)
+
+    def _acquire_once(self) -> None:
         self.store.check_writable(LOCK_NAME, "lock")
         me = threading.get_ident()
         with _HELD_LOCK:
@@ -265,7 +341,7 @@ class WriterLock:
             if self.reuse and _held_by_this_thread(_lock_key(store.location, None)):
                 return
             owner = store.get_json(LOCK_NAME)
-            if isinstance(owner, dict) and time.time() - float(owner.get("heartbeat", 0)) < STALE_SECONDS:
+            if _beating(owner):
                 raise self._refuse(owner, store.location, store.url(LOCK_NAME))
 
     def _acquire_file(self, path):
@@ -299,7 +375,7 @@ class WriterLock:
 
     def _acquire_object(self):
         owner = self.store.get_json(LOCK_NAME)
-        if isinstance(owner, dict) and time.time() - float(owner.get("heartbeat", 0)) < STALE_SECONDS:
+        if _beating(owner):
             raise self._refuse(owner)
         self._owner = _owner()
         self._write_heartbeat()
@@ -348,6 +424,21 @@ class WriterLock:
         finally:
             with _HELD_LOCK:
                 _HELD.pop(self._key, None)
+
+
+def _beating(owner: Any) -> bool:
+    """Whether an object store's lock object ``owner`` was refreshed within STALE_SECONDS."""
+    return isinstance(owner, dict) and time.time() - float(owner.get("heartbeat", 0)) < STALE_SECONDS
+
+
+def lock_held(store: Store) -> bool:
+    """Whether a writer holds the writer lock of ``store`` now (a reader waiting for a writer to
+    finish asks this): locally a held ``flock``, on an object store a lock object refreshed
+    within STALE_SECONDS."""
+    local = store.local_file(LOCK_NAME)
+    if local is not None:
+        return _file_lock_owner(local) is not False
+    return _beating(store.get_json(LOCK_NAME))
 
 
 def _open_lock_file(path: str, name: str) -> int:
@@ -402,5 +493,5 @@ def _file_lock_owner(path: str) -> Any:
     return False
 
 
-__all__ = ["INCOMPLETE_KEY", "LOCK_NAME", "WriterLock", "check_complete", "incomplete_marker", "mark_complete",
-           "mark_datasets_below", "write_marked"]
+__all__ = ["INCOMPLETE_KEY", "LOCK_NAME", "WriterLock", "break_lock", "check_complete", "incomplete_marker",
+           "lock_held", "mark_complete", "mark_datasets_below", "write_marked"]

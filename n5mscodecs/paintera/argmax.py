@@ -13,6 +13,7 @@ writes), as an N5 dataset in N5 order or a zarr v3 array in C order.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from .cluster import engine_for, progress_bar, run_tasks
 from .conventions import attributes_above, level_placement, source_store, target_store
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     import distributed
@@ -176,6 +177,30 @@ def world_placement(dataset: n5.LabelMultisetDataset) -> tuple[list[float], list
     return list(voxel_size), list(offset)
 
 
+def block_segments(dataset: n5.LabelMultisetDataset | n5.ArrayDataset, grid_position: Sequence[int], *,
+                   rule: Rule = "spec", lookup: FragmentSegmentAssignment | None = None,
+                   data: bytes | None = None) -> np.ndarray | None:
+    """The uint64 labels the exports write for one block (N5 order, the block's cropped shape),
+    or None when the block is missing: the argmax of a label multiset block (the stored
+    integers of a plain one), INVALID as 0 (what missing blocks read as: no label), ``lookup``
+    applied when given. ``data``: the block's bytes when the caller has read them already.
+    Label multiset blocks come in N5's voxel order (F-contiguous: ``.T`` is C-order z, y, x)."""
+    if data is None:
+        data = dataset.read_block_bytes(grid_position)
+        if data is None:
+            return None
+    if isinstance(dataset, n5.LabelMultisetDataset):
+        decode = functools.partial(dataset.block_codec.decode, labels=True, rule=rule, order="K")
+        labels = dataset.decode_named(decode, data, grid_position)
+    else:  # a decoded block may be a view of a scratch buffer or have a header shape past the grid: copied
+        block = dataset.decode_named(dataset.decode_block, data, grid_position)
+        labels = np.zeros(dataset.block_shape(grid_position), np.uint64)
+        overlap = tuple(slice(0, min(a, b)) for a, b in zip(block.shape, labels.shape))
+        labels[overlap] = block[overlap]
+    labels[labels == INVALID] = 0
+    return labels if lookup is None else lookup.apply(labels, in_place=True)
+
+
 @dataclass
 class _ZarrBlockWriter:
     """Writes one block's labels into the zarr target (picklable: it travels to workers)."""
@@ -221,11 +246,10 @@ class _ArgmaxJob:
 def _export_block(job: _ArgmaxJob, grid) -> int:
     """One block read as argmax labels (``lookup`` applied when given) and written; 1 when
     the block was there."""
-    labels = job.dataset.read_block_labels(grid, rule=job.rule)
+    labels = block_segments(job.dataset, grid, rule=job.rule, lookup=job.lookup)
     if labels is None:
         return 0
-    labels[labels == INVALID] = 0   # as missing blocks read: 0 is no label
-    job.write(grid, labels if job.lookup is None else job.lookup.apply(labels, in_place=True))
+    job.write(grid, labels)
     return 1
 
 
@@ -240,4 +264,4 @@ def _write_blocks(engine, job, positions, progress, store):
         raise
 
 
-__all__ = ["ArgmaxSummary", "export_argmax", "is_zarr_target", "world_placement"]
+__all__ = ["ArgmaxSummary", "block_segments", "export_argmax", "is_zarr_target", "world_placement"]

@@ -222,16 +222,18 @@ class FragmentSegmentAssignment:
         """``labels`` (any integer array; signed ids read as their uint64 bit patterns) with
         every fragment replaced by its segment, as uint64 of the same shape.
 
-        ``in_place=True`` writes into ``labels`` when it is a writable C-contiguous uint64
-        array (else a new array is returned, as without it)."""
+        ``in_place=True`` writes into ``labels`` when it is a writable C- or F-contiguous (N5's
+        voxel order) uint64 array (else a new array is returned, as without it)."""
         array = np.asarray(labels)
         if array.dtype.kind not in "iu":
             raise ConfigurationError(f"labels: integer ids required, got dtype {array.dtype}")
-        reuse = in_place and array.dtype == _U64 and array.flags.c_contiguous and array.flags.writeable
+        contiguous = array.flags.c_contiguous or array.flags.f_contiguous
+        reuse = in_place and array.dtype == _U64 and contiguous and array.flags.writeable
         result = array if reuse else np.array(array, dtype=_U64, order="C")
         if not self.fragments.size or not result.size:
             return result
-        flat = result.reshape(-1)
+        # every voxel once, in memory order (a view: the mapping is voxel by voxel)
+        flat = (result if result.flags.c_contiguous else result.T).reshape(-1)
         # labels come in runs (a segmentation is piecewise constant): look up one id per run,
         # and nothing at all is written when no run holds a fragment of the lookup
         starts = np.flatnonzero(flat[1:] != flat[:-1])
@@ -363,7 +365,7 @@ def _owner(store: Store) -> tuple[Store, Store]:
     raise ConfigurationError(f"{store.display()}: no place for a fragment-segment-assignment (nothing above it)")
 
 
-def assignment_location(source: PathLike, *, storage_options: StorageOptions = None) -> str:
+def assignment_location(source: PathLike | Store, *, storage_options: StorageOptions = None) -> str:
     """Where the fragment-segment-assignment of ``source`` is (or would be written): see the
     module notes. ``source`` is a Paintera label source, its ``data`` group or a level
     ``data/sK``, or another dataset or multiscale group ``X``."""
@@ -391,29 +393,34 @@ def _read_dataset(store: Store) -> FragmentSegmentAssignment:
 
 
 def _table(store: Store, metadata: DatasetMetadata) -> np.ndarray:
-    """The ``[n, 2]`` rows of the dataset ``store``, in order, from the blocks present. Rows no
-    block holds read as 0: one ``(0, 0)`` row stands for each run of them (a pair that maps 0
-    to itself), so that nothing is allocated for what is not stored."""
+    """The ``[n, 2]`` rows of the dataset ``store``, in order. Every block of the grid must be
+    stored and hold all its rows, as Java's reader (``N5FragmentSegmentAssignmentInitialLut``)
+    needs them: a missing or short block is a ConfigurationError naming the dataset and the
+    block (before issue 51 it read as zeros: fragments mapped to 0, 0 to a segment, pairs lost).
+    Blocks are read one at a time, so a dataset claiming pairs it does not store is refused at
+    its first missing block, before its rows are allocated."""
     n, (rows, columns) = metadata.shape[0], metadata.chunks
-    grid = -(-n // rows)
-    present = sorted(int(name) for name in store.list_dir() if name.isdigit() and int(name) < grid)
-    zero = np.zeros((1, 2), metadata.dtype)
     codec = ArrayBlockCodec(metadata)
-    parts, expected = [], 0
-    for i in present:
-        blocks = []
+    parts = []
+    for i in range(-(-n // rows)):
+        length = min(rows, n - i * rows)
+        part = np.empty((length, 2), metadata.dtype)
         for j in range(-(-2 // columns)):
-            data = store.get(f"{i}/{j}")
-            if data is not None:
-                blocks.append((j, codec.decode(data, varlength=False)))
-        length = min(max((block.shape[0] for _, block in blocks), default=0), n - i * rows)
-        part = np.zeros((length, 2), metadata.dtype)
-        for j, block in blocks:
-            width = min(block.shape[1], 2 - j * columns)
+            width, key = min(columns, 2 - j * columns), f"{i}/{j}"
+            data = store.get(key, max_size=codec.max_block_bytes())
+            where = f"{store.display()}: block {key} ({'fragments' if j * columns == 0 else 'segments'})"
+            if data is None:
+                raise ConfigurationError(f"{where}: missing; a fragment-segment-assignment of {n} pairs needs "
+                                         "every block (Java's reader fails too)")
+            try:
+                block = codec.decode(data, varlength=False)
+            except ValueError as exc:  # N5HeaderError, CompressionError: named with the block
+                raise ConfigurationError(f"{where}: {exc}") from None
+            if block.shape[0] < length or block.shape[1] < width:
+                raise ConfigurationError(f"{where}: header dims {list(block.shape)}, short of the "
+                                         f"{[length, width]} of {n} pairs it must hold")
             part[:, j * columns:j * columns + width] = block[:length, :width]
-        parts += [zero] * (i > expected) + [part] + [zero] * (length < min(rows, n - i * rows))
-        expected = i + 1
-    parts += [zero] * (expected < grid)
+        parts.append(part)
     return np.concatenate(parts) if parts else np.zeros((0, 2), metadata.dtype)
 
 
@@ -512,24 +519,36 @@ def write_assignment(source: PathLike, assignment: FragmentSegmentAssignment | P
     return dataset.url()
 
 
+#: How long :meth:`IdAllocator.next` waits for another writer of the source to release its lock.
+ID_LOCK_WAIT_SECONDS = 30.0
+
+
 class IdAllocator:
     """New segment ids for a source, as Paintera's ``N5IdService`` hands them out: the next id
     is ``maxId + 1`` and ``maxId`` (the source's attribute) is raised to it at once. A
     ``maxId`` of 0 counts as 1 (Paintera never hands out 0 or 1 then); a source without
-    ``maxId`` is refused (Paintera asks for one)."""
+    ``maxId`` is refused (Paintera asks for one). Each id is read and written under the
+    source's writer lock (waiting up to ``ID_LOCK_WAIT_SECONDS``, 30 s, for another writer), from
+    the ``maxId`` stored then: allocators in other threads or processes, and merges, never
+    get the same id."""
 
     def __init__(self, source: PathLike | Store, *, storage_options: StorageOptions = None) -> None:
         self.store = _owner(source_store(source, storage_options))[0]
+        self.current = self._stored()
+
+    def _stored(self) -> int:
         value = self.store.get_attributes().get("maxId")
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigurationError(f"{self.store.display()}: maxId: new segment ids need an integer maxId "
                                      f"attribute (Paintera's id service), got {value!r}")
-        self.current = _id(value, "maxId") or 1  # Paintera's id service never stays at 0
+        return _id(value, "maxId") or 1  # Paintera's id service never stays at 0
 
     def next(self) -> int:
-        """A new id; ``maxId`` is raised to it (as Java's long) before it is returned."""
-        self.current = (self.current + 1) % (1 << 64)
-        self.store.set_attributes("", {**self.store.get_attributes(), "maxId": _signed(self.current)})
+        """A new id: ``maxId`` as stored now, plus one; ``maxId`` is raised to it (as Java's
+        long) before the lock is released."""
+        with WriterLock(self.store, reuse=True, wait=ID_LOCK_WAIT_SECONDS):
+            self.current = (self._stored() + 1) % (1 << 64)
+            self.store.set_attributes("", {**self.store.get_attributes(), "maxId": _signed(self.current)})
         return self.current
 
 
@@ -595,11 +614,11 @@ def assign_fragments(source: PathLike, pairs: Pairs, *,
 
 
 def _raise_max_id(owner, value):
-    attributes = owner.get_attributes()
-    current = attributes.get("maxId")
-    if isinstance(current, int) and not isinstance(current, bool) and _signed(value) > current:
-        with WriterLock(owner):
-            owner.set_attributes("", {**owner.get_attributes(), "maxId": _signed(value)})
+    with WriterLock(owner, wait=ID_LOCK_WAIT_SECONDS):   # compared with maxId as stored under the lock
+        attributes = owner.get_attributes()
+        current = attributes.get("maxId")
+        if isinstance(current, int) and not isinstance(current, bool) and _signed(value) > current:
+            owner.set_attributes("", {**attributes, "maxId": _signed(value)})
 
 
 def parse_assignment_file(path: PathLike) -> dict[int, int]:

@@ -19,12 +19,22 @@ The result equals what a from-scratch conversion of the edited s0 labels writes 
 the same options. Plain uint64 levels are supported too (their lower levels hold the
 argmax of the same downsampling).
 
-The writer lock is held throughout; before the first byte changes the source's
+The writer lock is held throughout. Everything the commit reads (blocks, unique-labels,
+lookup files) is read before the first mark, so a corrupt block refuses the commit with the
+source as it was. Before the first byte changes the source's
 attributes record the commit (``n5mscodecs:commit``) and every dataset it will change
 carries the incomplete marker, so readers refuse the source until it is done. An
 interrupted commit is finished by running the same commit again (a different one is
-refused until then); that run rebuilds the lookups of every level from the
-unique-labels blocks, since the interrupted run may have rewritten some of them.
+refused until then); that run removes the killed run's temporary files (``.tmp-*``) and
+patches the lookups from the journal the killed run wrote before its first mark (the ids
+each block it rewrites held before, see :mod:`~n5mscodecs.paintera.commit_journal`), so
+its result equals an uninterrupted commit's byte for byte. A source another job left
+flagged incomplete (a level of an interrupted ``convert``) is refused.
+
+The per-block work (reading and editing s0's blocks, remaking the lower levels' blocks,
+writing them, patching each level's lookup) runs as tasks on local threads or a
+dask.distributed cluster (``scheduler=``, see :mod:`~n5mscodecs.paintera.cluster`), in the
+order above: the same bytes either way.
 
 >>> import tempfile, numpy as np
 >>> from n5mscodecs import paintera
@@ -39,7 +49,6 @@ unique-labels blocks, since the interrupted run may have rewritten some of them.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -47,19 +56,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import n5
 from ..errors import ConfigurationError, IncompleteError
 from ..multiset import BACKGROUND, INVALID, MAX_ID, LabelMultisetArray
 from ..multiset.array import RESERVED_RULES
-from ..multiset.rules import check_rule
 from ..n5 import storage
+from ..n5.create import source_file
 from ..n5.metadata import max_id
 from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
 from .cluster import engine_for, map_tasks
-from .conventions import CONVERSION_KEY, is_label_source, target_store
-from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping
+from .commit_checks import COMMIT_WRITER, check_max_id, commit_offset, refuse_flagged
+from .commit_journal import Before, read_journal, remove_journal, write_journal
+from .commit_source import CommitSource, open_commit_source
+from .conventions import target_store
+from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping, read_mapping_files
 from .mapping_build import build_label_to_block_mapping
-from .pyramid import PyramidJob, children, normalized_max_num_entries, remake_block, write_block
+from .pyramid import PyramidJob, children, remake_block, write_block
 from .sources import LabelSource, open_label_source
 
 if TYPE_CHECKING:
@@ -74,7 +85,6 @@ if TYPE_CHECKING:
 
 COMMIT_KEY = "n5mscodecs:commit"
 COMMIT_HINT = "run the same commit again to finish it"
-_DEFAULT_LOOKUP_BLOCK_SIZE = 10000
 
 
 @dataclass
@@ -93,113 +103,6 @@ class CommitSummary:
     seconds: float
     finished_interrupted: bool = False   # this run finished an interrupted commit
     engine: str = ""                     # where the blocks were made (see n5mscodecs.paintera.cluster)
-
-
-def _level_factors(store: Store, n_levels: int, ndim: int) -> list[tuple[int, ...]]:
-    """Per level, its factors relative to the level below (level 0: ones), from the levels'
-    cumulative ``downsamplingFactors`` (``2**k`` for ``sk`` without them)."""
-    cumulative = []
-    for level in range(n_levels):
-        value = store.get_attributes(f"data/s{level}").get("downsamplingFactors", [2.0 ** level] * ndim)
-        try:
-            factors = tuple(float(f) for f in value)
-        except (TypeError, ValueError):
-            factors = ()
-        if len(factors) != ndim:
-            raise ConfigurationError(f"data/s{level}: downsamplingFactors must be {ndim} numbers, got {value!r}")
-        cumulative.append(factors)
-    relative = [(1,) * ndim]
-    for level in range(1, n_levels):
-        step = [f / b for f, b in zip(cumulative[level], cumulative[level - 1])]
-        if any(s < 1 or s != int(s) for s in step):
-            raise ConfigurationError(f"data/s{level}: downsamplingFactors {list(cumulative[level])} are no integer "
-                                     f"multiple of s{level - 1}'s {list(cumulative[level - 1])}")
-        relative.append(tuple(int(s) for s in step))
-    return relative
-
-
-def _levels(store: Store) -> int:
-    n = 0
-    while store.exists(f"data/s{n}/{storage.ATTRIBUTES}"):
-        n += 1
-    return n
-
-
-@dataclass
-class _Source:
-    """What a commit needs to know of the label source, read before anything is written."""
-
-    job: PyramidJob
-    datasets: list[Any]              # data/sK as stored
-    max_num_entries: list[int]       # per level
-    lookup_block_size: int
-    lookup_compression: dict[str, Any]
-    plain: bool                      # uint64 levels instead of label multisets
-
-
-def _open_source(store: Store, rule: Rule | None) -> _Source:
-    name = store.display()
-    attributes = store.get_attributes()
-    if not is_label_source(attributes):
-        raise ConfigurationError(f"{name}: not a Paintera label source (no painteraData of type label)")
-    state = attributes.get(CONVERSION_KEY)
-    if isinstance(state, dict) and not state.get("complete", True):
-        raise IncompleteError(f"{name}: an interrupted n5ms convert target, INCOMPLETE: finish the conversion first")
-    n_levels = _levels(store)
-    if not n_levels:
-        raise ConfigurationError(f"{name}: a Paintera label source without data/s0 .. sN levels")
-    parameters = state.get("parameters", {}) if isinstance(state, dict) else {}
-    parameters = parameters if isinstance(parameters, dict) else {}
-    datasets = []
-    for level in range(n_levels):
-        key = f"data/s{level}"
-        document = store.get_attributes(key)
-        kind = n5.LabelMultisetDataset if document.get("isLabelMultiset") else n5.ArrayDataset
-        datasets.append(kind(store.url(key), document, store=store.child(key)))
-        if not store.exists(f"unique-labels/s{level}/{storage.ATTRIBUTES}"):
-            raise ConfigurationError(f"{name}: unique-labels/s{level} is missing (Paintera's label sources have it)")
-    first = datasets[0]
-    plain = isinstance(first, n5.ArrayDataset)
-    if any(isinstance(d, n5.ArrayDataset) != plain for d in datasets):
-        raise ConfigurationError(f"{name}: its levels mix label multisets and plain integers")
-    if plain and first.dtype.kind not in "iu":
-        raise ConfigurationError(f"{name}: data/s0 holds {first.dtype}, not integer labels")
-    for level, dataset in enumerate(datasets):
-        if dataset.chunks != first.chunks:
-            raise ConfigurationError(f"{name}: data/s{level} has blockSize {list(dataset.chunks)}, s0 "
-                                     f"{list(first.chunks)}: commits need one block size for every level")
-    ndim = first.ndim
-    factors = _level_factors(store, n_levels, ndim)
-    for level, step in enumerate(factors):
-        if any(b % f for b, f in zip(first.chunks, step)):
-            raise ConfigurationError(f"data/s{level}: factors {step} do not divide the block size {first.chunks}")
-    rule = rule or parameters.get("rule") or "java"   # Paintera's own sources were written by Java
-    check_rule(rule)
-    keep: Any = parameters.get("keep") if rule == "spec" else None
-    source = LabelSource("n5", first.path, first.shape, "uint64", store=first.store)
-    job = PyramidJob(store, source, first.chunks, tuple(factors), dict(first.attributes.get("compression") or
-                     {"type": "raw"}), -1, keep, rule, bool(parameters.get("writeBackgroundBlocks", False)))
-    for level, dataset in enumerate(datasets):
-        if job.level_shape(level) != dataset.shape:
-            raise ConfigurationError(f"data/s{level}: dimensions {list(dataset.shape)}, but s0's "
-                                     f"{list(first.shape)} downsampled by {list(factors[level])} give "
-                                     f"{list(job.level_shape(level))}")
-        job._datasets[("data", level)] = dataset
-        key = f"unique-labels/s{level}"
-        job._datasets[("unique-labels", level)] = n5.ArrayDataset(store.url(key), store.get_attributes(key),
-                                                                  store=store.child(key))
-    try:   # a level without the attribute: the conversion's parameter (an int, or one per level)
-        recorded = dataclasses.replace(job, max_num_entries=normalized_max_num_entries(
-            parameters.get("maxNumEntries", -1)))
-    except ConfigurationError:
-        recorded = job
-    entries = [int(d.attributes.get("maxNumEntries", recorded.level_max_num_entries(level)) or -1) if level else -1
-               for level, d in enumerate(datasets)]
-    lookup = store.get_attributes("label-to-block-mapping/s0")
-    lookup_block_size = int((lookup.get("blockSize") or [parameters.get("lookupBlockSize",
-                                                                        _DEFAULT_LOOKUP_BLOCK_SIZE)])[0])
-    compression = lookup.get("compression") or job.compression
-    return _Source(job, datasets, entries, lookup_block_size, compression, plain)
 
 
 def _edit_values(labels: np.ndarray, ignore: int | None, reserved: ReservedRule, name: str):
@@ -275,8 +178,11 @@ def _unique(block) -> np.ndarray:
     return np.unique(np.asarray(block, np.uint64))
 
 
-def _old_ids(job, level, grid):
-    """The ids the unique-labels block of ``grid`` lists now (none when it is missing)."""
+def _old_ids(job, level, grid, before: Before | None = None):
+    """The ids the unique-labels block of ``grid`` listed before the commit: as the journal
+    ``before`` recorded them, else as it lists them now (none when it is missing)."""
+    if before is not None and grid in before[level]:
+        return before[level][grid]
     stored = job.unique_labels(level).read_block(grid)
     return np.zeros(0, np.uint64) if stored is None else np.asarray(stored, np.uint64)
 
@@ -320,7 +226,9 @@ class _CommitWork:
     max_num_entries: list[int]
     lookup_block_size: int
     lookup_compression: dict[str, Any]
-    recovering: bool
+    #: the ids each block to rewrite held before the commit (the journal's); None when
+    #: finishing a commit interrupted before journals existed (its lookups are made again)
+    before: Before | None
 
     def __setstate__(self, state):
         # a job travels without its datasets (a convert's makes them); a commit's are the stored ones
@@ -332,24 +240,31 @@ def _edit_plain_task(work: _CommitWork, grid):
     made = _edited_block(work.s0, grid, work.region, work.edit, work.offset, work.ignore, work.reserved, True)
     if made is None:
         return grid, None
-    return grid, (_old_ids(work.job, 0, grid), _write_plain(work.job, 0, grid, made[0]))
+    return grid, (_old_ids(work.job, 0, grid, work.before), _write_plain(work.job, 0, grid, made[0]))
 
 
 def _rebuild_plain_task(work: _CommitWork, item):
     level, grid = item
-    old_ids = _old_ids(work.job, level, grid)
+    old_ids = _old_ids(work.job, level, grid, work.before)
     return grid, (old_ids, _rebuild_plain(work.job, level, grid, work.max_num_entries[level]))
+
+
+def _plain_ids_task(work: _CommitWork, item) -> np.ndarray:
+    """The ids a plain source's stored block ``item`` (level, grid) holds (none when missing)."""
+    level, grid = item
+    stored = work.job.data(level).read_block(grid)
+    return np.zeros(0, np.uint64) if stored is None else np.unique(np.asarray(stored, np.uint64))
 
 
 def _edit_task(work: _CommitWork, grid):
     made = _edited_block(work.s0, grid, work.region, work.edit, work.offset, work.ignore, work.reserved, False)
-    return grid, _old_ids(work.job, 0, grid), None if made is None else made[0]
+    return grid, _old_ids(work.job, 0, grid, work.before), None if made is None else made[0]
 
 
 def _remake_task(work: _CommitWork, item):
     level, grid, kids = item
     block, labels, reads = remake_block(work.job, level, grid, work.max_num_entries[level], kids)
-    return grid, _old_ids(work.job, level, grid), block, labels, reads
+    return grid, _old_ids(work.job, level, grid, work.before), block, labels, reads
 
 
 def _write_task(work: _CommitWork, item):
@@ -360,19 +275,17 @@ def _write_task(work: _CommitWork, item):
 
 
 def _lookup_task(work: _CommitWork, item):
-    """One level's label-to-block lookup patched for the ids that entered or left a block (a
-    commit finishing an interrupted one makes every level's again instead: its unique-labels
-    may be new already; see :func:`~n5mscodecs.paintera.mapping_build.build_label_to_block_mapping`)."""
-    level, changed = item
-    store = work.job.store
+    """One level's label-to-block lookup patched for the ids that entered or left a block,
+    from the files read before the first mark (``files``)."""
+    level, changed, files = item
     changes: dict[int, tuple[set, set]] = {}
     for grid, (old_ids, new_ids) in changed.items():
         for label in np.setdiff1d(old_ids, new_ids).tolist():
             changes.setdefault(int(label), (set(), set()))[0].add(grid)
         for label in np.setdiff1d(new_ids, old_ids).tolist():
             changes.setdefault(int(label), (set(), set()))[1].add(grid)
-    return patch_label_to_block_mapping(store, level, changes, work.job.unique_labels(level), work.lookup_block_size,
-                                        work.lookup_compression)
+    return patch_label_to_block_mapping(work.job.store, level, changes, work.job.unique_labels(level),
+                                        work.lookup_block_size, work.lookup_compression, files)
 
 
 def _commit_plain(engine, work, shared, touched, blocks_read, blocks_written):
@@ -423,6 +336,8 @@ def commit(
         in a signed edit) leaves a voxel as it is.
     offset : sequence of int
         The voxel position of the edit's corner in s0 (N5 order); the edit must lie inside s0.
+        Python or numpy integers (anything else, ``1.7``, ``'3'`` or ``True``, is an
+        ``ArgumentError`` (a :class:`~n5mscodecs.ConfigurationError`) naming ``offset``).
     ignore : int, optional
         One more value that leaves a voxel as it is (e.g. 0 for "only paint the labels").
     rule : {"spec", "java"}, optional
@@ -449,17 +364,15 @@ def commit(
         raise ConfigurationError(f"reserved must be one of {RESERVED_RULES}, got {reserved!r}")
     if ignore is not None and not 0 <= int(ignore) < 2**64:
         raise ConfigurationError(f"ignore: an id in [0, 2**64) required, got {ignore!r}")
+    offset = commit_offset(offset)
     store = target_store(source, storage_options)
     if not store.exists():
         raise FileNotFoundError(f"source {store.display()} does not exist")
-    edit_source = open_label_source(edit, dataset, storage_options=storage_options, level=level)
+    storage.refuse_overlap(store.url(), source_file(edit))  # an np.memmap of a file in the source
+    edit_source = open_label_source(edit, dataset, storage_options=storage_options, level=level, role="edit")
     storage.refuse_overlap(store.url(), edit_source.path)
-    opened = _open_source(store, rule)
+    opened = open_commit_source(store, rule)
     job, s0 = opened.job, opened.datasets[0]
-    try:
-        offset = tuple(int(o) for o in offset)
-    except (TypeError, ValueError):
-        raise ConfigurationError(f"offset: {s0.ndim} integers required, got {offset!r}") from None
     if len(offset) != s0.ndim or len(edit_source.shape) != s0.ndim:
         raise ConfigurationError(f"offset/edit: {s0.ndim} axes required (the source's), got offset {list(offset)} "
                                  f"and an edit of shape {list(edit_source.shape)}")
@@ -472,30 +385,45 @@ def commit(
     touched = [tuple(f + g for f, g in zip(first, position))
                for position in np.ndindex(*[max(0, b - a) for a, b in zip(first, last)])]
     # every painted value is checked before the first write (the edit is read twice: it is small)
-    painted_total = 0
+    painted_total, painted_blocks, painted_ids = 0, [], [np.zeros(0, np.uint64)]
     for grid in touched:
-        painted_total += int(_edit_window(s0, grid, region, edit_source, offset, ignore, reserved)[1].sum())
+        _, painted, values = _edit_window(s0, grid, region, edit_source, offset, ignore, reserved)
+        painted_total += int(painted.sum())
+        if painted.any():
+            painted_blocks.append(grid)
+            painted_ids.append(np.unique(values[painted]))
     parameters = {"edit": edit_source.description(), "offset": list(offset),
                   "ignore": None if ignore is None else int(ignore), "rule": job.rule}
     n_levels = job.n_levels
     blocks_read, blocks_written = [0] * n_levels, [0] * n_levels
-    work = _CommitWork(job, dict(job._datasets), s0, region, edit_source, offset, ignore, reserved,
-                       opened.max_num_entries, opened.lookup_block_size, opened.lookup_compression, False)
     with (engine_for(scheduler, threads, store) as engine, WriterLock(store),
           ThreadPoolExecutor(max_workers=store.request_threads(threads)) as pool):   # the pool: metadata
         state = store.get_attributes().get(COMMIT_KEY)
-        recovering = work.recovering = isinstance(state, dict)
+        recovering = isinstance(state, dict)
         if isinstance(state, dict) and state.get("parameters") != parameters:
             raise IncompleteError(f"{store.display()}: an interrupted commit of {state.get('parameters')} is not "
                                   f"finished: {COMMIT_HINT} before another")
-        _mark(store, opened, parameters, pool)
+        refuse_flagged(store, _datasets_changed(opened), recovering)
+        check_max_id(store)
+        if recovering:
+            store.remove_temporary_files()   # the killed run's, as convert --resume does; the lock keeps others out
+        # what the blocks to rewrite listed before: journaled before the first mark, so that a
+        # run finishing this one patches the lookups as this one does (see commit_journal)
+        before = read_journal(store, parameters, n_levels) if recovering else None
+        if not recovering:
+            before = _before(job, painted_blocks, pool)
         # every changed block of every level is made first (each level from the blocks of the
         # level above, in memory), then all are written at once: the writes (encoding,
         # compression, files) are most of the cost, and every level's share runs in parallel.
         # On a cluster, the blocks made travel through the client: an edit's worth per level.
         level_changes: list[dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]]] = []
+        work = _CommitWork(job, dict(job._datasets), s0, region, edit_source, offset, ignore, reserved,
+                           opened.max_num_entries, opened.lookup_block_size, opened.lookup_compression, before)
         with engine.shared(work) as shared:
             if opened.plain:
+                ids = _check_plain_reads(engine, shared, job, painted_blocks)
+                lookups = _read_lookups(store, opened, _plain_changes(ids, painted_ids, before, n_levels), before)
+                _start(store, opened, parameters, before, recovering, pool)
                 level_changes = _commit_plain(engine, work, shared, touched, blocks_read, blocks_written)
             else:
                 pending = []   # (level, grid, old ids, block, its ids or None)
@@ -515,22 +443,98 @@ def commit(
                         below[grid] = block
                         blocks_read[lower] += reads
                         pending.append((lower, grid, old_ids, block, labels))
+                # everything the commit reads was read (a corrupt block has raised): only now is
+                # anything marked or written
+                lookups = _read_lookups(store, opened, _pending_changes(pending, n_levels), before)
+                _start(store, opened, parameters, before, recovering, pool)
                 level_changes = [{} for _ in range(n_levels)]
                 for level_number, grid, old_ids, ids in map_tasks(engine, _write_task, shared, pending):
                     level_changes[level_number][grid] = (old_ids, ids)
                 for level_number, level_changed in enumerate(level_changes):
                     blocks_written[level_number] = len(level_changed)
-            if recovering:   # whole levels made again: each level's lookup built by scan and merge tasks
-                lookup_files = [build_label_to_block_mapping(engine, store, level, work.lookup_block_size,
-                                                             work.lookup_compression).files
-                                for level in range(len(level_changes))]
-            else:   # patched: the levels' lookups are independent
-                lookup_files = map_tasks(engine, _lookup_task, shared, list(enumerate(level_changes)))
+            # the lookup: patched for the ids that entered or left a block, or (finishing a commit
+            # interrupted before the journal existed, whose unique-labels may be new already) each
+            # level's made again by scan and merge tasks
+            if before is None:
+                lookup_files = [build_label_to_block_mapping(engine, store, level, opened.lookup_block_size,
+                                                             opened.lookup_compression).files
+                                for level in range(n_levels)]
+            else:   # the levels' lookups are independent
+                lookup_files = map_tasks(engine, _lookup_task, shared,
+                                         [(level, level_changes[level], lookups[level]) for level in range(n_levels)])
         max_id = _raise_max_id(store, level_changes[0], job.rule)
         _unmark(store, opened, pool)
+        remove_journal(store)
     return CommitSummary(store.location, offset, tuple(edit_source.shape), painted_total, blocks_read,
                          blocks_written, lookup_files, max_id, time.perf_counter() - started, recovering,
                          engine.description)
+
+
+def _planned(job, painted_blocks) -> list[list[tuple[int, ...]]]:
+    """Per level, the blocks the commit rewrites: s0's painted blocks, and each lower level's
+    blocks whose windows cover one of the level above."""
+    planned = [sorted(painted_blocks)]
+    for level in range(1, job.n_levels):
+        factors = job.factors[level]
+        planned.append(sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in planned[-1]}))
+    return planned
+
+
+def _before(job, painted_blocks, pool) -> Before:
+    """Per level, the ids the unique-labels block of each block the commit will rewrite lists now."""
+    return [dict(zip(grids, pool.map(lambda grid, level=level: _old_ids(job, level, grid), grids)))
+            for level, grids in enumerate(_planned(job, painted_blocks))]
+
+
+def _start(store, opened, parameters, before, recovering, pool):
+    """The journal written (a run finishing an interrupted commit keeps the killed run's), then
+    the commit recorded and every dataset it changes marked."""
+    if not recovering:
+        write_journal(store, parameters, before)
+    _mark(store, opened, parameters, pool)
+
+
+def _pending_changes(pending, n_levels) -> list[np.ndarray]:
+    """Per level, the ids whose lookup entries the blocks to write may change: those that enter
+    or leave a block, and every old id of a block that may be removed (all background)."""
+    ids: list[list[np.ndarray]] = [[np.zeros(0, np.uint64)] for _ in range(n_levels)]
+    for level, _, old_ids, block, labels in pending:
+        new_ids = _unique(block) if labels is None else np.asarray(labels, np.uint64)
+        ids[level].append(np.setxor1d(old_ids, new_ids))
+        if not np.any(new_ids != BACKGROUND):
+            ids[level].append(old_ids)
+    return [np.concatenate(level_ids) for level_ids in ids]
+
+
+def _plain_changes(read_ids, painted_ids, before, n_levels) -> list[np.ndarray]:
+    """Per level of a plain source, ids whose lookup entries may change: those its blocks to
+    rewrite hold now, and those they can take (the blocks read ahead and the painted ones)."""
+    new_ids = np.concatenate([read_ids, *painted_ids])
+    return [np.concatenate([new_ids, *(before[level].values() if before is not None else ())])
+            for level in range(n_levels)]
+
+
+def _check_plain_reads(engine, shared, job, painted_blocks) -> np.ndarray:
+    """Every block a plain source's commit reads, read once (as tasks) before anything is
+    marked (a corrupt one raises): s0's painted blocks and the children of each lower level's
+    blocks to make again; returns the ids they hold (those the lower levels' blocks can take)."""
+    planned = _planned(job, painted_blocks)
+    reads = {(0, grid) for grid in planned[0]}
+    for level in range(1, job.n_levels):
+        reads.update((level - 1, child) for grid in planned[level] for child in children(job, level, grid))
+    return np.concatenate([np.zeros(0, np.uint64), *map_tasks(engine, _plain_ids_task, shared, sorted(reads))])
+
+
+def _read_lookups(store, opened, changing, before) -> list[dict[int, dict[int, bytes]]]:
+    """Per level, the lookup files holding the ids in ``changing`` (that level's ids whose
+    entries the commit may change), read and parsed before anything is marked (a corrupt one
+    raises) and handed to the patch, which then reads no file twice. None read when finishing
+    a commit interrupted before journals existed (``before`` None): its lookups are made again."""
+    if before is None:
+        return [{} for _ in changing]
+    return [read_mapping_files(store, level, np.unique(ids).tolist(), opened.datasets[0].ndim,
+                               opened.lookup_block_size, opened.lookup_compression)
+            for level, ids in enumerate(changing)]
 
 
 def _raise_max_id(store, changed, rule):
@@ -546,11 +550,20 @@ def _raise_max_id(store, changed, rule):
     candidate = max_id(ids, rule)
     if current is None or candidate > current:
         store.set_attributes("", {**attributes, "maxId": int(candidate)})
+        _mirror_max_id(store, int(candidate))
         return int(candidate)
     return current
 
 
-def _datasets_changed(opened: _Source):
+def _mirror_max_id(store, value):
+    """The new ``maxId`` in the source's ``zarr.json`` too, when ``n5ms zarr-json`` wrote one (its
+    attributes mirror attributes.json; plain zarr would read the old ``maxId`` otherwise)."""
+    document = store.get_json(storage.ZARR_JSON)
+    if isinstance(document, dict) and isinstance(document.get("attributes"), dict):
+        store.set_json(storage.ZARR_JSON, {**document, "attributes": {**document["attributes"], "maxId": value}})
+
+
+def _datasets_changed(opened: CommitSource):
     n_levels = opened.job.n_levels
     return ([f"data/s{k}" for k in range(n_levels)] + [f"unique-labels/s{k}" for k in range(n_levels)]
             + [f"label-to-block-mapping/s{k}" for k in range(n_levels)])
@@ -563,7 +576,7 @@ def _mark(store, opened, parameters, pool):
     attributes[COMMIT_KEY] = {"complete": False, "parameters": parameters}
     attributes.setdefault("labelBlockLookup", LABEL_BLOCK_LOOKUP)
     store.set_attributes("", attributes)
-    marker = incomplete_marker("n5ms commit", COMMIT_HINT)
+    marker = incomplete_marker(COMMIT_WRITER, COMMIT_HINT)
 
     def mark(key):
         document = store.get_attributes(key)

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import n5
 from ..errors import ConfigurationError, IncompleteError, N5msCodecsError, StorageError
+from ..n5.storage import ATTRIBUTES
 from .cluster import batches, engine_for, run_tasks
 from .conventions import CONVERSION_KEY, source_store
 from .lookup import LOOKUP_DIMENSION
@@ -97,13 +98,17 @@ def survey(path: PathLike | Store, *, check: bool = False, scheduler: str | dist
     """
     store = source_store(path, storage_options)  # opened once; the datasets below are its children
     path, name = store.url(), store.display()
+    # a dataset is known by its attributes.json: a server without directory listings has no directories
+    attributes = store.get_attributes() if store.exists(ATTRIBUTES) else {}
+    if "dimensions" in attributes:
+        return Survey(path, None, False, _entries([(store, name)], check, scheduler))
+    if attributes and not store.can_list():
+        raise ConfigurationError(f"{name}: the server gives no directory listings, so the datasets of this "
+                                 "group cannot be found: name a dataset")
     if not store.is_directory():
         if store.exists():
             raise ConfigurationError(f"{name}: a file, not an N5 container")
         raise FileNotFoundError(f"{name}: no such directory")
-    attributes = store.get_attributes()
-    if "dimensions" in attributes:
-        return Survey(path, None, False, _entries([(store, name)], check, scheduler))
     keys = list(n5.dataset_keys(store))
     if not attributes and not keys:
         raise ConfigurationError(f"{name}: {_not_n5(store)}")

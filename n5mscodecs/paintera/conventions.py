@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError, StorageError
 from ..n5.compression import writing_compressor
-from ..n5.store import Store, open_store, open_target
+from ..n5.store import Store
+from ..n5.stores import open_store, open_target
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -58,7 +59,7 @@ def source_store(where: Any, storage_options: StorageOptions = None) -> Store:
 def target_store(where: Any, storage_options: StorageOptions = None,
                  container: PathLike | Store | None = None) -> Store:
     """:func:`source_store` for a writer: a location is confined to its container root
-    (``container`` when given; see :func:`~n5mscodecs.n5.store.open_target`)."""
+    (``container`` when given; see :func:`~n5mscodecs.n5.stores.open_target`)."""
     return open_target(_held(where), storage_options, container)
 
 

@@ -169,10 +169,11 @@ def _open_level(level: Store, fill_label, allow_plain=False):
     return dataset
 
 
-def _pyramid(opened: Store, group: Store, names, fill_label, source_attributes=None):
-    """The pyramid of ``names`` (levels of the multiscale ``group``); ``opened`` is what was opened."""
+def _pyramid(opened: Store, group: Store, names, fill_label, source_attributes=None, plain=False):
+    """The pyramid of ``names`` (levels of the multiscale ``group``); ``opened`` is what was opened.
+    Plain integer levels are taken in a Paintera label source, or anywhere with ``plain``."""
     where = group.display()
-    plain = source_attributes is not None and is_label_source(source_attributes)
+    plain = plain or (source_attributes is not None and is_label_source(source_attributes))
     datasets = [_open_level(group.child(name), fill_label, plain) for name in names]
     ndim = datasets[0].ndim
     kinds = {type(d) for d in datasets}
@@ -267,7 +268,7 @@ def label_pyramid_keys(store: Store) -> list[str]:
 
 def open_pyramid(path: PathLike | Store, *, storage_options: StorageOptions = None,
                  fill_label: int = BACKGROUND, assignment: Any = "auto",
-                 additional_assignment: Pairs | None = None) -> LabelPyramid:
+                 additional_assignment: Pairs | None = None, plain: bool = False) -> LabelPyramid:
     """Open a Paintera label pyramid as lazy dask label arrays with voxel sizes and offsets.
 
     Parameters
@@ -298,6 +299,9 @@ def open_pyramid(path: PathLike | Store, *, storage_options: StorageOptions = No
         apply. See :mod:`n5mscodecs.paintera.assignment`.
     additional_assignment : mapping or pairs, optional
         ``{fragment: segment}`` set over the lookup.
+    plain : bool
+        Also open plain integer datasets, and multiscale groups of them, outside Paintera label
+        sources (what :func:`~n5mscodecs.n5.write_array` and ``n5ms argmax`` write).
 
     Returns
     -------
@@ -325,7 +329,7 @@ def open_pyramid(path: PathLike | Store, *, storage_options: StorageOptions = No
     >>> bool((pyramid.levels[0].compute() == labels).all())
     True
     """
-    pyramid = _open_pyramid(source_store(path, storage_options), fill_label)
+    pyramid = _open_pyramid(source_store(path, storage_options), fill_label, plain)
     lookup = resolve_assignment(pyramid.store, assignment, additional_assignment)
     if lookup is None:
         return pyramid
@@ -339,7 +343,7 @@ def _segments(level: Any, lookup: FragmentSegmentAssignment) -> Any:
     return level.map_blocks(lookup.apply, dtype=np.uint64)
 
 
-def _open_pyramid(store: Store, fill_label: int) -> LabelPyramid:
+def _open_pyramid(store: Store, fill_label: int, plain: bool = False) -> LabelPyramid:
     """:func:`open_pyramid` of ``store`` (whose parents are looked up through it)."""
     name = store.display()
     if not store.exists():
@@ -349,15 +353,15 @@ def _open_pyramid(store: Store, fill_label: int) -> LabelPyramid:
         raise IncompleteError(f"{name}: an interrupted n5ms convert target, INCOMPLETE: {FINISH_HINT} "
                               "(paintera.convert(..., resume=True) or overwrite=True)")
     if "dimensions" in attributes:  # a single dataset
-        if not attributes.get("isLabelMultiset"):
+        if not attributes.get("isLabelMultiset") and not plain:
             raise ConfigurationError(f"{name}: not a label multiset dataset")
         parent_attributes = attributes_above(store)
         if _LEVEL.match(store.name) and (parent_attributes.get("multiScale") or "resolution" in parent_attributes):
             parent = store.parent()
             grandparent = attributes_above(parent)
             return _pyramid(store, parent, [store.name], fill_label,
-                            grandparent if is_label_source(grandparent) else None)
-        return _single(store, attributes, fill_label)
+                            grandparent if is_label_source(grandparent) else None, plain)
+        return _single(store, attributes, fill_label, plain)
     if "painteraData" in attributes:
         if not is_label_source(attributes):
             kind = attributes["painteraData"].get("type") if isinstance(attributes["painteraData"], dict) else None
@@ -371,12 +375,12 @@ def _open_pyramid(store: Store, fill_label: int) -> LabelPyramid:
     if names:  # a multiscale group: Paintera's data group (its levels may be plain integers), or sK label multisets
         above = attributes_above(store) if store.name == "data" else {}
         source = above if is_label_source(above) else None
-        return _pyramid(store, store, names, fill_label, source)
+        return _pyramid(store, store, names, fill_label, source, plain)
     # a container or group: the one pyramid below it (only N5 groups and *.n5 directories are searched)
     searched = attributes or store.name.lower().endswith(".n5")
     found = label_pyramid_keys(store) if searched else []
     if len(found) == 1:
-        return _open_pyramid(store.child(found[0]), fill_label)
+        return _open_pyramid(store.child(found[0]), fill_label, plain)
     if found:
         listed = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
         raise ConfigurationError(f"{name} holds {len(found)} label pyramids ({listed}): open one of them")
@@ -385,9 +389,10 @@ def _open_pyramid(store: Store, fill_label: int) -> LabelPyramid:
         "or N5 container holding one")
 
 
-def _single(store: Store, attributes, fill_label):
-    """A label multiset dataset outside a multiscale group: its own resolution/offset/factors."""
-    dataset = _open_level(store, fill_label)
+def _single(store: Store, attributes, fill_label, plain=False):
+    """A label multiset (or, with ``plain``, integer) dataset outside a multiscale group: its own
+    resolution/offset/factors."""
+    dataset = _open_level(store, fill_label, plain)
     where, ndim = dataset.name, dataset.ndim
     resolution = _numbers(attributes.get("resolution", (1.0,) * ndim), "resolution", ndim, where)
     offset = _numbers(attributes.get("offset", (0.0,) * ndim), "offset", ndim, where)

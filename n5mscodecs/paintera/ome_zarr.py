@@ -34,6 +34,7 @@ decode.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -44,9 +45,10 @@ import numpy as np
 from .. import n5
 from .._extras import require
 from ..errors import ArgumentError, ConfigurationError, StorageError
-from ..multiset import INVALID, assemble
+from ..multiset import assemble
 from ..n5 import grid, storage
 from ..n5.writing import INCOMPLETE_KEY, LOCK_NAME, WriterLock, incomplete_marker
+from .argmax import block_segments
 from .cluster import engine_for, progress_bar, run_tasks
 from .containers import read_listed_block
 from .conventions import source_store
@@ -114,7 +116,8 @@ def default_shards(chunks: Sequence[int], shape: Sequence[int], itemsize: int = 
     return tuple(min(f, n) * c for f, n, c in zip(factors, per_axis, chunks))
 
 
-def _unit(attributes: dict[str, Any]) -> str | None:
+def ngff_unit(attributes: dict[str, Any]) -> str | None:
+    """The NGFF unit an N5 ``unit`` attribute names (None when it names none)."""
     unit = attributes.get("unit")
     return _UNITS.get(unit.strip().lower()) if isinstance(unit, str) else None
 
@@ -136,7 +139,8 @@ def multiscales_metadata(pyramid, name: str, version: str, unit: str | None, lev
     return entry
 
 
-def _ome_attributes(version, multiscales, image_label):
+def ome_attributes(version: str, multiscales: dict[str, Any], image_label: dict[str, Any]) -> dict[str, Any]:
+    """The group attributes of an NGFF ``version`` labels image (0.4 at the top, 0.5 under ``ome``)."""
     if version == "0.4":
         return {"multiscales": [multiscales], "image-label": {"version": "0.4", **image_label}}
     return {"ome": {"version": "0.5", "multiscales": [multiscales], "image-label": image_label}}
@@ -162,12 +166,7 @@ def _labels_piece(dataset, region_zyx, positions):
     out = np.zeros(tuple(s.stop - s.start for s in region_zyx), np.uint64)
     origin = [s.start for s in region_zyx[::-1]]
     for position in positions:
-        if isinstance(dataset, n5.LabelMultisetDataset):
-            labels = read_listed_block(dataset.read_block_labels, dataset, position)
-        else:  # a Paintera source's plain integer level
-            read_listed_block(dataset.read_block, dataset, position)
-            labels = np.asarray(dataset.read(dataset.block_region(position)), np.uint64)
-        labels[labels == INVALID] = 0
+        labels = read_listed_block(functools.partial(block_segments, dataset), dataset, position)
         box = dataset.block_region(position)
         out[tuple(slice(b.start - o, b.stop - o) for b, o in zip(box, origin))[::-1]] = labels.T
     return out
@@ -218,7 +217,7 @@ def to_ome_zarr(
     Parameters
     ----------
     source : path or ~n5mscodecs.n5.store.Store
-        A local path or a URL (or its store, :func:`~n5mscodecs.n5.store.open_store`): a Paintera label
+        A local path or a URL (or its store, :func:`~n5mscodecs.n5.stores.open_store`): a Paintera label
         source, a label multiset pyramid, a container holding one, or a single label multiset
         dataset (what :func:`~n5mscodecs.paintera.open_pyramid` opens).
     target : path or ~n5mscodecs.n5.store.Store
@@ -267,7 +266,8 @@ def to_ome_zarr(
     -----
     Written block by block: a task holds one chunk or shard. Until the last
     is written the group has no NGFF metadata but ``n5mscodecs:incomplete``,
-    so no NGFF reader takes it for an image. Missing blocks are not written
+    so no NGFF reader takes it for an image; an overwrite replaces the old
+    metadata by that marker before it removes anything. Missing blocks are not written
     (they read as the fill value 0).
 
     Examples
@@ -345,10 +345,10 @@ def to_ome_zarr(
     with engine_for(scheduler, threads, target) as engine, WriterLock(target):
         if not exists and any(target.exists(key) for key in ("zarr.json", ".zgroup")):
             raise FileExistsError(f"{target.display()} was created by another writer meanwhile")
-        if exists and overwrite:  # zarr's mode "w" would remove the lock file with the rest
-            target.clear(keep=(LOCK_NAME,))
-        group = zarr.open_group(PackageStore(target), mode="a", zarr_format=zarr_format)
         marker = {INCOMPLETE_KEY: incomplete_marker("n5ms ome-zarr", FINISH_HINT)}
+        if exists and overwrite:  # zarr's mode "w" would remove the lock file with the rest
+            _empty_marked(target, marker, zarr_format)
+        group = zarr.open_group(PackageStore(target), mode="a", zarr_format=zarr_format)
         if resume and exists and INCOMPLETE_KEY not in group.attrs.asdict():
             if "ome" in group.attrs or "multiscales" in group.attrs:
                 return OmeZarrSummary(target.url(), version, [d.shape[::-1] for d in datasets], 0, 0,
@@ -365,7 +365,7 @@ def to_ome_zarr(
                 w, t = _write_level(engine, array, dataset, chunks, level_shards[level], multisets,
                                     resume and exists, progress, f"level {level}", lookup, presents[level])
                 written, total = written + w, total + t
-        multiscales = multiscales_metadata(pyramid, name, version, _unit(datasets[0].attributes), len(datasets))
+        multiscales = multiscales_metadata(pyramid, name, version, ngff_unit(datasets[0].attributes), len(datasets))
         image_label = {}
         try:
             parent = target.parent()
@@ -374,9 +374,34 @@ def to_ome_zarr(
         if parent is not None and parent.name == "labels":
             image_label["source"] = {"image": "../../"}
             _list_label(zarr, parent, name, version, zarr_format)
-        group.attrs.put(_ome_attributes(version, multiscales, image_label))
+        group.attrs.put(ome_attributes(version, multiscales, image_label))
     return OmeZarrSummary(target.url(), version, [d.shape[::-1] for d in datasets], written, total,
                           time.perf_counter() - started, pyramid.assignment, notes, engine.description)
+
+
+_GROUP_METADATA = {2: (".zattrs", ".zgroup"), 3: ("zarr.json",)}
+
+
+def _empty_marked(target: Store, marker: dict[str, Any], zarr_format: int) -> None:
+    """Empty ``target`` for an overwrite: the old group's attributes (its NGFF metadata) are
+    replaced by ``marker`` first, and its metadata files go last, only where the new group's
+    format does not use them, so an overwrite killed at any point leaves a group carrying the
+    marker, never NGFF metadata over levels already removed (zarr v3's ``zarr.json`` sorts
+    after ``s0``: a plain clear removed the levels first)."""
+    try:
+        document = target.get_json("zarr.json")
+    except ConfigurationError:   # not JSON: nothing a reader takes for a group; replaced below
+        document = None
+    v3_group = isinstance(document, dict) and document.get("node_type") == "group"
+    if v3_group:
+        target.set_json("zarr.json", {**document, "attributes": marker})
+    if any(target.exists(key) for key in _GROUP_METADATA[2]):
+        target.set_json(".zattrs", marker)
+    target.clear(keep=(LOCK_NAME, *_GROUP_METADATA[2], *_GROUP_METADATA[3]))
+    other_format = _GROUP_METADATA[2 if zarr_format == 3 else 3]
+    for key in other_format + (() if v3_group else _GROUP_METADATA[3]):
+        if target.exists(key):
+            target.delete(key)
 
 
 def _checked_shards(shards, dataset, level):

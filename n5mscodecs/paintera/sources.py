@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import n5
 from .._extras import require
-from ..errors import ConfigurationError
+from ..errors import ArgumentError, ConfigurationError
 from ..multiset.array import check_label_range
 from ..n5 import grid
 from ..n5.storage import ATTRIBUTES
@@ -203,48 +203,59 @@ def _npy_header(path):
     return shape, dtype
 
 
-def _checked_source(kind, store, shape, dtype, array=None):
+def _checked_source(kind, store, shape, dtype, array=None, role="source"):
     dtype = np.dtype(dtype)
     path = None if store is None else store.url()
     if dtype.kind not in "iu":
-        raise ConfigurationError(f"source: integer labels required, {path or 'array'} has dtype {dtype}")
+        raise ConfigurationError(f"{role}: integer labels required, {path or 'array'} has dtype {dtype}")
     if not 1 <= len(shape) <= 3:
-        raise ConfigurationError(f"source: 1 to 3 dimensions required, got shape {tuple(shape)}")
+        raise ConfigurationError(f"{role}: 1 to 3 dimensions required, got shape {tuple(shape)}")
     return LabelSource(kind, path, tuple(int(s) for s in shape), dtype.name, array, store)
 
 
 def open_label_source(source: LabelSource | np.ndarray | PathLike | Store | Any, dataset: str | None = None, *,
-                      storage_options: dict[str, Any] | None = None, level: int = 0) -> LabelSource:
+                      storage_options: dict[str, Any] | None = None, level: int = 0,
+                      role: str = "source") -> LabelSource:
     """A :class:`LabelSource` from an ndarray (N5 order), an N5 dataset or group + ``dataset``,
     a zarr array, an OME-Zarr multiscale image (its ``level``, with the level's voxel size
     and offset), a ``.npy`` file or a TIFF file. N5 datasets and zarr arrays may be URLs
     (with fsspec's ``storage_options``); each may also be given as a store
     (:class:`~n5mscodecs.n5.store.Store`), and N5 datasets and groups as the objects
-    :func:`n5mscodecs.n5.open` returns."""
+    :func:`n5mscodecs.n5.open` returns; nested lists of integers as the array they spell.
+    ``level`` other than 0 is refused for what has one level (anything but an OME-Zarr
+    image); ``role`` names what is opened in messages (``"edit"`` for a commit's edit)."""
     if isinstance(source, LabelSource):
         return source
+    if isinstance(source, (list, tuple)):
+        source = np.asarray(source)
     if isinstance(source, np.ndarray):
-        return _checked_source("array", None, source.shape, source.dtype, source)
+        if level:
+            raise ArgumentError("level", f"an in-memory {role} has one level; level picks a level of an "
+                                         "OME-Zarr multiscale image")
+        return _checked_source("array", None, source.shape, source.dtype, source, role=role)
     store = source_store(source, storage_options)
-    return _open_stored_source(store.child(dataset) if dataset else store, level)
+    return _open_stored_source(store.child(dataset) if dataset else store, level, role)
 
 
-def _open_stored_source(store: Store, level: int) -> LabelSource:
+def _open_stored_source(store: Store, level: int, role: str = "source") -> LabelSource:
     """:func:`open_label_source` of what lies in ``store``."""
     name = store.display()
     if store.is_directory() and (found := level_of_image(store, level)):
         array_key, resolution, offset = found
-        opened = _open_stored_source(store.child(array_key), 0)
+        opened = _open_stored_source(store.child(array_key), 0, role)
         return dataclasses.replace(opened, resolution=resolution, offset=offset)
+    if level:
+        raise ArgumentError("level", f"{role} {name} has one level (it is no OME-Zarr multiscale image); "
+                                     "level picks a level of an OME-Zarr image")
     if not store.exists():
-        raise FileNotFoundError(f"source: {name} does not exist")
+        raise FileNotFoundError(f"{role}: {name} does not exist")
     local = store.local_file()
     lower = store.name.lower()
     if lower.endswith((".npy", ".tif", ".tiff")) and local is None:
-        raise ConfigurationError(f"source: {name}: .npy and TIFF sources must be local files")
+        raise ConfigurationError(f"{role}: {name}: .npy and TIFF sources must be local files")
     if lower.endswith(".npy"):
         shape, dtype = _npy_header(local)
-        return _checked_source("npy", store, shape[::-1], dtype)
+        return _checked_source("npy", store, shape[::-1], dtype, role=role)
     if lower.endswith((".tif", ".tiff")):
         tifffile = require("tifffile", "cli", "TIFF sources")
         try:
@@ -252,20 +263,20 @@ def _open_stored_source(store: Store, level: int) -> LabelSource:
                 series = tif.series[0]
                 shape, dtype = series.shape, series.dtype
         except (ValueError, IndexError, KeyError, struct.error) as exc:  # tifffile's TiffFileError is a ValueError
-            raise ConfigurationError(f"source: {name}: not a TIFF file tifffile can read ({exc})") from None
-        return _checked_source("tiff", store, shape[::-1], dtype)
+            raise ConfigurationError(f"{role}: {name}: not a TIFF file tifffile can read ({exc})") from None
+        return _checked_source("tiff", store, shape[::-1], dtype, role=role)
     if "dimensions" in store.get_attributes():
         stored = n5.open_dataset(store)
         if isinstance(stored, n5.LabelMultisetDataset):
-            raise ConfigurationError(f"source: {name} is a label multiset dataset, not integer labels")
-        return _checked_source("n5", store, stored.shape, stored.dtype)
+            raise ConfigurationError(f"{role}: {name} is a label multiset dataset, not integer labels")
+        return _checked_source("n5", store, stored.shape, stored.dtype, role=role)
     if any(store.exists(key) for key in (".zarray", "zarr.json")):
-        require("zarr", "zarr", f"source: {name} is a zarr array; zarr arrays")
+        require("zarr", "zarr", f"{role}: {name} is a zarr array; zarr arrays")
         stored = _opened(_Opening("zarr", store.url(), json.dumps(store.storage_options, sort_keys=True), store))
-        return _checked_source("zarr", store, stored.shape[::-1], stored.dtype)
+        return _checked_source("zarr", store, stored.shape[::-1], stored.dtype, role=role)
     group = store.exists(ATTRIBUTES)
     raise ConfigurationError(
-        f"source: {name} is not an N5 dataset, zarr array, .npy or TIFF file"
+        f"{role}: {name} is not an N5 dataset, zarr array, .npy or TIFF file"
         + (" (an N5 group: name the dataset)" if group else ""))
 
 

@@ -6,6 +6,7 @@ from .label_multiset_vlen import LabelMultisetVLen
 from .layout import (
     MAX_ENTRIES_PER_VOXEL,
     MAX_ENTRIES_PER_VOXEL_CAP,
+    MAX_PAYLOAD_BOUND,
     MIN_PAYLOAD_BOUND,
     N5_LAYOUT,
     ZARR_LAYOUT,
@@ -29,6 +30,7 @@ __all__ = [
     "entries_bound",
     "MAX_ENTRIES_PER_VOXEL",
     "MAX_ENTRIES_PER_VOXEL_CAP",
+    "MAX_PAYLOAD_BOUND",
     "MIN_PAYLOAD_BOUND",
     "N5LabelMultiset",
     "n5_label_multiset_encode",

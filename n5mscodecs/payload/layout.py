@@ -58,6 +58,11 @@ MAX_ENTRIES_PER_VOXEL_CAP = 4096
 #: Payload bytes any block may claim whatever its voxel count: the top levels of a pyramid
 #: are small blocks whose voxels each hold many labels.
 MIN_PAYLOAD_BOUND = 1 << 24
+#: Payload bytes no block may claim beyond, whatever its voxel count (issue 51): 128 MiB, 64
+#: times the largest real block measured (2.0 MB, a 32^3 raw block of downscaleTest.n5) and
+#: what the densest real payload measured (61 bytes per voxel) needs at 128^3; a 64^3 block
+#: at 64 entries per voxel on average (206 MB) is capped to it.
+MAX_PAYLOAD_BOUND = 1 << 27
 
 
 @dataclass(frozen=True)
@@ -77,19 +82,21 @@ def max_payload_size(n_voxels: int, layout: Layout, max_entries: int = MAX_ENTRI
     """The most payload bytes a block of ``n_voxels`` voxels can need: the argMax table (N5
     layout, at most one label per voxel), one offset per voxel and at most one list per voxel
     of at most ``max_entries`` entries on average (``numEntries``, then 12 bytes per entry);
-    at least ``MIN_PAYLOAD_BOUND``.
+    at least ``MIN_PAYLOAD_BOUND``, at most ``MAX_PAYLOAD_BOUND``.
 
     Readers reject a larger ``numElements`` before decompressing anything, so a block's
     memory is bounded by its voxel count whatever its header claims.
 
-    >>> max_payload_size(64**3, N5_LAYOUT)  # 64^3 voxels, 64 entries each on average
-    205520900
+    >>> max_payload_size(32**3, N5_LAYOUT)  # 32^3 voxels, 64 entries each on average
+    25690116
+    >>> max_payload_size(64**3, N5_LAYOUT) == MAX_PAYLOAD_BOUND  # 206 MB, capped
+    True
     >>> max_payload_size(1, N5_LAYOUT) == MIN_PAYLOAD_BOUND
     True
     """
     n = int(n_voxels)
     argmax_table = 4 + 8 * n if layout.has_argmax_header else 0
-    return max(MIN_PAYLOAD_BOUND, argmax_table + 4 * n + n * (4 + 12 * int(max_entries)))
+    return min(MAX_PAYLOAD_BOUND, max(MIN_PAYLOAD_BOUND, argmax_table + 4 * n + n * (4 + 12 * int(max_entries))))
 
 
 def entries_bound(attributes: dict[str, Any]) -> int:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import re
 from typing import TYPE_CHECKING, Any
 
 import zarr
@@ -35,6 +34,8 @@ from zarr.core.common import parse_named_configuration
 from zarr.core.dtype import data_type_registry
 from zarr.core.dtype.wrapper import ZDType
 from zarr.core.sync import sync
+
+from .._extras import DATA_TYPE_ENTRY_POINTS_SINCE, version_tuple
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -63,15 +64,8 @@ __all__ = [
 ]
 
 
-def version_tuple(version: str) -> tuple[int, ...]:
-    """The leading release numbers of a version string (``"3.1.6.dev3"`` -> ``(3, 1, 6)``)."""
-    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
-
-
 ZARR_VERSION = version_tuple(zarr.__version__)
-#: zarr >= 3.4.1 finds ``label_multiset`` through the ``zarr.data_type`` entry point in a process
-#: that never imported ``n5mscodecs.zarr``; older zarr never loads data type entry points.
-LOADS_DATA_TYPE_ENTRY_POINTS = ZARR_VERSION >= (3, 4, 1)
+LOADS_DATA_TYPE_ENTRY_POINTS = ZARR_VERSION >= DATA_TYPE_ENTRY_POINTS_SINCE
 
 _WRAPPED = "_n5mscodecs_wrapper"
 #: the modules of zarr's functions that pick an array's default codecs and parse v2 filters

@@ -9,8 +9,9 @@ from ..errors import ConfigurationError
 from ..multiset import BACKGROUND
 from ..n5 import N5_VERSION, CodecChain, DatasetMetadata, storage
 from ..n5.dataset import validate_attributes
-from ..n5.storage import ATTRIBUTES
-from ..n5.store import Store, open_store
+from ..n5.storage import ATTRIBUTES, ZARR_JSON
+from ..n5.store import Store
+from ..n5.stores import open_store
 from .codecs import N5_DATA_TYPES, N5DefaultZarrCodec
 from .dtype import LabelMultisetDType, parse_fill_value
 
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 
     from ..n5.storage import PathLike
 
-ZARR_JSON = "zarr.json"
 _STRUCTURAL = ("dimensions", "blockSize", "dataType", "compression")
 
 

@@ -25,7 +25,7 @@ from ..czi import CziChunked, chunked_decode, chunked_encode
 from ..errors import ConfigurationError, N5HeaderError, ReadOnlyError
 from ..multiset import LabelMultisetArray
 from ..n5.compression import Blosc, compressor_from_config
-from ..n5.default import n5_default_decode, n5_default_encode, place_block
+from ..n5.default import check_block_bytes, n5_default_decode, n5_default_encode, place_block
 from ..n5.varlen import CodecChain, n5_block_header, n5_varlen_decode, n5_varlen_encode
 from ..payload.layout import N5_LAYOUT, ZARR_LAYOUT, Layout, c_order, decode_payload, encode_payload
 from ._compat import parse_named_configuration
@@ -318,6 +318,7 @@ class N5DefaultZarrCodec(_WorkerThreadCodec, ArrayBytesCodec):
 
     def _decode_sync(self, chunk_bytes, chunk_spec):
         shape, dtype = tuple(chunk_spec.shape), chunk_spec.dtype.to_native_dtype()
+        check_block_bytes(shape, dtype, "n5_default: chunk shape")  # before zarr's chunk is allocated
         block = n5_default_decode(chunk_bytes.as_numpy_array(), dtype, self._compressor, chunk_shape=shape,
                                   native=False, scratch=True)  # placed below, on this thread
         # a C-ordered chunk in one tiled byte-swapping transpose: zarr's copy into the result is

@@ -63,7 +63,7 @@ from ..n5 import ArrayDataset, LabelMultisetDataset, storage
 from ..n5.dataset import resolved_assignment
 from ..n5.grid import crop
 from ..n5.header import N5BlockHeader
-from ..n5.store import open_store, open_target
+from ..n5.stores import open_store, open_target
 from ..n5.writing import check_complete
 from ._compat import default_buffer_prototype, sync
 from .attributes import (
@@ -120,7 +120,7 @@ class PackageStore(ZarrStore):
     Parameters
     ----------
     store : n5mscodecs.n5.store.Store
-        The package's store of the container root (:func:`~n5mscodecs.n5.store.open_store`).
+        The package's store of the container root (:func:`~n5mscodecs.n5.stores.open_store`).
     read_only : bool
         Refuse writes (``http(s)`` stores always do).
     """
@@ -242,16 +242,11 @@ def _wrapped_root(store: ZarrStore) -> N5LocationStore | None:
 
     if isinstance(store, PackageStore):
         return store.store
-    if isinstance(store, LocalStore):
-        return open_store(str(store.root))
-    if isinstance(store, FsspecStore):
-        fs = getattr(store.fs, "sync_fs", store.fs)  # zarr wraps a synchronous file system
+    if isinstance(store, (LocalStore, FsspecStore)):
         try:
-            location = fs.unstrip_protocol(store.path)
+            return open_store(store)
         except Exception:
             return None
-        options = {k: v for k, v in getattr(fs, "storage_options", {}).items() if k != "asynchronous"}
-        return open_store(location, options or None)
     return None
 
 

@@ -8,7 +8,6 @@ functions themselves, and the fallback through the packages' Python APIs.
 
 import json
 import sys
-import time
 import tracemalloc
 
 import lz4.block
@@ -356,7 +355,6 @@ def test_huge_claimed_sizes_fail_fast_without_allocating():
     payload = b"\x01" + varint(1000, 3) + b"\x01" * 1000 + b"\x03\x04\xff\xff\xff\xff\x02\x01\x01\x00" + b"\x00" * 1000
     assert chunked_info(payload).decompressed_size == 1000 * 536_870_911
     tracemalloc.start()
-    start = time.perf_counter()
     try:
         with pytest.raises(ChunkedFormatError, match="maximum expansion"):
             chunked_decode(payload)
@@ -375,8 +373,7 @@ def test_huge_claimed_sizes_fail_fast_without_allocating():
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - start < 5
-    assert peak < 16 << 20
+    assert peak < 16 << 20  # refused from the header's claims, nothing inflated
 
 
 def test_out_size_must_match_unless_mismatch_is_allowed():
@@ -1018,3 +1015,44 @@ def test_copy_staged_with_streaming_stores_writes_the_same_bytes():
                          np.array(sizes, np.int64), positions, 0, len(sizes), True)
     assert out[header_size:] == staged.tobytes()
     assert chunked_info(out).decompressed_sizes.tolist() == [1000] * 8 + [7]
+
+
+@pytest.mark.parametrize("frame", [
+    # declares 0 bytes (single segment, content size 0), then a last raw block of 5 bytes
+    (0xFD2FB528).to_bytes(4, "little") + bytes([0x20, 0x00, 0x29, 0, 0]) + b"hello",
+    # declares 0 bytes, an empty last block, and a checksum that does not match
+    (0xFD2FB528).to_bytes(4, "little") + bytes([0x24, 0x00, 0x01, 0, 0]) + b"\0\0\0\0",
+])
+def test_a_zstd_frame_declaring_zero_bytes_is_decoded_not_trusted_on_both_backends(frame):
+    """Issue 51, item 20: zstandard's decompress() returns b"" for a frame whose header says 0
+    bytes without reading it; libzstd (the native path, and libCZI) rejects it."""
+    from n5mscodecs.czi import backends
+
+    payload = b"\x01\x01" + bytes([len(frame)]) + b"\x03\x01\x00\x00" + frame  # one chunk, 0 bytes
+    for backend in ("native", "python") if backends.NATIVE_AVAILABLE else ("python",):
+        with backends.use_backend(backend), pytest.raises(ChunkedFormatError, match="chunk 0: corrupt zstd"):
+            chunked_decode(payload)
+    valid = zstandard.ZstdCompressor(write_checksum=True).compress(b"")
+    for backend in ("native", "python") if backends.NATIVE_AVAILABLE else ("python",):
+        with backends.use_backend(backend):
+            assert bytes(chunked_decode(b"\x01\x01" + bytes([len(valid)]) + b"\x03\x01\x00\x00" + valid)) == b""
+
+
+def test_a_zstd_frame_declaring_a_window_above_the_streaming_limit_decodes_on_both_backends():
+    """Issue 51, item 20 (found by the differential fuzz target): zstd's one-shot decoding (the
+    native path, libCZI's ZSTD_decompress) ignores a frame's window; zstandard's streaming
+    decoder refused a 1 GiB window ("Frame requires too much memory")."""
+    from n5mscodecs.czi import backends
+
+    # a frame without content size declaring a 1 GiB window (exponent 20), one raw block "two"
+    frame = (0xFD2FB528).to_bytes(4, "little") + bytes([0x00, 20 << 3]) + bytes([0x19, 0, 0]) + b"two"
+    payload = b"\x01\x01" + bytes([len(frame)]) + b"\x03\x01\x03\x00" + frame
+    tracemalloc.start()
+    try:
+        for backend in ("native", "python") if backends.NATIVE_AVAILABLE else ("python",):
+            with backends.use_backend(backend):
+                assert bytes(chunked_decode(payload)) == b"two", backend
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20  # the window was never allocated

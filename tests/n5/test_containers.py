@@ -122,7 +122,7 @@ def test_mode_w_refuses_what_is_not_n5(tmp_path):
 def test_mode_w_marks_every_dataset_below_before_it_removes_anything(tmp_path, monkeypatch):
     """Issue 42: an emptying interrupted while it removes leaves no dataset that reads as complete
     with part of its blocks gone: each is marked (as paintera.convert's overwrite marks them) first."""
-    from n5mscodecs.n5.store import LocalStore
+    from n5mscodecs.n5 import DiskStore
 
     root = n5.open(tmp_path / "c.n5", mode="w")
     root.require_group("g").create_dataset("a", data=np.arange(16, dtype=np.uint16).reshape(4, 4), chunks=2)
@@ -133,10 +133,10 @@ def test_mode_w_marks_every_dataset_below_before_it_removes_anything(tmp_path, m
         if removed:
             raise KeyboardInterrupt("killed while emptying (injected)")
         removed.append(key)
-        LocalStore.delete(self, key)
+        DiskStore.delete(self, key)
 
-    real_delete_tree = LocalStore.delete_tree
-    monkeypatch.setattr(LocalStore, "delete_tree", lambda self, key: interrupted(self, key + "/0/0")
+    real_delete_tree = DiskStore.delete_tree
+    monkeypatch.setattr(DiskStore, "delete_tree", lambda self, key: interrupted(self, key + "/0/0")
                         if key in ("b", "g") else real_delete_tree(self, key))
     with pytest.raises(KeyboardInterrupt):
         n5.open(tmp_path / "c.n5", mode="w")

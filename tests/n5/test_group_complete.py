@@ -206,7 +206,7 @@ def test_setitem_creates_and_delitem_removes_children(tmp_path):
 
 
 def test_delitem_takes_the_writer_lock_and_marks_before_removing(tmp_path, monkeypatch):
-    from n5mscodecs.n5.store import LocalStore
+    from n5mscodecs.n5 import DiskStore
 
     root = make_tree(tmp_path / "c.n5")
     with WriterLock(tmp_path / "c.n5" / "b"):  # a writer of the group itself
@@ -233,7 +233,7 @@ def test_delitem_takes_the_writer_lock_and_marks_before_removing(tmp_path, monke
     def killed(self, key):
         raise KeyboardInterrupt("killed while removing (injected)")
 
-    monkeypatch.setattr(LocalStore, "delete_tree", killed)
+    monkeypatch.setattr(DiskStore, "delete_tree", killed)
     with pytest.raises(KeyboardInterrupt):
         del root["b"]
     monkeypatch.undo()
@@ -332,7 +332,7 @@ def test_resize_of_label_multisets_keeps_every_block_readable(tmp_path):
 
 
 def test_an_interrupted_resize_is_marked_and_finished_by_resizing_again(tmp_path, monkeypatch):
-    from n5mscodecs.n5.dataset import ArrayDataset
+    from n5mscodecs.n5 import ArrayDataset
 
     ds = n5.write_array(tmp_path / "c.n5" / "d", VALUES, chunks=(3, 2))
     done = []

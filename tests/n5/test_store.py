@@ -1,4 +1,4 @@
-"""One conformance suite for both stores: LocalStore (a tmp directory) and FsspecStore (fsspec's
+"""One conformance suite for both stores: DiskStore (a tmp directory) and UrlStore (fsspec's
 memory:// file system), plus what only one of them does (confinement, read-only http)."""
 
 import os
@@ -9,7 +9,7 @@ import pytest
 
 from n5mscodecs import n5
 from n5mscodecs.errors import ConfigurationError, ReadOnlyError, StorageError
-from n5mscodecs.n5.store import FsspecStore, LocalStore, open_store
+from n5mscodecs.n5 import DiskStore, UrlStore, open_store
 
 
 @pytest.fixture(params=["local", "memory"])
@@ -22,9 +22,9 @@ def store(request, tmp_path):
 
 def test_open_store_picks_the_implementation_once(tmp_path):
     pytest.importorskip("fsspec")
-    assert type(open_store(tmp_path)) is LocalStore and type(open_store(f"file://{tmp_path}")) is LocalStore
+    assert type(open_store(tmp_path)) is DiskStore and type(open_store(f"file://{tmp_path}")) is DiskStore
     memory = open_store("memory://bucket/c.n5")
-    assert type(memory) is FsspecStore and memory.child("a/b").fs is memory.fs
+    assert type(memory) is UrlStore and memory.child("a/b").fs is memory.fs
 
 
 def test_get_set_delete_exists(store):
@@ -100,7 +100,7 @@ def test_local_writes_are_atomic_and_confined(tmp_path):
         store.set("link/0", b"escape")
     with pytest.raises(StorageError, match="outside the container root"):
         store.get("link/0")
-    assert LocalStore(tmp_path / "c.n5", read_outside=True).get("link/0") is None
+    assert DiskStore(tmp_path / "c.n5", read_outside=True).get("link/0") is None
     os.mkfifo(tmp_path / "c.n5" / "fifo")
     with pytest.raises(StorageError, match="a FIFO, not a regular file"):
         store.get("fifo")
@@ -147,7 +147,7 @@ def test_location_helpers_of_the_storage_layer(tmp_path):
 
 
 def test_nothing_above_the_storage_layer_looks_at_schemes():
-    """Schemes are n5/storage.py's business (and open_store's choice): the rest of the package
+    """Schemes are n5/storage.py's business (and open_store's choice, and a DiskStore's file:// URL): the rest
     asks a store (``is_local``, ``local_file``, ``name``) or a location helper."""
     from pathlib import Path
 
@@ -155,7 +155,7 @@ def test_nothing_above_the_storage_layer_looks_at_schemes():
 
     package = Path(n5mscodecs.__file__).parent
     for module in package.rglob("*.py"):
-        if module.relative_to(package).as_posix() not in ("n5/storage.py", "n5/store.py"):
+        if module.relative_to(package).as_posix() not in ("n5/storage.py", "n5/stores.py", "n5/disk_store.py"):
             text = module.read_text()
             assert "is_url(" not in text and "local_path(" not in text and '"http://"' not in text, module
 
@@ -199,12 +199,12 @@ def test_parent_goes_up_within_the_container(store):
 
 
 def test_parent_stays_below_a_confinement_root(tmp_path):
-    confined = LocalStore(tmp_path / "c.n5" / "labels", boundary=str(tmp_path / "c.n5"))
+    confined = DiskStore(tmp_path / "c.n5" / "labels", boundary=str(tmp_path / "c.n5"))
     root = confined.parent()
     assert root.local_file() == str(tmp_path / "c.n5")
     with pytest.raises(StorageError, match="outside the container root"):
         root.parent()
-    assert LocalStore(tmp_path / "c.n5").parent().local_file() == str(tmp_path)  # unconfined: as storage.parent
+    assert DiskStore(tmp_path / "c.n5").parent().local_file() == str(tmp_path)  # unconfined: as storage.parent
 
 
 def test_parent_of_a_bucket_is_refused():
@@ -232,3 +232,32 @@ def test_a_read_only_store_refuses_every_change(store):
         view.child("g").set("0/0", b"x")
     assert store.get("g/0/0") == b"block" and store.get_attributes("g") == {"a": 1} and not store.exists("new")
     assert view.get("g/0/0") == b"block" and [d for d, _, _ in view.walk()] == ["", "g", "g/0"]
+
+
+def test_a_block_that_is_a_link_loop_is_a_storage_error_naming_it_on_every_reader(tmp_path):
+    """Issue 51, item 18: a bare OSError (ELOOP) came out of every reader."""
+    zarr = pytest.importorskip("zarr", minversion="3")
+    import n5mscodecs.zarr as nz
+
+    plain = n5.write(tmp_path / "c.n5" / "plain", np.arange(16, dtype=np.uint16).reshape(4, 4), chunks=(2, 2))
+    labels = n5.write(tmp_path / "c.n5" / "labels", np.arange(16, dtype=np.uint64).reshape(4, 4), chunks=(2, 2))
+    for dataset in (plain, labels):
+        block = tmp_path / "c.n5" / dataset.store.name / "1" / "1"
+        block.unlink()
+        os.symlink(block.parent / "loop", block.parent / "loop-back")
+        os.symlink(block.parent / "loop-back", block.parent / "loop")
+        os.symlink(block.parent / "loop", block)
+    readers = {
+        "plain[...]": lambda: n5.open(plain.path)[:],
+        "plain.read_block": lambda: n5.open(plain.path).read_block((1, 1)),
+        "labels[...]": lambda: n5.open(labels.path)[:],
+        "read_labels": lambda: n5.open(labels.path).read_labels(),
+        "read_block_labels": lambda: n5.open(labels.path).read_block_labels((1, 1)),
+        "store.get": lambda: open_store(tmp_path / "c.n5").get("plain/1/1"),
+        "zarr plain": lambda: zarr.open_array(nz.open_n5_store(tmp_path / "c.n5"), path="plain", mode="r")[:],
+        "zarr labels": lambda: nz.open_labels(tmp_path / "c.n5", "labels")[:],
+    }
+    for name, read in readers.items():
+        with pytest.raises(StorageError, match=r"1/1: read: .*(loop|levels)") as raised:
+            read()
+        assert "1/1" in str(raised.value), name

@@ -39,6 +39,12 @@ def test_apply_equals_a_dict_model_also_for_large_ids_and_noise():
         out = lookup.apply(copy, in_place=True)
         assert np.array_equal(out, expected) and (out is copy or not labels.size)
         assert not np.array_equal(before, expected) or not labels.size
+    for layout in ("C", "F"):   # N5's voxel order (F) is mapped in place too; a strided view is copied
+        block = np.array(runs[:60 * 37].reshape(60, 37), order=layout)
+        expected = np.array([table.get(int(v), int(v)) for v in block.reshape(-1)], np.uint64).reshape(block.shape)
+        assert lookup.apply(block, in_place=True) is block and np.array_equal(block, expected)
+    strided = runs[:60 * 37].reshape(60, 37)[:, ::2]
+    assert lookup.apply(strided, in_place=True) is not strided
     signed = np.array([-1, 3, int(np.int64(BIG - 2**64))], np.int64)   # Java's longs
     assert FragmentSegmentAssignment.from_pairs({-1: 7, BIG: 9})(signed).tolist() == [7, table.get(3, 3), 9]
 

@@ -9,7 +9,7 @@ import pytest
 from n5mscodecs import n5, paintera
 from n5mscodecs.errors import ConfigurationError, N5msCodecsError
 from n5mscodecs.multiset import INVALID
-from n5mscodecs.n5.store import open_store
+from n5mscodecs.n5 import open_store
 from n5mscodecs.paintera.argmax import world_placement
 from n5mscodecs.paintera.conventions import default_factors, level_placement, parse_compression
 from n5mscodecs.paintera.pyramid import normalized_factors

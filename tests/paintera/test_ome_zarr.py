@@ -220,7 +220,7 @@ def test_an_ome_zarr_level_is_found_and_opened_through_one_store():
     pytest.importorskip("fsspec")
     import uuid
 
-    from n5mscodecs.n5.store import open_store
+    from n5mscodecs.n5 import open_store
     from n5mscodecs.paintera.ome_zarr import ome_zarr_level
     from n5mscodecs.paintera.sources import open_label_source
 

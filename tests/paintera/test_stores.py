@@ -11,9 +11,9 @@ import uuid
 import numpy as np
 import pytest
 
-from n5mscodecs import n5, paintera
+from n5mscodecs import ConfigurationError, n5, paintera
 from n5mscodecs.errors import ReadOnlyError
-from n5mscodecs.n5.store import open_store
+from n5mscodecs.n5 import open_store
 from n5mscodecs.paintera.containers import describe_dataset
 from n5mscodecs.paintera.sources import open_label_source
 
@@ -213,18 +213,20 @@ def test_zarr_targets_and_sources_go_through_the_store(root):
 @pytest.mark.parametrize("chunks", [(3, 1), (4, 2), (10, 2)])
 def test_an_assignment_in_any_block_layout_reads_as_the_n5_reader_reads_it(root, chunks):
     """The assignment is read with its store alone (not through n5's datasets, which resolve
-    assignments themselves): any block size, missing blocks reading as 0, as n5's reader reads it."""
+    assignments themselves), in any block size; a missing block is refused naming the dataset
+    and the block, as Java's reader fails (issue 51, item 2), never read as zeros."""
     n5.write_array(root + "/x", np.zeros((2, 2), np.uint64), chunks=2)
     pairs = np.array([[5, 50], [6, 60], [7, 5], [0, 9], [8, 80], [9, 90], [10, 10], [11, 7], [12, 1], [13, 2]],
                      np.uint64)
     where = root + "/x.fragment-segment-assignment"
     n5.write_array(where, pairs, chunks=chunks, compression="gzip")
+    expected = paintera.FragmentSegmentAssignment.from_arrays(pairs[:, 0], pairs[:, 1])
+    assert paintera.read_assignment(root + "/x") == expected
+    assert paintera.read_assignment(open_store(root).child("x")) == expected
     store = open_store(where)
     last = f"{(len(pairs) - 1) // chunks[0]}/{1 // chunks[1]}"
-    store.delete(last)  # a missing block: its ids read as 0
-    table = n5.open_dataset(where)[:]
-    assert (table == 0).any() and not np.array_equal(table, pairs)
-    expected = paintera.FragmentSegmentAssignment.from_arrays(table[:, 0], table[:, 1])
-    assert paintera.read_assignment(root + "/x") == expected
-    found = paintera.read_assignment(open_store(root).child("x"))
-    assert found == expected and found.segment(6) == (6 if chunks == (10, 2) else 60)  # (10, 2): all removed
+    store.delete(last)
+    for reader in (lambda: paintera.read_assignment(root + "/x"),
+                   lambda: paintera.read_assignment(open_store(root).child("x"))):
+        with pytest.raises(ConfigurationError, match=f"x.fragment-segment-assignment: block {last} .*missing"):
+            reader()
