@@ -243,7 +243,8 @@ def map_tasks(engine: Engine, fn: Callable[[Shared, Item], Result], shared: Shar
               items: Iterable[Item]) -> list[Result]:
     """``[fn(shared, item) for item in items]``, each a task on ``engine`` (as :func:`run_tasks`),
     in the order of ``items``: for the few items of a small job whose results the client uses."""
-    pairs = run_tasks(engine, _indexed, (fn, shared), enumerate(items), reduce=_append, initial=[])
+    pairs: list[tuple[int, Result]] = run_tasks(engine, _indexed, (fn, shared), enumerate(items),
+                                                reduce=_append, initial=[])
     return [result for _, result in sorted(pairs, key=lambda pair: pair[0])]
 
 
