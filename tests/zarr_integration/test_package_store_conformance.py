@@ -29,7 +29,7 @@ class TestPackageStoreConformance(store_testing.StoreTests[PackageStore, cpu.Buf
 
     @pytest.fixture
     def store_kwargs(self, tmp_path):
-        from n5mscodecs.n5.store import open_store
+        from n5mscodecs.n5 import open_store
 
         return {"store": open_store(tmp_path / "c.n5")}
 
@@ -47,6 +47,6 @@ class TestPackageStoreOverFsspecConformance(TestPackageStoreConformance):
     @pytest.fixture
     def store_kwargs(self, tmp_path):
         pytest.importorskip("fsspec")
-        from n5mscodecs.n5.store import open_store
+        from n5mscodecs.n5 import open_store
 
         return {"store": open_store(f"memory://{tmp_path.name}/c.n5")}
