@@ -109,7 +109,7 @@ def test_info_of_a_dataset_on_a_server_without_listings(served, fast_retries, ca
     _labels_source(root)
     assert n5ms(["info", "--check", f"{base}/web.n5/labels"]) == 0
     out = capsys.readouterr().out
-    assert "16/18 blocks present" in out and "checked 16 blocks: all readable" in out
+    assert "16/18 blocks present" in out and "checked 16 blocks on local threads" in out and "all readable" in out
 
 
 def test_a_grid_too_large_to_probe_without_listings_is_refused(served, fast_retries, monkeypatch):
