@@ -25,6 +25,7 @@ reductions, a bounded window of futures and the list of non-empty buckets (one p
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -120,9 +121,14 @@ def scan_depth(grid_shape: tuple[int, ...]) -> int:
 
 def subtrees(dataset: n5.ArrayDataset, depth: int) -> Iterator[tuple[int, ...]]:
     """The grid prefixes of length ``depth`` that hold blocks, found by listing directories
-    (never the blocks themselves), one directory at a time."""
+    (never the blocks themselves), one directory at a time; where the store cannot list (an
+    ``http(s)`` server without listings: a listing finds nothing), every prefix of the grid
+    (each scan task then looks its blocks up, see :mod:`~n5mscodecs.n5.listing`)."""
     if depth == 0:
         yield ()
+        return
+    if not dataset.store.can_list():
+        yield from itertools.product(*(range(n) for n in dataset.grid_shape[:depth]))
         return
     for directory, subdirectories, _ in dataset.store.walk():
         parts = directory.split("/") if directory else []
