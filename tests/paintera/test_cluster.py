@@ -246,3 +246,34 @@ def test_a_commit_into_plain_levels_on_the_workers(client, tmp_path):
         paintera.commit(tmp_path / "cluster.n5" / "labels", edit, (1, 1, 1), scheduler=client)
     paintera.commit(tmp_path / "local.n5" / "labels", edit, (1, 1, 1), scheduler="threads")
     assert tasks["indexed"] > 0 and files(tmp_path / "cluster.n5") == files(tmp_path / "local.n5")
+
+
+def test_a_killed_commit_finished_on_the_workers_equals_the_uninterrupted_one(client, tmp_path, monkeypatch):
+    """The journal of the killed run (the ids each block held before) travels to the workers
+    with the commit's work: the lookups they patch are those an uninterrupted commit writes."""
+    import importlib
+
+    commit_module = importlib.import_module("n5mscodecs.paintera.commit")
+    labels = voronoi_labels((32, 32, 16), 25, seed=4)
+    for name in ("killed", "expected"):
+        paintera.convert(labels, tmp_path / f"{name}.n5" / "labels", block_size=8, factors=[2, 2], rule="java",
+                         scheduler="threads")
+    edit = np.full((12, 12, 6), 77, np.uint64)
+    paintera.commit(tmp_path / "expected.n5" / "labels", edit, (3, 3, 3), scheduler="threads")
+    written, original = [], commit_module.write_block
+
+    def killed(*args, **kwargs):   # the run is killed after its third block
+        if len(written) == 3:
+            raise KeyboardInterrupt
+        written.append(args[1:3])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(commit_module, "write_block", killed)
+    with pytest.raises(KeyboardInterrupt):
+        paintera.commit(tmp_path / "killed.n5" / "labels", edit, (3, 3, 3), scheduler="threads", threads=1)
+    monkeypatch.undo()
+    assert len(written) == 3
+    with tasks_run(client) as tasks:
+        summary = paintera.commit(tmp_path / "killed.n5" / "labels", edit, (3, 3, 3), scheduler=client)
+    assert summary.finished_interrupted and tasks["indexed"] > 0
+    assert files(tmp_path / "killed.n5") == files(tmp_path / "expected.n5")
