@@ -120,7 +120,7 @@ def _print_summary(summary, stored_bytes):
     if summary.blocks_written == 0 and summary.blocks_total:
         print("    nothing to do: the conversion was complete already")
     else:
-        print(f"    {seconds:.2f} s, {summary.voxels / max(seconds, 1e-9) / 1e6:.1f} Mvoxel/s")
+        print(f"    {seconds:.2f} s, {summary.voxels / max(seconds, 1e-9) / 1e6:.1f} Mvoxel/s on {summary.engine}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -195,7 +195,7 @@ def cmd_argmax(args):
     try:
         assignment, additional = _assignment_options(args)
         summary = paintera.export_argmax(source, target, rule=args.rule, overwrite=args.overwrite,
-                                         threads=args.threads, container=args.container,
+                                         threads=args.threads, scheduler=args.scheduler, container=args.container,
                                          progress=_progress(not args.quiet),
                                          assignment=assignment, additional_assignment=additional)
     except (Exception, KeyboardInterrupt) as exc:
@@ -205,7 +205,8 @@ def cmd_argmax(args):
     _say_assignment("argmax", summary.assignment, args)
     order = "(z, y, x) " if summary.zarr else ""
     print(f"n5ms argmax: wrote {storage.display(summary.target)} {order}({list(summary.shape)} x,y,z, "
-          f"{summary.blocks_present} of {summary.blocks_total} blocks present, {summary.seconds:.1f} s)")
+          f"{summary.blocks_present} of {summary.blocks_total} blocks present, {summary.seconds:.1f} s on "
+          f"{summary.engine})")
     return EXIT_OK
 
 
@@ -258,8 +259,9 @@ def cmd_preview(args):
 def cmd_info(args):
     with warnings.catch_warnings():  # an unreadable attributes.json is reported as its entry, below
         warnings.simplefilter("ignore", UnreadableAttributesWarning)
-        found = paintera.survey(open_store(args.path, args.storage_options, read_only=True), check=args.check)
-    incomplete, bad, checked = [], [], 0
+        found = paintera.survey(open_store(args.path, args.storage_options, read_only=True), check=args.check,
+                                scheduler=args.scheduler)
+    incomplete, bad, checked, checked_on = [], [], 0, None
     if found.heading is not None:
         print(f"{storage.display(found.path)}: {found.heading[0]}")
         for line in found.heading[1:]:
@@ -281,10 +283,12 @@ def cmd_info(args):
                   flush=True)
         checked += entry.blocks_checked
         bad.extend(entry.bad)
+        checked_on = entry.checked_on or checked_on
     if args.check:
         for problem in bad:
             print(f"  BAD {problem}")
-        print(f"checked {checked} blocks: " + (f"{len(bad)} bad" if bad else "all readable")
+        print(f"checked {checked} blocks" + (f" on {checked_on}" if checked_on else "") + ": "
+              + (f"{len(bad)} bad" if bad else "all readable")
               + (f"; {len(incomplete)} INCOMPLETE" if incomplete else ""))
         return EXIT_PROBLEMS if bad or incomplete else EXIT_OK
     if bad:
@@ -316,7 +320,8 @@ def cmd_commit(args):
     print(f"n5ms commit {edit.display()} -> {source.display()} at {','.join(map(str, args.offset))}")
     try:
         summary = paintera.commit(source, edit, args.offset, dataset=args.dataset, level=args.level,
-                                  ignore=args.ignore, rule=args.rule, reserved=args.reserved, threads=args.threads)
+                                  ignore=args.ignore, rule=args.rule, reserved=args.reserved, threads=args.threads,
+                                  scheduler=args.scheduler)
     except (Exception, KeyboardInterrupt) as exc:
         if not _refused(exc) and _flagged(source):
             print(f"n5ms: commit stopped; {source.display()} is flagged INCOMPLETE: run the same commit again "
@@ -324,7 +329,7 @@ def cmd_commit(args):
         raise
     per_level = ", ".join(f"s{k} {w}" for k, w in enumerate(summary.blocks_written))
     print(f"  {summary.voxels_painted} voxels painted; blocks rewritten: {per_level}; lookup files: "
-          f"{sum(summary.lookup_files)}; maxId {summary.max_id}; {summary.seconds:.2f} s"
+          f"{sum(summary.lookup_files)}; maxId {summary.max_id}; {summary.seconds:.2f} s on {summary.engine}"
           + (" (finished an interrupted commit)" if summary.finished_interrupted else ""))
     return EXIT_OK
 
@@ -344,7 +349,7 @@ def cmd_ome_zarr(args):
         assignment, additional = _assignment_options(args)
         summary = paintera.to_ome_zarr(
             args.source, args.target, version=args.ngff, multisets=args.multisets, shards=shards, name=args.name,
-            threads=args.threads, overwrite=args.overwrite, resume=args.resume,
+            threads=args.threads, scheduler=args.scheduler, overwrite=args.overwrite, resume=args.resume,
             progress=_progress(not args.quiet, unit="chunk"), storage_options=args.storage_options,
             assignment=assignment, additional_assignment=additional)
     except (Exception, KeyboardInterrupt) as exc:
@@ -357,7 +362,7 @@ def cmd_ome_zarr(args):
           + " ".join(f"s{k}={list(shape)}" for k, shape in enumerate(summary.level_shapes)) + " (z, y, x)")
     pieces = "shards" if shards and args.ngff == "0.5" and not args.multisets else "chunks"
     print(f"    {summary.chunks_written} {pieces} written ({summary.chunks_total} in the grids), "
-          f"{summary.seconds:.2f} s")
+          f"{summary.seconds:.2f} s on {summary.engine}")
     return EXIT_OK
 
 
@@ -430,6 +435,8 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"n5mscodecs {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     threads_help = "worker threads (default: every core)"
+    scheduler_help = ("a dask.distributed scheduler address: the per-block work runs as tasks on its workers, "
+                      "which must reach the source and the target (default: local threads)")
     demo_command = commands.add_parser(
         "demo", help="convert a generated segmentation to a Paintera pyramid and verify it")
     demo_command.add_argument("--size", type=values.int_at_least(1), default=256,
@@ -447,6 +454,7 @@ def build_parser():
     info.add_argument("path", type=values.path)
     info.add_argument("--check", action="store_true",
                       help="read and decode every block; list each bad one, exit 1 if any")
+    info.add_argument("--scheduler", help="with --check: " + scheduler_help)
     _add_storage_options(info)
     info.set_defaults(run=cmd_info)
     convert = commands.add_parser(
@@ -467,8 +475,9 @@ def build_parser():
                               "voxel size is at most half the coarsest are halved (4,4,40: 2,2,1 until x and y "
                               "reach 32, then 2,2,2)")
     convert.add_argument("--compression", type=values.compression_config, default="gzip", help=values.COMPRESSION_HELP)
-    convert.add_argument("--max-num-entries", type=values.max_num_entries, default=-1,
-                         help="cut downsampled lists to this many entries (default -1: no cut)")
+    convert.add_argument("--max-num-entries", type=values.max_num_entries_per_level, default=-1,
+                         help="cut downsampled lists to this many entries (default -1: no cut); N1,N2,...: one "
+                              "per level from s1 on, the last for the levels above (-1,-1,20: s3 and up cut)")
     convert.add_argument("--keep", choices=("highest", "lowest"), default=None,
                          help="entries kept by --max-num-entries with --rule spec (default: highest)")
     convert.add_argument("--rule", choices=("spec", "java"), default="spec",
@@ -483,7 +492,7 @@ def build_parser():
     convert.add_argument("--lookup-block-size", type=values.int_at_least(1), default=10000,
                          help="ids per label-to-block-mapping file")
     convert.add_argument("--threads", type=values.int_at_least(1), default=None, help=threads_help)
-    convert.add_argument("--scheduler", help="dask.distributed scheduler address (default: local threads)")
+    convert.add_argument("--scheduler", help=scheduler_help)
     convert.add_argument("--reserved", choices=("reject", "accept"), default="reject",
                          help="negative labels and labels above MAX_ID (Paintera's reserved ids): reject (default; "
                               "refused before anything is written) or accept (signed labels read as two's-complement "
@@ -506,6 +515,7 @@ def build_parser():
     argmax.add_argument("target", type=values.path, help="N5 dataset path, or PATH.zarr for a zarr array (z, y, x)")
     argmax.add_argument("--overwrite", action="store_true")
     argmax.add_argument("--threads", type=values.int_at_least(1), default=None, help=threads_help)
+    argmax.add_argument("--scheduler", help=scheduler_help)
     argmax.add_argument("--quiet", action="store_true", help="no progress bar")
     argmax.add_argument("--rule", choices=("spec", "java"), default="spec",
                         help="java: the labels Paintera shows (Java's argmax, cached argmax values); default spec")
@@ -550,6 +560,7 @@ def build_parser():
     sharding.add_argument("--no-shards", action="store_true", help="no sharding (0.5)")
     ome.add_argument("--name", help="the multiscale's name (default: the target's name)")
     ome.add_argument("--threads", type=values.int_at_least(1), default=None, help=threads_help)
+    ome.add_argument("--scheduler", help=scheduler_help)
     existing = ome.add_mutually_exclusive_group()
     existing.add_argument("--overwrite", action="store_true", help="replace an existing target")
     existing.add_argument("--resume", action="store_true", help="finish an interrupted export")
@@ -581,6 +592,7 @@ def build_parser():
     commit.add_argument("--reserved", choices=("reject", "accept"), default="reject",
                         help="painted negative or reserved labels: reject (default) or accept")
     commit.add_argument("--threads", type=values.int_at_least(1), default=None, help=threads_help)
+    commit.add_argument("--scheduler", help=scheduler_help)
     _add_storage_options(commit)
     commit.set_defaults(run=cmd_commit)
     unlock = commands.add_parser(

@@ -50,6 +50,13 @@ def max_num_entries(text):
     return value
 
 
+def max_num_entries_per_level(text):
+    """``N`` or ``N1,N2,...``: one cut for every downsampled level, or one per level from s1 on
+    (the last for the levels after it, as paintera-conversion-helper's --max-num-entries)."""
+    values = tuple(max_num_entries(part) for part in text.split(","))
+    return values[0] if len(values) == 1 else values
+
+
 def numbers(text, kind=float):
     if not NUMBER_LIST.match(text.strip()):
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers like 4,4,40, got {text!r}")

@@ -18,7 +18,7 @@ from .errors import ConfigurationError
 from .multiset import LabelMultisetArray
 
 if TYPE_CHECKING:
-    from .paintera.convert import ProgressBar
+    from .paintera.cluster import ProgressBar
 
 #: bytes of memory per voxel: the labels, the Voronoi construction's temporaries and the read-back
 DEMO_BYTES_PER_VOXEL = 40

@@ -2,6 +2,7 @@
 struct (independent of the encoders). Importable from every test directory (pytest pythonpath)."""
 
 import contextlib
+import logging
 import os
 import struct
 import subprocess
@@ -14,6 +15,35 @@ import pytest
 # checkout has none, so tests that need it skip.
 SHARED = Path(os.environ.get("N5MSCODECS_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 N5_DATA = SHARED / "data" / "n5"
+
+SECRET = "not-a-real-secret-0123456789"
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """A moto S3 server on 127.0.0.1 with the bucket "bucket"; credentials and endpoint in the
+    standard environment variables (set before a LocalCluster that should reach it starts)."""
+    moto_server = pytest.importorskip("moto.server")
+    pytest.importorskip("s3fs")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION",
+                                             "AWS_ENDPOINT_URL")}
+    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY=SECRET, AWS_DEFAULT_REGION="us-east-1",
+                      AWS_ENDPOINT_URL=endpoint)
+    import boto3
+
+    boto3.client("s3").create_bucket(Bucket="bucket")
+    yield endpoint
+    server.stop()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 def n5_data(relative):

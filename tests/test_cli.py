@@ -323,7 +323,7 @@ def test_failed_convert_says_how_to_resume(tmp_path, capsys, monkeypatch):
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(convert_module, "write_label_to_block_mapping", broken)
+    monkeypatch.setattr(convert_module, "build_label_to_block_mapping", broken)
     target = str(tmp_path / "o.n5/labels")
     assert main(["convert", str(source), target, "--quiet", "--block-size", "8"]) == 2
     err = capsys.readouterr().err

@@ -132,7 +132,7 @@ def test_a_bad_label_found_while_scanning_writes_nothing(tmp_path):
 
 def test_an_unreachable_scheduler_is_found_before_the_target_exists(tmp_path, capsys, monkeypatch):
     pytest.importorskip("distributed")
-    monkeypatch.setattr(sys.modules["n5mscodecs.paintera.convert"], "SCHEDULER_TIMEOUT", "1s")
+    monkeypatch.setattr(sys.modules["n5mscodecs.paintera.cluster"], "SCHEDULER_TIMEOUT", "1s")
     np.save(tmp_path / "l.npy", np.ones((4, 4, 4), np.uint8))
     target = tmp_path / "o.n5" / "labels"
     assert main(["convert", str(tmp_path / "l.npy"), str(target), "--scheduler", "tcp://127.0.0.1:9",

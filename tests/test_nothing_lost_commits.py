@@ -326,7 +326,7 @@ def test_a_killed_commit_without_a_journal_is_finished_by_rebuilding_the_lookups
     killed_commit(source, tmp_path / "edit.npy", (3, 3, 3), "n5mscodecs.paintera.commit",
                   "patch_label_to_block_mapping", 1)
     (source / JOURNAL_NAME).unlink()
-    killed_commit(source, tmp_path / "edit.npy", (3, 3, 3), "n5mscodecs.paintera.lookup", "mark_complete", 1)
+    killed_commit(source, tmp_path / "edit.npy", (3, 3, 3), "n5mscodecs.paintera.mapping_build", "mark_complete", 1)
     marker = n5.read_attributes(source / "label-to-block-mapping" / "s0")[INCOMPLETE_KEY]
     assert marker["writer"] == "the label-to-block-mapping writer"
     assert paintera.commit(source, edit, (3, 3, 3), threads=1).finished_interrupted

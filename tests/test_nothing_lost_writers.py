@@ -180,7 +180,7 @@ def test_a_kill_in_the_lookup_stage_leaves_a_mapping_the_lookup_reader_refuses(t
 
 def test_a_rewritten_mapping_is_marked_before_its_first_file_goes(source, monkeypatch):
     """write_label_to_block_mapping over a finished mapping (as a commit that finishes does)."""
-    from n5mscodecs.paintera.lookup import write_label_to_block_mapping
+    from n5mscodecs.paintera.mapping_build import write_label_to_block_mapping
 
     mapping = source / "label-to-block-mapping" / "s0"
     seen = []

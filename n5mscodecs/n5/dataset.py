@@ -173,11 +173,11 @@ class _Dataset:
     def has_block(self, grid_position: Sequence[int]) -> bool:
         return self.store.exists(self.block_key(grid_position))
 
-    def present_blocks(self) -> list[tuple[int, ...]]:
+    def present_blocks(self, prefix: Sequence[int] = ()) -> list[tuple[int, ...]]:
         """Grid positions of the blocks that exist, sorted: found by listing (a grid can be
         astronomically large), or by looking up each block where the store cannot list (see
-        :mod:`n5mscodecs.n5.listing`)."""
-        return listing.present_blocks(self.store, self.grid_shape)
+        :mod:`n5mscodecs.n5.listing`); ``prefix``: only those whose first positions are these."""
+        return listing.present_blocks(self.store, self.grid_shape, prefix)
 
     def chunk_exists(self, grid_position: int | Sequence[int]) -> bool:
         """Whether the block at ``grid_position`` (one int per axis; an int for a 1-d dataset) is

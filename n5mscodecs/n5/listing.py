@@ -28,16 +28,18 @@ if TYPE_CHECKING:
 MAX_PROBED_BLOCKS = 1 << 16
 
 
-def present_blocks(store: Store, grid_shape: Sequence[int]) -> list[tuple[int, ...]]:
-    """Grid positions of the blocks stored in the dataset ``store``, sorted (see the module docs)."""
+def present_blocks(store: Store, grid_shape: Sequence[int], prefix: Sequence[int] = ()) -> list[tuple[int, ...]]:
+    """Grid positions of the blocks stored in the dataset ``store``, sorted (see the module docs);
+    ``prefix``: only those whose first positions are these (one subtree of the grid)."""
+    prefix = tuple(int(p) for p in prefix)
     if store.can_list():
-        return _listed(store, len(grid_shape))
-    return _probed(store, tuple(grid_shape))
+        return _listed(store, len(grid_shape), prefix)
+    return _probed(store, tuple(grid_shape), prefix)
 
 
-def _listed(store: Store, ndim: int) -> list[tuple[int, ...]]:
+def _listed(store: Store, ndim: int, prefix: tuple[int, ...]) -> list[tuple[int, ...]]:
     found: list[tuple[int, ...]] = []
-    for directory, subdirectories, files in store.walk():
+    for directory, subdirectories, files in store.walk("/".join(map(str, prefix))):
         parts = directory.split("/") if directory else []
         if len(parts) == ndim - 1 and all(p.isdigit() for p in parts):
             # a directory where a block should be is listed too: reading it is an error
@@ -46,9 +48,9 @@ def _listed(store: Store, ndim: int) -> list[tuple[int, ...]]:
     return sorted(found)
 
 
-def _probed(store: Store, grid_shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+def _probed(store: Store, grid_shape: tuple[int, ...], prefix: tuple[int, ...]) -> list[tuple[int, ...]]:
     total = 1
-    for n in grid_shape:
+    for n in grid_shape[len(prefix):]:
         total *= n
     if total > MAX_PROBED_BLOCKS:
         raise StorageError(
@@ -56,7 +58,7 @@ def _probed(store: Store, grid_shape: tuple[int, ...]) -> list[tuple[int, ...]]:
             f"the grid {list(grid_shape)} ({total} blocks) would take one request per block, more than the "
             f"{MAX_PROBED_BLOCKS} this package sends for it; read it through a location that lists "
             "(the object store's own URL, e.g. s3://...)")
-    positions = list(itertools.product(*(range(n) for n in grid_shape)))
+    positions = list(itertools.product(*((p,) for p in prefix), *(range(n) for n in grid_shape[len(prefix):])))
 
     def stored(position: tuple[int, ...]) -> bool:
         return store.exists("/".join(map(str, position)))

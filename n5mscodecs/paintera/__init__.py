@@ -50,14 +50,14 @@ from .assignment import (
 from .commit import COMMIT_KEY, CommitSummary, commit
 from .containers import DatasetEntry, Survey, survey
 from .conventions import CONVERSION_KEY, default_factors, level_placement, parse_compression
-from .convert import ConversionSummary, convert
+from .convert import ConversionSummary, LargeBlockWarning, convert
 from .lookup import (
     LABEL_BLOCK_LOOKUP,
     LOOKUP_DIMENSION,
     label_to_block_mapping_blocks,
     read_label_to_block_mapping,
-    write_label_to_block_mapping,
 )
+from .mapping_build import write_label_to_block_mapping
 from .multiscale import LabelPyramid, find_label_pyramids, open_pyramid
 from .ome_zarr import OmeZarrSummary, ome_zarr_level, to_ome_zarr
 from .pyramid import PyramidJob, write_pyramid_block
@@ -85,6 +85,7 @@ __all__ = [
     "parse_compression",
     "CONVERSION_KEY",
     "ConversionSummary",
+    "LargeBlockWarning",
     "convert",
     "LABEL_BLOCK_LOOKUP",
     "LOOKUP_DIMENSION",

@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -30,16 +29,19 @@ from ..n5 import storage
 from ..n5.store import Store
 from ..n5.writing import LOCK_NAME, WriterLock, mark_complete
 from .assignment import resolve_assignment
+from .cluster import engine_for, progress_bar, run_tasks
 from .conventions import attributes_above, level_placement, source_store, target_store
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any
 
+    import distributed
+
     from ..multiset.array import Rule
     from ..n5.storage import PathLike, StorageOptions
     from .assignment import FragmentSegmentAssignment, Pairs
-    from .convert import ProgressBar
+    from .cluster import ProgressBar
 
 
 @dataclass
@@ -53,6 +55,7 @@ class ArgmaxSummary:
     blocks_total: int        # blocks in the source's grid
     seconds: float
     assignment: FragmentSegmentAssignment | None = None  # the lookup applied (None: fragments written)
+    engine: str = ""  # where the blocks were written (see n5mscodecs.paintera.cluster)
 
 
 def is_zarr_target(target: PathLike | Store) -> bool:
@@ -69,6 +72,7 @@ def export_argmax(
     rule: Rule = "spec",
     overwrite: bool = False,
     threads: int | None = None,
+    scheduler: str | distributed.Client | None = None,
     container: PathLike | None = None,
     progress: Callable[[str, int], ProgressBar] | None = None,
     storage_options: StorageOptions = None,
@@ -92,6 +96,11 @@ def export_argmax(
         Replace an existing target.
     threads : int, optional
         Worker threads (default: every core; more for a URL target).
+    scheduler : str or distributed.Client, optional
+        Where the blocks are written: a dask.distributed ``Client`` or scheduler address
+        (tasks on its workers, which must reach the source and the target), ``"threads"``
+        (local threads); default: the active dask client if there is one, else local threads
+        (see :mod:`n5mscodecs.paintera.cluster`).
     container : path, optional
         The N5 container root of an N5 target (see :func:`n5mscodecs.n5.write`).
     progress : callable, optional
@@ -136,17 +145,18 @@ def export_argmax(
     started = time.perf_counter()
     created = not store.exists()
     try:
-        with WriterLock(store):
-            write = (_zarr_writer(zarr, dataset, store, placement, overwrite) if zarr is not None else
+        with engine_for(scheduler, threads, store) as engine, WriterLock(store):
+            write = (_ZarrBlockWriter.create(zarr, dataset, store, placement, overwrite) if zarr is not None else
                      _n5_writer(dataset, store, placement, overwrite, container))
-            _write_blocks(dataset, positions, write, rule, threads, progress, store, lookup)
+            _write_blocks(engine, _ArgmaxJob(dataset, write, rule, lookup), positions, progress, store)
             if zarr is None:
                 mark_complete(store)
     finally:
         if created and store.is_directory() and not store.list_dir():
             store.delete_tree("")  # the lock's directory was all that a refusal left
     return ArgmaxSummary(store.url(), dataset.shape, zarr is not None, len(positions),
-                         int(np.prod(dataset.grid_shape, dtype=object)), time.perf_counter() - started, lookup)
+                         int(np.prod(dataset.grid_shape, dtype=object)), time.perf_counter() - started, lookup,
+                         engine.description)
 
 
 def world_placement(dataset: n5.LabelMultisetDataset) -> tuple[list[float], list[float]] | None:
@@ -191,20 +201,28 @@ def block_segments(dataset: n5.LabelMultisetDataset | n5.ArrayDataset, grid_posi
     return labels if lookup is None else lookup.apply(labels, in_place=True)
 
 
-def _zarr_writer(zarr, dataset, store, placement, overwrite):
-    # zarr arrays are C-ordered (z, y, x): the N5 axes reversed; zarr writes through the target's store
-    from ..zarr.store import PackageStore  # (needs zarr, which the caller required)
+@dataclass
+class _ZarrBlockWriter:
+    """Writes one block's labels into the zarr target (picklable: it travels to workers)."""
 
-    array = zarr.create_array(PackageStore(store), shape=dataset.shape[::-1], chunks=dataset.chunks[::-1],
-                              dtype="uint64", overwrite=overwrite, fill_value=0)
-    attributes: dict[str, object] = {"axes": ["z", "y", "x"]}
-    if placement is not None:
-        attributes.update(resolution=placement[0][::-1], offset=placement[1][::-1])
-    array.attrs.update(attributes)
+    array: Any          # the zarr array, through the target's store
+    dataset: n5.LabelMultisetDataset
 
-    def write(grid, labels):
-        array[dataset.block_region(grid)[::-1]] = labels.T
-    return write
+    @classmethod
+    def create(cls, zarr, dataset, store, placement, overwrite):
+        # zarr arrays are C-ordered (z, y, x): the N5 axes reversed; zarr writes through the target's store
+        from ..zarr.store import PackageStore  # (needs zarr, which the caller required)
+
+        array = zarr.create_array(PackageStore(store), shape=dataset.shape[::-1], chunks=dataset.chunks[::-1],
+                                  dtype="uint64", overwrite=overwrite, fill_value=0)
+        attributes: dict[str, object] = {"axes": ["z", "y", "x"]}
+        if placement is not None:
+            attributes.update(resolution=placement[0][::-1], offset=placement[1][::-1])
+        array.attrs.update(attributes)
+        return cls(array, dataset)
+
+    def __call__(self, grid, labels):
+        self.array[self.dataset.block_region(grid)[::-1]] = labels.T
 
 
 def _n5_writer(dataset, store, placement, overwrite, container):
@@ -215,26 +233,35 @@ def _n5_writer(dataset, store, placement, overwrite, container):
     return array.write_block
 
 
-def _write_blocks(dataset, positions, write, rule, threads, progress, store, lookup=None):
-    """Each block of ``positions`` read as argmax labels (``lookup`` applied when given) and
-    written; a failure clears the target (its lock kept until the caller releases it)."""
-    def export_block(grid):
-        labels = block_segments(dataset, grid, rule=rule, lookup=lookup)
-        if labels is not None:
-            write(grid, labels)
+@dataclass
+class _ArgmaxJob:
+    """What every block task needs: sent to each worker once."""
 
-    bar = progress("argmax", len(positions)) if progress else None
+    dataset: n5.LabelMultisetDataset
+    write: Callable[[Any, np.ndarray], Any]   # (grid, labels): the N5 or zarr target's writer
+    rule: Rule
+    lookup: FragmentSegmentAssignment | None
+
+
+def _export_block(job: _ArgmaxJob, grid) -> int:
+    """One block read as argmax labels (``lookup`` applied when given) and written; 1 when
+    the block was there."""
+    labels = block_segments(job.dataset, grid, rule=job.rule, lookup=job.lookup)
+    if labels is None:
+        return 0
+    job.write(grid, labels)
+    return 1
+
+
+def _write_blocks(engine, job, positions, progress, store):
+    """Each block of ``positions`` exported as a task on ``engine``; a failure clears the
+    target (its lock kept until the caller releases it)."""
     try:
-        with ThreadPoolExecutor(max_workers=store.request_threads(threads)) as pool:
-            for _ in pool.map(export_block, positions):
-                if bar is not None:
-                    bar.update(1)
+        with progress_bar(progress, "argmax", len(positions)) as bar, engine.shared(job) as shared:
+            run_tasks(engine, _export_block, shared, positions, bar=bar)
     except (Exception, KeyboardInterrupt):
         store.clear("", {LOCK_NAME})
         raise
-    finally:
-        if bar is not None:
-            bar.close()
 
 
 __all__ = ["ArgmaxSummary", "block_segments", "export_argmax", "is_zarr_target", "world_placement"]

@@ -31,6 +31,11 @@ each block it rewrites held before, see :mod:`~n5mscodecs.paintera.commit_journa
 its result equals an uninterrupted commit's byte for byte. A source another job left
 flagged incomplete (a level of an interrupted ``convert``) is refused.
 
+The per-block work (reading and editing s0's blocks, remaking the lower levels' blocks,
+writing them, patching each level's lookup) runs as tasks on local threads or a
+dask.distributed cluster (``scheduler=``, see :mod:`~n5mscodecs.paintera.cluster`), in the
+order above: the same bytes either way.
+
 >>> import tempfile, numpy as np
 >>> from n5mscodecs import paintera
 >>> target = tempfile.mkdtemp() + "/p.n5/labels"
@@ -51,19 +56,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import n5
 from ..errors import ConfigurationError, IncompleteError
 from ..multiset import BACKGROUND, INVALID, MAX_ID, LabelMultisetArray
 from ..multiset.array import RESERVED_RULES
-from ..multiset.rules import check_rule
 from ..n5 import storage
 from ..n5.create import source_file
 from ..n5.metadata import max_id
 from ..n5.writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
+from .cluster import engine_for, map_tasks
 from .commit_checks import COMMIT_WRITER, check_max_id, commit_offset, refuse_flagged
 from .commit_journal import Before, read_journal, remove_journal, write_journal
-from .conventions import CONVERSION_KEY, is_label_source, target_store
-from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping, read_mapping_files, write_label_to_block_mapping
+from .commit_source import CommitSource, open_commit_source
+from .conventions import target_store
+from .lookup import LABEL_BLOCK_LOOKUP, patch_label_to_block_mapping, read_mapping_files
+from .mapping_build import build_label_to_block_mapping
 from .pyramid import PyramidJob, children, remake_block, write_block
 from .sources import LabelSource, open_label_source
 
@@ -71,13 +77,14 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
+    import distributed
+
     from ..multiset.array import ReservedRule, Rule
     from ..n5.storage import PathLike
     from ..n5.store import Store
 
 COMMIT_KEY = "n5mscodecs:commit"
 COMMIT_HINT = "run the same commit again to finish it"
-_DEFAULT_LOOKUP_BLOCK_SIZE = 10000
 
 
 @dataclass
@@ -95,109 +102,7 @@ class CommitSummary:
     max_id: int
     seconds: float
     finished_interrupted: bool = False   # this run finished an interrupted commit
-
-
-def _level_factors(store: Store, n_levels: int, ndim: int) -> list[tuple[int, ...]]:
-    """Per level, its factors relative to the level below (level 0: ones), from the levels'
-    cumulative ``downsamplingFactors`` (``2**k`` for ``sk`` without them)."""
-    cumulative = []
-    for level in range(n_levels):
-        value = store.get_attributes(f"data/s{level}").get("downsamplingFactors", [2.0 ** level] * ndim)
-        try:
-            factors = tuple(float(f) for f in value)
-        except (TypeError, ValueError):
-            factors = ()
-        if len(factors) != ndim:
-            raise ConfigurationError(f"data/s{level}: downsamplingFactors must be {ndim} numbers, got {value!r}")
-        cumulative.append(factors)
-    relative = [(1,) * ndim]
-    for level in range(1, n_levels):
-        step = [f / b for f, b in zip(cumulative[level], cumulative[level - 1])]
-        if any(s < 1 or s != int(s) for s in step):
-            raise ConfigurationError(f"data/s{level}: downsamplingFactors {list(cumulative[level])} are no integer "
-                                     f"multiple of s{level - 1}'s {list(cumulative[level - 1])}")
-        relative.append(tuple(int(s) for s in step))
-    return relative
-
-
-def _levels(store: Store) -> int:
-    n = 0
-    while store.exists(f"data/s{n}/{storage.ATTRIBUTES}"):
-        n += 1
-    return n
-
-
-@dataclass
-class _Source:
-    """What a commit needs to know of the label source, read before anything is written."""
-
-    job: PyramidJob
-    datasets: list[Any]              # data/sK as stored
-    max_num_entries: list[int]       # per level
-    lookup_block_size: int
-    lookup_compression: dict[str, Any]
-    plain: bool                      # uint64 levels instead of label multisets
-
-
-def _open_source(store: Store, rule: Rule | None) -> _Source:
-    name = store.display()
-    attributes = store.get_attributes()
-    if not is_label_source(attributes):
-        raise ConfigurationError(f"{name}: not a Paintera label source (no painteraData of type label)")
-    state = attributes.get(CONVERSION_KEY)
-    if isinstance(state, dict) and not state.get("complete", True):
-        raise IncompleteError(f"{name}: an interrupted n5ms convert target, INCOMPLETE: finish the conversion first")
-    n_levels = _levels(store)
-    if not n_levels:
-        raise ConfigurationError(f"{name}: a Paintera label source without data/s0 .. sN levels")
-    parameters = state.get("parameters", {}) if isinstance(state, dict) else {}
-    parameters = parameters if isinstance(parameters, dict) else {}
-    datasets = []
-    for level in range(n_levels):
-        key = f"data/s{level}"
-        document = store.get_attributes(key)
-        kind = n5.LabelMultisetDataset if document.get("isLabelMultiset") else n5.ArrayDataset
-        datasets.append(kind(store.url(key), document, store=store.child(key)))
-        for side in ("unique-labels", "label-to-block-mapping"):   # the side data a commit patches
-            if not store.exists(f"{side}/s{level}/{storage.ATTRIBUTES}"):
-                raise ConfigurationError(f"{name}: {side}/s{level} is missing (Paintera's label sources have it)")
-    first = datasets[0]
-    plain = isinstance(first, n5.ArrayDataset)
-    if any(isinstance(d, n5.ArrayDataset) != plain for d in datasets):
-        raise ConfigurationError(f"{name}: its levels mix label multisets and plain integers")
-    if plain and first.dtype.kind not in "iu":
-        raise ConfigurationError(f"{name}: data/s0 holds {first.dtype}, not integer labels")
-    for level, dataset in enumerate(datasets):
-        if dataset.chunks != first.chunks:
-            raise ConfigurationError(f"{name}: data/s{level} has blockSize {list(dataset.chunks)}, s0 "
-                                     f"{list(first.chunks)}: commits need one block size for every level")
-    ndim = first.ndim
-    factors = _level_factors(store, n_levels, ndim)
-    for level, step in enumerate(factors):
-        if any(b % f for b, f in zip(first.chunks, step)):
-            raise ConfigurationError(f"data/s{level}: factors {step} do not divide the block size {first.chunks}")
-    rule = rule or parameters.get("rule") or "java"   # Paintera's own sources were written by Java
-    check_rule(rule)
-    keep: Any = parameters.get("keep") if rule == "spec" else None
-    source = LabelSource("n5", first.path, first.shape, "uint64", store=first.store)
-    job = PyramidJob(store, source, first.chunks, tuple(factors), dict(first.attributes.get("compression") or
-                     {"type": "raw"}), -1, keep, rule, bool(parameters.get("writeBackgroundBlocks", False)))
-    for level, dataset in enumerate(datasets):
-        if job.level_shape(level) != dataset.shape:
-            raise ConfigurationError(f"data/s{level}: dimensions {list(dataset.shape)}, but s0's "
-                                     f"{list(first.shape)} downsampled by {list(factors[level])} give "
-                                     f"{list(job.level_shape(level))}")
-        job._datasets[("data", level)] = dataset
-        key = f"unique-labels/s{level}"
-        job._datasets[("unique-labels", level)] = n5.ArrayDataset(store.url(key), store.get_attributes(key),
-                                                                  store=store.child(key))
-    entries = [int(d.attributes.get("maxNumEntries", parameters.get("maxNumEntries", -1)) or -1) if level else -1
-               for level, d in enumerate(datasets)]
-    lookup = store.get_attributes("label-to-block-mapping/s0")
-    lookup_block_size = int((lookup.get("blockSize") or [parameters.get("lookupBlockSize",
-                                                                        _DEFAULT_LOOKUP_BLOCK_SIZE)])[0])
-    compression = lookup.get("compression") or job.compression
-    return _Source(job, datasets, entries, lookup_block_size, compression, plain)
+    engine: str = ""                     # where the blocks were made (see n5mscodecs.paintera.cluster)
 
 
 def _edit_values(labels: np.ndarray, ignore: int | None, reserved: ReservedRule, name: str):
@@ -305,33 +210,97 @@ def _rebuild_plain(job, level, grid, max_num_entries):
     return _write_plain(job, level, grid, labels)
 
 
-def _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignore, reserved, blocks_read,
-                  blocks_written, before):
+@dataclass
+class _CommitWork:
+    """What every task of a commit needs: sent to each dask worker once (see
+    :mod:`n5mscodecs.paintera.cluster`)."""
+
+    job: PyramidJob
+    stored: dict[tuple[str, int], Any]   # the job's datasets as the source stores them
+    s0: Any
+    region: tuple[slice, ...]
+    edit: LabelSource
+    offset: tuple[int, ...]
+    ignore: int | None
+    reserved: ReservedRule
+    max_num_entries: list[int]
+    lookup_block_size: int
+    lookup_compression: dict[str, Any]
+    #: the ids each block to rewrite held before the commit (the journal's); None when
+    #: finishing a commit interrupted before journals existed (its lookups are made again)
+    before: Before | None
+
+    def __setstate__(self, state):
+        # a job travels without its datasets (a convert's makes them); a commit's are the stored ones
+        self.__dict__.update(state)
+        self.job._datasets.update(self.stored)
+
+
+def _edit_plain_task(work: _CommitWork, grid):
+    made = _edited_block(work.s0, grid, work.region, work.edit, work.offset, work.ignore, work.reserved, True)
+    if made is None:
+        return grid, None
+    return grid, (_old_ids(work.job, 0, grid, work.before), _write_plain(work.job, 0, grid, made[0]))
+
+
+def _rebuild_plain_task(work: _CommitWork, item):
+    level, grid = item
+    old_ids = _old_ids(work.job, level, grid, work.before)
+    return grid, (old_ids, _rebuild_plain(work.job, level, grid, work.max_num_entries[level]))
+
+
+def _plain_ids_task(work: _CommitWork, item) -> np.ndarray:
+    """The ids a plain source's stored block ``item`` (level, grid) holds (none when missing)."""
+    level, grid = item
+    stored = work.job.data(level).read_block(grid)
+    return np.zeros(0, np.uint64) if stored is None else np.unique(np.asarray(stored, np.uint64))
+
+
+def _edit_task(work: _CommitWork, grid):
+    made = _edited_block(work.s0, grid, work.region, work.edit, work.offset, work.ignore, work.reserved, False)
+    return grid, _old_ids(work.job, 0, grid, work.before), None if made is None else made[0]
+
+
+def _remake_task(work: _CommitWork, item):
+    level, grid, kids = item
+    block, labels, reads = remake_block(work.job, level, grid, work.max_num_entries[level], kids)
+    return grid, _old_ids(work.job, level, grid, work.before), block, labels, reads
+
+
+def _write_task(work: _CommitWork, item):
+    level, grid, old_ids, block, labels = item
+    stored = write_block(work.job, level, grid, block, labels)
+    ids = (_unique(block) if labels is None else labels) if stored else np.zeros(0, np.uint64)
+    return level, grid, old_ids, ids
+
+
+def _lookup_task(work: _CommitWork, item):
+    """One level's label-to-block lookup patched for the ids that entered or left a block,
+    from the files read before the first mark (``files``)."""
+    level, changed, files = item
+    changes: dict[int, tuple[set, set]] = {}
+    for grid, (old_ids, new_ids) in changed.items():
+        for label in np.setdiff1d(old_ids, new_ids).tolist():
+            changes.setdefault(int(label), (set(), set()))[0].add(grid)
+        for label in np.setdiff1d(new_ids, old_ids).tolist():
+            changes.setdefault(int(label), (set(), set()))[1].add(grid)
+    return patch_label_to_block_mapping(work.job.store, level, changes, work.job.unique_labels(level),
+                                        work.lookup_block_size, work.lookup_compression, files)
+
+
+def _commit_plain(engine, work, shared, touched, blocks_read, blocks_written):
     """The levels of a plain uint64 source, each written before the next is made from it."""
-    s0 = opened.datasets[0]
-
-    def edit_block(grid):
-        made = _edited_block(s0, grid, region, edit_source, offset, ignore, reserved, True)
-        if made is None:
-            return grid, None
-        return grid, (_old_ids(job, 0, grid, before), _write_plain(job, 0, grid, made[0]))
-
     changed = {}
-    for grid, result in pool.map(edit_block, touched):
+    for grid, result in map_tasks(engine, _edit_plain_task, shared, touched):
         blocks_read[0] += 1
         if result is not None:
             changed[grid] = result
     level_changes = [changed]
-    for lower in range(1, job.n_levels):
-        factors = job.factors[lower]
+    for lower in range(1, work.job.n_levels):
+        factors = work.job.factors[lower]
         parents = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in level_changes[-1]})
-
-        def rebuild(grid, lower=lower):
-            old_ids = _old_ids(job, lower, grid, before)
-            return grid, (old_ids, _rebuild_plain(job, lower, grid, opened.max_num_entries[lower]))
-
-        level_changes.append(dict(pool.map(rebuild, parents)))
-        blocks_read[lower] = sum(len(children(job, lower, grid)) for grid in parents)
+        level_changes.append(dict(map_tasks(engine, _rebuild_plain_task, shared, [(lower, g) for g in parents])))
+        blocks_read[lower] = sum(len(children(work.job, lower, grid)) for grid in parents)
     for level, level_changed in enumerate(level_changes):
         blocks_written[level] = len(level_changed)
     return level_changes
@@ -348,6 +317,7 @@ def commit(
     rule: Rule | None = None,
     reserved: ReservedRule = "reject",
     threads: int | None = None,
+    scheduler: str | distributed.Client | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> CommitSummary:
     """Write labels into a region of a Paintera label source, every level kept consistent.
@@ -377,6 +347,11 @@ def commit(
         Painted negative or reserved labels are refused by default, before anything is written.
     threads : int, optional
         Worker threads (default: every core).
+    scheduler : str or distributed.Client, optional
+        Where the blocks are edited, remade and written: a dask.distributed ``Client`` or
+        scheduler address (tasks on its workers, which must reach the source and the edit),
+        ``"threads"`` (local threads); default: the active dask client if there is one, else
+        local threads (see :mod:`n5mscodecs.paintera.cluster`).
     storage_options : dict, optional
         fsspec's options for URLs (source and edit).
 
@@ -396,7 +371,7 @@ def commit(
     storage.refuse_overlap(store.url(), source_file(edit))  # an np.memmap of a file in the source
     edit_source = open_label_source(edit, dataset, storage_options=storage_options, level=level, role="edit")
     storage.refuse_overlap(store.url(), edit_source.path)
-    opened = _open_source(store, rule)
+    opened = open_commit_source(store, rule)
     job, s0 = opened.job, opened.datasets[0]
     if len(offset) != s0.ndim or len(edit_source.shape) != s0.ndim:
         raise ConfigurationError(f"offset/edit: {s0.ndim} axes required (the source's), got offset {list(offset)} "
@@ -421,7 +396,8 @@ def commit(
                   "ignore": None if ignore is None else int(ignore), "rule": job.rule}
     n_levels = job.n_levels
     blocks_read, blocks_written = [0] * n_levels, [0] * n_levels
-    with WriterLock(store), ThreadPoolExecutor(max_workers=store.request_threads(threads)) as pool:
+    with (engine_for(scheduler, threads, store) as engine, WriterLock(store),
+          ThreadPoolExecutor(max_workers=store.request_threads(threads)) as pool):   # the pool: metadata
         state = store.get_attributes().get(COMMIT_KEY)
         recovering = isinstance(state, dict)
         if isinstance(state, dict) and state.get("parameters") != parameters:
@@ -438,79 +414,60 @@ def commit(
             before = _before(job, painted_blocks, pool)
         # every changed block of every level is made first (each level from the blocks of the
         # level above, in memory), then all are written at once: the writes (encoding,
-        # compression, files) are most of the cost, and every level's share runs in parallel
+        # compression, files) are most of the cost, and every level's share runs in parallel.
+        # On a cluster, the blocks made travel through the client: an edit's worth per level.
         level_changes: list[dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]]] = []
-        if opened.plain:
-            ids = _check_plain_reads(job, painted_blocks, pool)
-            lookups = _read_lookups(store, opened, _plain_changes(ids, painted_ids, before, n_levels), before)
-            _start(store, opened, parameters, before, recovering, pool)
-            level_changes = _commit_plain(job, opened, pool, touched, region, edit_source, offset, ignore,
-                                          reserved, blocks_read, blocks_written, before)
-        else:
-            pending = []   # (level, grid, old ids, block, its ids or None)
-
-            def edit_block(grid):
-                made = _edited_block(s0, grid, region, edit_source, offset, ignore, reserved, False)
-                return grid, _old_ids(job, 0, grid, before), None if made is None else made[0]
-
-            below: dict[tuple[int, ...], Any] = {}
-            for grid, old_ids, block in pool.map(edit_block, touched):
-                blocks_read[0] += 1
-                if block is not None:
-                    below[grid] = block
-                    pending.append((0, grid, old_ids, block, None))
-            for lower in range(1, n_levels):
-                factors = job.factors[lower]
-                parents = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in below})
-
-                def remake(grid, lower=lower, below=below):
-                    kids = {child: below[child] for child in children(job, lower, grid) if child in below}
-                    block, labels, reads = remake_block(job, lower, grid, opened.max_num_entries[lower], kids)
-                    return grid, _old_ids(job, lower, grid, before), block, labels, reads
-
-                below = {}
-                for grid, old_ids, block, labels, reads in pool.map(remake, parents):
-                    below[grid] = block
-                    blocks_read[lower] += reads
-                    pending.append((lower, grid, old_ids, block, labels))
-
-            # everything the commit reads was read (a corrupt block has raised): only now is
-            # anything marked or written
-            lookups = _read_lookups(store, opened, _pending_changes(pending, n_levels), before)
-            _start(store, opened, parameters, before, recovering, pool)
-
-            def write(item):
-                level, grid, old_ids, block, labels = item
-                stored = write_block(job, level, grid, block, labels)
-                ids = (_unique(block) if labels is None else labels) if stored else np.zeros(0, np.uint64)
-                return level, grid, old_ids, ids
-
-            level_changes = [{} for _ in range(n_levels)]
-            for level_number, grid, old_ids, ids in pool.map(write, pending):
-                level_changes[level_number][grid] = (old_ids, ids)
-            for level_number, level_changed in enumerate(level_changes):
-                blocks_written[level_number] = len(level_changed)
-        # the lookup: patched for the ids that entered or left a block, or (finishing a commit
-        # interrupted before the journal existed, whose unique-labels may be new already) made again
-        def lookup(lvl):
+        work = _CommitWork(job, dict(job._datasets), s0, region, edit_source, offset, ignore, reserved,
+                           opened.max_num_entries, opened.lookup_block_size, opened.lookup_compression, before)
+        with engine.shared(work) as shared:
+            if opened.plain:
+                ids = _check_plain_reads(engine, shared, job, painted_blocks)
+                lookups = _read_lookups(store, opened, _plain_changes(ids, painted_ids, before, n_levels), before)
+                _start(store, opened, parameters, before, recovering, pool)
+                level_changes = _commit_plain(engine, work, shared, touched, blocks_read, blocks_written)
+            else:
+                pending = []   # (level, grid, old ids, block, its ids or None)
+                below: dict[tuple[int, ...], Any] = {}
+                for grid, old_ids, block in map_tasks(engine, _edit_task, shared, touched):
+                    blocks_read[0] += 1
+                    if block is not None:
+                        below[grid] = block
+                        pending.append((0, grid, old_ids, block, None))
+                for lower in range(1, n_levels):
+                    factors = job.factors[lower]
+                    parents = sorted({tuple(g // f for g, f in zip(grid, factors)) for grid in below})
+                    items = [(lower, grid, {child: below[child] for child in children(job, lower, grid)
+                                            if child in below}) for grid in parents]
+                    below = {}
+                    for grid, old_ids, block, labels, reads in map_tasks(engine, _remake_task, shared, items):
+                        below[grid] = block
+                        blocks_read[lower] += reads
+                        pending.append((lower, grid, old_ids, block, labels))
+                # everything the commit reads was read (a corrupt block has raised): only now is
+                # anything marked or written
+                lookups = _read_lookups(store, opened, _pending_changes(pending, n_levels), before)
+                _start(store, opened, parameters, before, recovering, pool)
+                level_changes = [{} for _ in range(n_levels)]
+                for level_number, grid, old_ids, ids in map_tasks(engine, _write_task, shared, pending):
+                    level_changes[level_number][grid] = (old_ids, ids)
+                for level_number, level_changed in enumerate(level_changes):
+                    blocks_written[level_number] = len(level_changed)
+            # the lookup: patched for the ids that entered or left a block, or (finishing a commit
+            # interrupted before the journal existed, whose unique-labels may be new already) each
+            # level's made again by scan and merge tasks
             if before is None:
-                return write_label_to_block_mapping(store, lvl, opened.lookup_block_size,
-                                                    opened.lookup_compression, 1)
-            changes: dict[int, tuple[set, set]] = {}
-            for grid, (old_ids, new_ids) in level_changes[lvl].items():
-                for label in np.setdiff1d(old_ids, new_ids).tolist():
-                    changes.setdefault(int(label), (set(), set()))[0].add(grid)
-                for label in np.setdiff1d(new_ids, old_ids).tolist():
-                    changes.setdefault(int(label), (set(), set()))[1].add(grid)
-            return patch_label_to_block_mapping(store, lvl, changes, job.unique_labels(lvl),
-                                                opened.lookup_block_size, opened.lookup_compression, lookups[lvl])
-
-        lookup_files = list(pool.map(lookup, range(n_levels)))   # the levels' lookups are independent
+                lookup_files = [build_label_to_block_mapping(engine, store, level, opened.lookup_block_size,
+                                                             opened.lookup_compression).files
+                                for level in range(n_levels)]
+            else:   # the levels' lookups are independent
+                lookup_files = map_tasks(engine, _lookup_task, shared,
+                                         [(level, level_changes[level], lookups[level]) for level in range(n_levels)])
         max_id = _raise_max_id(store, level_changes[0], job.rule)
         _unmark(store, opened, pool)
         remove_journal(store)
     return CommitSummary(store.location, offset, tuple(edit_source.shape), painted_total, blocks_read,
-                         blocks_written, lookup_files, max_id, time.perf_counter() - started, recovering)
+                         blocks_written, lookup_files, max_id, time.perf_counter() - started, recovering,
+                         engine.description)
 
 
 def _planned(job, painted_blocks) -> list[list[tuple[int, ...]]]:
@@ -557,20 +514,15 @@ def _plain_changes(read_ids, painted_ids, before, n_levels) -> list[np.ndarray]:
             for level in range(n_levels)]
 
 
-def _check_plain_reads(job, painted_blocks, pool) -> np.ndarray:
-    """Every block a plain source's commit reads, read once before anything is marked (a
-    corrupt one raises): s0's painted blocks and the children of each lower level's blocks to
-    make again; returns the ids they hold (those the lower levels' blocks can take)."""
+def _check_plain_reads(engine, shared, job, painted_blocks) -> np.ndarray:
+    """Every block a plain source's commit reads, read once (as tasks) before anything is
+    marked (a corrupt one raises): s0's painted blocks and the children of each lower level's
+    blocks to make again; returns the ids they hold (those the lower levels' blocks can take)."""
     planned = _planned(job, painted_blocks)
     reads = {(0, grid) for grid in planned[0]}
     for level in range(1, job.n_levels):
         reads.update((level - 1, child) for grid in planned[level] for child in children(job, level, grid))
-
-    def ids(item):
-        stored = job.data(item[0]).read_block(item[1])
-        return np.zeros(0, np.uint64) if stored is None else np.unique(np.asarray(stored, np.uint64))
-
-    return np.concatenate([np.zeros(0, np.uint64), *pool.map(ids, sorted(reads))])
+    return np.concatenate([np.zeros(0, np.uint64), *map_tasks(engine, _plain_ids_task, shared, sorted(reads))])
 
 
 def _read_lookups(store, opened, changing, before) -> list[dict[int, dict[int, bytes]]]:
@@ -611,7 +563,7 @@ def _mirror_max_id(store, value):
         store.set_json(storage.ZARR_JSON, {**document, "attributes": {**document["attributes"], "maxId": value}})
 
 
-def _datasets_changed(opened: _Source):
+def _datasets_changed(opened: CommitSource):
     n_levels = opened.job.n_levels
     return ([f"data/s{k}" for k in range(n_levels)] + [f"unique-labels/s{k}" for k in range(n_levels)]
             + [f"label-to-block-mapping/s{k}" for k in range(n_levels)])

@@ -15,16 +15,15 @@ it, optionally reading and decoding every block.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import n5
-from .._threads import default_threads
 from ..errors import ConfigurationError, IncompleteError, N5msCodecsError, StorageError
 from ..n5.storage import ATTRIBUTES
+from .cluster import batches, engine_for, run_tasks
 from .conventions import CONVERSION_KEY, source_store
 from .lookup import LOOKUP_DIMENSION
 from .multiscale import interrupted
@@ -32,6 +31,8 @@ from .multiscale import interrupted
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any
+
+    import distributed
 
     from ..n5.storage import PathLike, StorageOptions
     from ..n5.store import Store
@@ -49,6 +50,7 @@ class DatasetEntry:
     first_block_problem: str | None = None
     blocks_checked: int = 0              # with ``check``: blocks read and decoded
     bad: list[str] = field(default_factory=list)   # what could not be read (with ``check``: every bad block)
+    checked_on: str | None = None        # with ``check``: where the blocks were read (an Engine's description)
 
 
 @dataclass
@@ -61,7 +63,8 @@ class Survey:
     datasets: Iterator[DatasetEntry]     # described one by one as they are iterated
 
 
-def survey(path: PathLike | Store, *, check: bool = False, storage_options: StorageOptions = None) -> Survey:
+def survey(path: PathLike | Store, *, check: bool = False, scheduler: str | distributed.Client | None = None,
+           storage_options: StorageOptions = None) -> Survey:
     """Describe the N5 group or dataset at ``path`` and the datasets below it.
 
     Parameters
@@ -72,6 +75,11 @@ def survey(path: PathLike | Store, *, check: bool = False, storage_options: Stor
     check : bool
         Read and decode every block of every dataset (each bad one goes to
         :attr:`DatasetEntry.bad`); otherwise only each label multiset dataset's first block.
+    scheduler : str or distributed.Client, optional
+        Where ``check`` reads the blocks: a dask.distributed ``Client`` or scheduler address
+        (tasks on its workers, which must reach ``path``), ``"threads"`` (local threads);
+        default: the active dask client if there is one, else local threads (see
+        :mod:`n5mscodecs.paintera.cluster`).
     storage_options : dict, optional
         fsspec options for a URL.
 
@@ -93,7 +101,7 @@ def survey(path: PathLike | Store, *, check: bool = False, storage_options: Stor
     # a dataset is known by its attributes.json: a server without directory listings has no directories
     attributes = store.get_attributes() if store.exists(ATTRIBUTES) else {}
     if "dimensions" in attributes:
-        return Survey(path, None, False, _entries([(store, name)], check))
+        return Survey(path, None, False, _entries([(store, name)], check, scheduler))
     if attributes and not store.can_list():
         raise ConfigurationError(f"{name}: the server gives no directory listings, so the datasets of this "
                                  "group cannot be found: name a dataset")
@@ -105,19 +113,34 @@ def survey(path: PathLike | Store, *, check: bool = False, storage_options: Stor
     if not attributes and not keys:
         raise ConfigurationError(f"{name}: {_not_n5(store)}")
     heading = _source_lines(store, attributes) or [f"N5 group {attributes.get('n5', '')}".rstrip()]
-    return Survey(path, heading, interrupted(attributes), _entries([(store.child(k), k) for k in keys], check))
+    return Survey(path, heading, interrupted(attributes),
+                  _entries([(store.child(k), k) for k in keys], check, scheduler))
 
 
-def _entries(named, check):
-    for store, name in named:
-        yield describe_dataset(store, name, check=check)
+def _entries(named, check, scheduler):
+    if not check:
+        for store, name in named:
+            yield _described(store, name, None)
+        return
+    with engine_for(scheduler) as engine:   # one for every dataset checked
+        for store, name in named:
+            yield _described(store, name, engine)
 
 
 def describe_dataset(path: PathLike | Store, name: str | None = None, *, check: bool = False,
+                     scheduler: str | distributed.Client | None = None,
                      storage_options: StorageOptions = None) -> DatasetEntry:
-    """One dataset in words (see :class:`DatasetEntry`); ``check`` reads every block. ``path``:
-    its location, store or dataset object."""
+    """One dataset in words (see :class:`DatasetEntry`); ``check`` reads every block (on
+    ``scheduler``, as for :func:`survey`). ``path``: its location, store or dataset object."""
     store = source_store(path, storage_options)
+    if not check:
+        return _described(store, name, None)
+    with engine_for(scheduler) as engine:
+        return _described(store, name, engine)
+
+
+def _described(store, name, engine):
+    """The entry of the dataset at ``store``; every block checked on ``engine`` when given."""
     entry = DatasetEntry(store.url(), store.display() if name is None else name)
     try:
         dataset = n5.open_dataset(store)
@@ -129,8 +152,9 @@ def describe_dataset(path: PathLike | Store, name: str | None = None, *, check: 
         entry.unreadable = str(exc)
         entry.bad.append(str(exc))
         return entry
-    if check:
-        entry.blocks_checked, entry.bad = _check(dataset)
+    if engine is not None:
+        entry.blocks_checked, entry.bad = _check(dataset, engine)
+        entry.checked_on = engine.description
     elif entry.first_block_problem:
         entry.bad.append(entry.first_block_problem)
     return entry
@@ -185,21 +209,29 @@ def _describe(dataset):
     return text, None
 
 
-def _check(dataset):
-    """(blocks read, [problem, ...]) after reading and decoding every block of ``dataset``."""
-    positions = dataset.present_blocks()
-    decode = dataset.read_block_labels if isinstance(dataset, n5.LabelMultisetDataset) else dataset.read_block
+#: Blocks one check task reads (a block's check is short: a task each would be mostly overhead)
+CHECK_BATCH = 16
 
-    def check_one(position):
+
+def _check_blocks(dataset, positions):
+    """[(position, problem), ...] of the blocks of ``positions`` that cannot be read and decoded."""
+    decode = dataset.read_block_labels if isinstance(dataset, n5.LabelMultisetDataset) else dataset.read_block
+    problems = []
+    for position in positions:
         try:
             read_listed_block(decode, dataset, position)
         except (N5msCodecsError, OSError) as exc:
-            return str(exc)
-        return None
+            problems.append((position, str(exc)))
+    return problems
 
-    with ThreadPoolExecutor(max_workers=default_threads()) as pool:
-        problems = [p for p in pool.map(check_one, positions) if p is not None]
-    return len(positions), problems
+
+def _check(dataset, engine):
+    """(blocks read, [problem, ...] in grid order) after reading and decoding every block of
+    ``dataset`` as tasks on ``engine``."""
+    positions = dataset.present_blocks()
+    problems = run_tasks(engine, _check_blocks, dataset, batches(positions, CHECK_BATCH),
+                         reduce=lambda found, more: found + more, initial=[])
+    return len(positions), [problem for _, problem in sorted(problems)]
 
 
 def _source_lines(store: Store, attributes: dict[str, Any]) -> list[str] | None:

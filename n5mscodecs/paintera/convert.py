@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import math
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import n5
-from .._extras import require
 from ..errors import ConfigurationError
 from ..multiset import BACKGROUND
 from ..multiset.array import RESERVED_RULES, check_keep
 from ..n5 import storage
 from ..n5.create import source_file, write_container_version
-from ..n5.metadata import max_id
 from ..n5.writing import (
     LOCK_NAME,
     WriterLock,
@@ -25,14 +26,16 @@ from ..n5.writing import (
     mark_datasets_below,
     write_marked,
 )
+from .cluster import LOCAL, engine_for, progress_bar, run_tasks
 from .conventions import CONVERSION_KEY, FINISH_HINT, target_store
-from .lookup import LABEL_BLOCK_LOOKUP, block_labels, write_label_to_block_mapping
-from .pyramid import PyramidJob, normalized_factors, write_pyramid_block
+from .lookup import LABEL_BLOCK_LOOKUP
+from .mapping_build import build_label_to_block_mapping
+from .pyramid import PyramidJob, normalized_factors, normalized_max_num_entries, write_pyramid_block
 from .sources import check_source_labels, open_label_source
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Any, Literal, Protocol
+    from typing import Any, Literal
 
     import distributed
 
@@ -40,16 +43,8 @@ if TYPE_CHECKING:
     from ..n5.compression import CompressorConfig
     from ..n5.storage import PathLike
     from ..n5.store import Store
+    from .cluster import Engine, ProgressBar
     from .sources import LabelSource
-
-    class ProgressBar(Protocol):
-        """What ``progress(description, total)`` returns (e.g. a ``tqdm.tqdm``)."""
-
-        def update(self, n: int = 1) -> object: ...
-
-        def close(self) -> object: ...
-
-SCHEDULER_TIMEOUT = "10s"  # to reach a dask scheduler, before anything is written
 
 
 @dataclass
@@ -67,54 +62,84 @@ class ConversionSummary:
     factors: list[tuple[int, ...]] = field(default_factory=list)
     #: the source's voxel size (N5 order) written to the ``data`` group
     resolution: tuple[float, ...] = ()
+    #: where the blocks were written: "local threads (N)" or "dask.distributed <address> (...)"
+    engine: str = ""
 
     @property
     def voxels(self) -> int:
         return int(np.prod(self.level_shapes[0], dtype=np.int64))
 
 
-class _NoProgress:
-    def update(self, n=1):
-        pass
-
-    def close(self):
-        pass
+#: the size of a block above which a level is warned about (:class:`LargeBlockWarning`)
+LARGE_BLOCK_BYTES = 256 * 2**20
+SAMPLE_BLOCKS = 8   # unique-labels blocks of the level below read for the estimate
 
 
-def _executor(scheduler, threads, store):
-    """(executor, worker threads, client to close or None): local threads (more for a target in
-    an object store, whose blocks wait on requests), or a dask.distributed cluster."""
-    if scheduler is None:
-        n = store.request_threads(threads)
-        return ThreadPoolExecutor(max_workers=n), n, None
-    distributed = require("distributed", "dask", "scheduler: dask clusters")
-    owned = not isinstance(scheduler, distributed.Client)
-    try:
-        client = distributed.Client(scheduler, timeout=SCHEDULER_TIMEOUT) if owned else scheduler
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise ConfigurationError(f"scheduler: cannot reach {scheduler!r} ({type(exc).__name__}: {exc})") from None
-    n = max(1, sum(client.nthreads().values()))
-    return client.get_executor(), n, client if owned else None
+class LargeBlockWarning(UserWarning):
+    """A level's blocks are estimated above ``LARGE_BLOCK_BYTES``: each task making one holds it
+    (and the blocks below it) in memory; a cut (``max_num_entries``) bounds them."""
 
 
-def _run_blocks(executor, job, level, progress, window):
-    """Write every block of ``level``, at most ``window`` in flight; returns blocks written."""
-    grids = list(np.ndindex(*job.grid_shape(level)))
-    bar = progress(f"s{level}", len(grids)) if progress else _NoProgress()
-    written, pending = 0, set()
-    try:
-        for grid in grids:
-            pending.add(executor.submit(write_pyramid_block, job, level, grid))
-            while len(pending) >= window or (grid == grids[-1] and pending):
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for future in done:
-                    written += future.result()
-                    bar.update(1)
-    finally:
-        for future in pending:
-            future.cancel()
-        bar.close()
-    return written
+def estimated_block_bytes(job: PyramidJob, level: int, engine: Engine | None = None,
+                          shared_job: Any = None) -> tuple[int, int] | None:
+    """``(bytes, ids)``: the estimated size of a block of ``level`` (>= 1) and the ids it holds,
+    from up to ``SAMPLE_BLOCKS`` unique-labels blocks of the level below (on disk, spread over
+    its grid; None when none is there), read as tasks on ``engine`` (default local threads;
+    ``shared_job``: the job as :meth:`~n5mscodecs.paintera.cluster.Engine.shared` gave it),
+    which return their sizes only (a block high up holds many ids): their mean ids per
+    block times the blocks below one block (ids that span several count several times: an
+    upper estimate), at most the cut times the voxels; each id costs at least one 12-byte
+    list entry, each voxel 4 bytes."""
+    grid_shape = job.grid_shape(level - 1)
+    total = math.prod(grid_shape)
+    spread = sorted({round(i * (total - 1) / max(1, SAMPLE_BLOCKS - 1)) for i in range(SAMPLE_BLOCKS)})
+    positions = [tuple(int(p) for p in np.unravel_index(index, grid_shape)) for index in spread]
+    with contextlib.ExitStack() as stack:
+        if engine is None:
+            engine = stack.enter_context(engine_for(LOCAL))
+        counts = run_tasks(engine, _stored_ids, (job if shared_job is None else shared_job, level - 1), positions,
+                           reduce=_counted, initial=())
+    if not counts:
+        return None
+    voxels = math.prod(job.block_size)
+    ids = int(np.mean(counts) * math.prod(job.factors[level]))
+    cut = job.level_max_num_entries(level)
+    ids = min(ids, cut * voxels) if cut > 0 else ids
+    return 12 * ids + 4 * voxels, ids
+
+
+def _stored_ids(job_level, position):
+    """The number of ids of a stored unique-labels block (None when it is missing)."""
+    job, level = job_level
+    values = job.unique_labels(level).read_block(position)
+    return None if values is None else int(values.size)
+
+
+def _counted(counts, count):
+    return counts if count is None else (*counts, count)
+
+
+def _warn_large_blocks(engine, job, shared_job, level):
+    estimate = estimated_block_bytes(job, level, engine, shared_job) if level >= 2 else None
+    if estimate is not None and estimate[0] > LARGE_BLOCK_BYTES:
+        size, ids = estimate
+        warnings.warn(
+            f"{job.store.display()}: s{level}: its blocks may reach {size / 2**20:.0f} MiB (~{ids} ids each, "
+            f"estimated from s{level - 1}); each task holds one and the {math.prod(job.factors[level])} blocks "
+            "below it: pass max_num_entries (per level: n5ms convert --max-num-entries -1,-1,...,N) to bound "
+            "the top levels", LargeBlockWarning, stacklevel=4)
+
+
+def _write_level_block(job_level, grid):
+    job, level = job_level
+    return write_pyramid_block(job, level, grid)
+
+
+def _write_level(engine, job, shared_job, level, progress):
+    """Write every block of ``level`` as tasks on ``engine``; returns the blocks written."""
+    grid_shape = job.grid_shape(level)
+    with progress_bar(progress, f"s{level}", int(np.prod(grid_shape))) as bar:
+        return run_tasks(engine, _write_level_block, (shared_job, level), np.ndindex(*grid_shape), bar=bar)
 
 
 def _group_attributes(store):
@@ -166,7 +191,7 @@ def convert(
     block_size: int | Sequence[int] = 64,
     factors: Sequence[int | Sequence[int]] | Literal["resolution"] | None = None,
     compression: CompressorConfig = "gzip",
-    max_num_entries: int = -1,
+    max_num_entries: int | Sequence[int] = -1,
     keep: KeepRule | None = None,
     rule: Rule = "spec",
     write_background_blocks: bool = False,
@@ -211,7 +236,14 @@ def convert(
         N5 compression of every dataset (default gzip).
     max_num_entries, keep
         Cut downsampled lists to this many entries (-1: no cut); see
-        :meth:`~n5mscodecs.LabelMultisetArray.downsample`.
+        :meth:`~n5mscodecs.LabelMultisetArray.downsample`. A sequence gives
+        one value per level from s1 on, the last one for the levels after it
+        (paintera-conversion-helper's ``--max-num-entries N ...``): e.g.
+        ``[-1, -1, 20]`` keeps s1 and s2 exact and bounds s3 and above. Without
+        a cut, a block of a level ``k`` holds every id found under its
+        footprint in s0, and the top level every id of the volume: a warning
+        (:class:`LargeBlockWarning`) says so before a level whose blocks are
+        estimated above ``LARGE_BLOCK_BYTES`` is written.
     rule : {"spec", "java"}
         ``"java"``: downsampled levels hold exactly the lists Java's
         label-utilities-spark writes (see
@@ -288,11 +320,11 @@ def convert(
     if len(resolution) != ndim or len(offset) != ndim:
         raise ConfigurationError(f"resolution/offset: {ndim} values each required")
     job = PyramidJob(store, source, block_size, normalized_factors(factors, source.shape, block_size, resolution),
-                     n5.compression_attributes(compression), int(max_num_entries), keep, rule,
+                     n5.compression_attributes(compression), normalized_max_num_entries(max_num_entries), keep, rule,
                      bool(write_background_blocks), reserved)
     parameters = {"source": source.description(), "blockSize": list(block_size),
                   "factors": [list(f) for f in job.factors], "compression": job.compression,
-                  "maxNumEntries": job.max_num_entries, "keep": keep, "rule": rule,
+                  "maxNumEntries": _recorded(job.max_num_entries), "keep": keep, "rule": rule,
                   "writeBackgroundBlocks": job.write_background, "resolution": list(resolution),
                   "offset": list(offset), "lookupBlockSize": int(lookup_block_size)}
     if reserved != "reject":
@@ -301,43 +333,57 @@ def convert(
     blocks_total = sum(int(np.prod(job.grid_shape(level))) for level in levels)
     root = store.container_root(container)
     # everything that can be checked is checked before the target is touched
-    check_source_labels(source, block_size, reserved, threads)
     store.check_writable("", "convert into")
-    executor, workers, client = _executor(scheduler, threads, store)
-    try:
+    with engine_for(scheduler, threads, store) as engine:
+        check_source_labels(source, block_size, reserved, engine)
         with WriterLock(store):
-            if _start(store, parameters, overwrite, resume):
-                return _summary(job, 0, blocks_total, started, resolution)
-            write_container_version(root)
-            _write_layout(job, resolution, offset, lookup_block_size)
-            written = 0
-            first = 1 if job.n_levels > 1 else 0   # level-1 tasks write the level-0 blocks they consume
-            for level in range(first, job.n_levels):
-                written += _run_blocks(executor, job, level, progress, 4 * workers)
-            _finish(job, parameters, int(lookup_block_size), threads, progress)
-    finally:
-        executor.shutdown(wait=True)
-        if client is not None:
-            client.close()
-    return _summary(job, written, blocks_total, started, resolution)
+            return _convert(engine, job, parameters, overwrite, resume, root, resolution, offset,
+                            int(lookup_block_size), progress, blocks_total, started)
 
 
-def _finish(job, parameters, lookup_block_size, threads, progress):
+def _convert(engine, job, parameters, overwrite, resume, root, resolution, offset, lookup_block_size, progress,
+             blocks_total, started):
+    """The conversion proper, on ``engine``, the target's writer lock held."""
+    store = job.store
+    if _start(store, parameters, overwrite, resume):
+        labels = _labels(engine, job, lookup_block_size, write=False)
+        return _summary(job, 0, blocks_total, started, resolution, engine.description, labels.labels)
+    write_container_version(root)
+    _write_layout(job, resolution, offset, lookup_block_size)
+    written = 0
+    first = 1 if job.n_levels > 1 else 0   # level-1 tasks write the level-0 blocks they consume
+    with engine.shared(job) as shared_job:  # with its source: an in-memory array too, once per worker
+        for level in range(first, job.n_levels):
+            _warn_large_blocks(engine, job, shared_job, level)
+            written += _write_level(engine, job, shared_job, level, progress)
+    labels = _finish(engine, job, parameters, lookup_block_size, progress)
+    return _summary(job, written, blocks_total, started, resolution, engine.description, labels.labels)
+
+
+def _finish(engine, job, parameters, lookup_block_size, progress):
     """The label-to-block lookup and ``maxId``, then the datasets' and the source's marks of
-    an unfinished conversion removed (the source's last)."""
-    bar = progress("label-to-block-mapping", job.n_levels) if progress else _NoProgress()
-    for level in range(job.n_levels):
-        write_label_to_block_mapping(job.store, level, lookup_block_size, job.compression, threads)
+    an unfinished conversion removed (the source's last). Returns the source's labels
+    (:func:`_labels`)."""
+    with progress_bar(progress, "label-to-block-mapping", job.n_levels) as bar:
+        labels = _labels(engine, job, lookup_block_size)   # s0's lookup, and the counts
         bar.update(1)
-    bar.close()
+        for level in range(1, job.n_levels):
+            build_label_to_block_mapping(engine, job.store, level, lookup_block_size, job.compression, rule=job.rule)
+            bar.update(1)
     for level in range(job.n_levels):
         for dataset in (job.data(level), job.unique_labels(level)):
             mark_complete(dataset.store)
     attributes = {"n5": n5.N5_VERSION, "painteraData": {"type": "label"},
-                  "maxId": max_id(_source_labels(job), job.rule),
+                  "maxId": 0 if labels.max_id is None else labels.max_id,
                   "labelBlockLookup": LABEL_BLOCK_LOOKUP,
                   CONVERSION_KEY: {"complete": True, "parameters": parameters}}
     job.store.set_attributes("", attributes)
+    return labels
+
+
+def _recorded(entries):
+    """``max_num_entries`` as the parameters record it (JSON: a list for a sequence)."""
+    return list(entries) if isinstance(entries, tuple) else entries
 
 
 def _write_layout(job, resolution, offset, lookup_block_size):
@@ -354,19 +400,24 @@ def _write_layout(job, resolution, offset, lookup_block_size):
             write_marked(dataset.store, dataset.attributes, marker)
 
 
-def _source_labels(job):
-    """The distinct labels of the source, from ``unique-labels/s0``: background 0 too
-    when a block was skipped as all background (it has no unique-labels block)."""
-    unique_labels = job.unique_labels(0)  # the job's dataset: a finishing conversion's is marked incomplete
-    labels = block_labels(unique_labels)[0]
-    if len(unique_labels.present_blocks()) < np.prod(unique_labels.grid_shape):
-        labels = np.append(labels, np.uint64(BACKGROUND))
-    return np.unique(labels)
+def _labels(engine, job, lookup_block_size, *, write=True):
+    """The distinct labels of the source, counted from ``unique-labels/s0`` (as tasks, see
+    :mod:`~n5mscodecs.paintera.mapping_build`; ``write``: writing s0's lookup meanwhile)."""
+    return _with_background(job, build_label_to_block_mapping(
+        engine, job.store, 0, lookup_block_size, job.compression, rule=job.rule, write=write))
 
 
-def _summary(job, written, blocks_total, started, resolution):
+def _with_background(job, stats):
+    """``stats`` of s0's ids with background 0 counted when a block was skipped as all
+    background (it has no unique-labels block)."""
+    if stats.blocks >= math.prod(job.grid_shape(0)) or stats.has_background:
+        return stats
+    ids = [v for v in (stats.max_id, BACKGROUND) if v is not None]
+    return dataclasses.replace(stats, labels=stats.labels + 1, max_id=max(ids), has_background=True)
+
+
+def _summary(job, written, blocks_total, started, resolution, engine, n_labels):
     attributes = _group_attributes(job.store)
-    n_labels = int(_source_labels(job).size)
     return ConversionSummary(job.target, [job.level_shape(level) for level in range(job.n_levels)],
                              written, blocks_total, int(attributes.get("maxId", 0)), n_labels,
-                             time.perf_counter() - started, list(job.factors[1:]), resolution)
+                             time.perf_counter() - started, list(job.factors[1:]), resolution, engine)

@@ -4,18 +4,17 @@ datasets and read as Paintera's ``LabelBlockLookupFromN5`` does."""
 from __future__ import annotations
 
 import struct
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import n5
 from ..errors import ConfigurationError, LookupFormatError
-from ..n5 import storage
-from ..n5.writing import check_complete, incomplete_marker, mark_complete, write_marked
-from .conventions import source_store, target_store
+from ..n5.writing import check_complete
+from .conventions import source_store
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
     from typing import Any
 
     from ..n5 import ArrayDataset
@@ -37,16 +36,29 @@ def _mapping_dataset(store, level, lookup_block_size, compression):
 
 
 def block_labels(unique_labels: ArrayDataset) -> tuple[np.ndarray, np.ndarray]:
-    """(labels, grid positions) of every unique-labels block on disk, as flat arrays."""
-    labels, grids = [], []
-    for grid in np.ndindex(*unique_labels.grid_shape):
+    """(labels, grid positions) of every unique-labels block on disk, as flat arrays, read in
+    this process (the blocks found by listing; :mod:`~n5mscodecs.paintera.mapping_build` reads
+    them as tasks)."""
+    return pairs_of_blocks(unique_labels, unique_labels.present_blocks())[:2]
+
+
+def pairs_of_blocks(unique_labels: ArrayDataset,
+                    positions: Iterable[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray, int]:
+    """(labels, grid positions, blocks read) of the unique-labels blocks at ``positions`` that
+    exist; positions outside the dataset's grid (stray names in a listing) are skipped."""
+    labels, grids, read = [], [], 0
+    grid_shape = unique_labels.grid_shape
+    for grid in positions:
+        if len(grid) != len(grid_shape) or any(g >= n for g, n in zip(grid, grid_shape)):
+            continue
         values = unique_labels.read_block(grid)
         if values is not None:
+            read += 1
             labels.append(values)
             grids.append(np.tile(np.array(grid, np.int64), (values.size, 1)))
     if not labels:
-        return np.zeros(0, np.uint64), np.zeros((0, unique_labels.ndim), np.int64)
-    return np.concatenate(labels), np.concatenate(grids)
+        return np.zeros(0, np.uint64), np.zeros((0, unique_labels.ndim), np.int64), read
+    return np.concatenate(labels), np.concatenate(grids), read
 
 
 def label_to_block_mapping_blocks(unique_labels: ArrayDataset, lookup_block_size: int) -> dict[int, bytes]:
@@ -57,58 +69,39 @@ def label_to_block_mapping_blocks(unique_labels: ArrayDataset, lookup_block_size
     interval (int64 min per axis, int64 inclusive max per axis), big-endian.
     """
     labels, grids = block_labels(unique_labels)
+    return dict(mapping_files(labels, grids, unique_labels.chunks, unique_labels.shape, lookup_block_size))
+
+
+def mapping_files(labels: np.ndarray, grids: np.ndarray, block_size: Sequence[int], shape: Sequence[int],
+                  lookup_block_size: int) -> Iterator[tuple[int, bytes]]:
+    """``(file number, bytes)`` of the mapping files holding the (id, block) pairs ``labels``,
+    ``grids`` (in any order; every pair of the files' ids), file numbers ascending (see
+    :func:`label_to_block_mapping_blocks`); a file's bytes are made when it is reached."""
     # Paintera finds an id's file as a Java long divided by the block size, in a dataset
     # spanning [0, 2**63 - 1]: ids >= 2**63 (negative longs, the reserved ones included)
     # can have no file there
     listed = labels < np.uint64(LOOKUP_DIMENSION + 1)
     labels, grids = labels[listed], grids[listed]
-    order = np.lexsort(grids.T[::-1].tolist() + [labels]) if labels.size else np.zeros(0, np.int64)
+    if not labels.size:
+        return
+    order = np.lexsort(grids.T[::-1].tolist() + [labels])
     labels, grids = labels[order], grids[order]
-    block = np.array(unique_labels.chunks, np.int64)
+    block = np.array(block_size, np.int64)
     minima = grids * block
-    maxima = np.minimum(minima + block, np.array(unique_labels.shape, np.int64)) - 1
+    maxima = np.minimum(minima + block, np.array(shape, np.int64)) - 1
     intervals = np.concatenate([minima, maxima], axis=1).astype(">i8")
-    starts = np.flatnonzero(np.concatenate([[True], labels[1:] != labels[:-1]])) if labels.size else np.zeros(0, int)
+    starts = np.flatnonzero(np.concatenate([[True], labels[1:] != labels[:-1]]))
     stops = np.append(starts[1:], labels.size)
-    files: dict[int, list[bytes]] = {}
-    for start, stop in zip(starts, stops):
+    current, parts = -1, list[bytes]()
+    for start, stop in zip(starts.tolist(), stops.tolist()):
         label = int(labels[start])
-        files.setdefault(label // lookup_block_size, []).append(
-            struct.pack(">qi", label, stop - start) + intervals[start:stop].tobytes())
-    return {number: b"".join(parts) for number, parts in files.items()}
-
-
-def write_label_to_block_mapping(
-    target: PathLike | Store, level: int, lookup_block_size: int, compression: dict[str, Any],
-    threads: int | None = None, *, storage_options: dict[str, Any] | None = None,
-) -> int:
-    """Write ``label-to-block-mapping/s{level}`` from ``unique-labels/s{level}``; returns the file count.
-    ``target`` is the label source's location (``storage_options``: its options), store or
-    group object.
-
-    The dataset is marked incomplete (its new attributes, with the marker, replace the old
-    ones) before its first file is removed or written, and unmarked after its last file:
-    an interrupted run leaves a mapping every reader refuses, never a partial one."""
-    store = target_store(target, storage_options)
-    # read as readers read (a location is confined to its container root only, not to itself),
-    # and allow_incomplete: written by a conversion that is finishing
-    unique_labels = n5.open_dataset(source_store(target, storage_options).child(f"unique-labels/s{level}"),
-                                    allow_incomplete=True)
-    if not isinstance(unique_labels, n5.ArrayDataset):
-        raise ConfigurationError(f"{unique_labels.path}: unique-labels is a label multiset dataset, not uint64 lists")
-    mapping = _mapping_dataset(store, level, lookup_block_size, compression)
-    files = label_to_block_mapping_blocks(unique_labels, lookup_block_size)
-    write_marked(mapping.store, mapping.attributes, incomplete_marker(MAPPING_WRITER, MAPPING_HINT))
-    mapping.store.clear("", {storage.ATTRIBUTES})
-
-    def write_one(item):
-        number, body = item
-        mapping.write_varlength_block((number,), np.frombuffer(body, np.int8), dims=(lookup_block_size,))
-
-    with ThreadPoolExecutor(max_workers=store.request_threads(threads)) as pool:
-        list(pool.map(write_one, files.items()))
-    mark_complete(mapping.store)
-    return len(files)
+        number = label // lookup_block_size
+        if number != current and parts:
+            yield current, b"".join(parts)
+            parts = []
+        current = number
+        parts.append(struct.pack(">qi", label, stop - start) + intervals[start:stop].tobytes())
+    yield current, b"".join(parts)
 
 
 def patch_label_to_block_mapping(

@@ -37,9 +37,8 @@ from __future__ import annotations
 import functools
 import math
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,6 +49,7 @@ from ..multiset import assemble
 from ..n5 import grid, storage
 from ..n5.writing import INCOMPLETE_KEY, LOCK_NAME, WriterLock, incomplete_marker
 from .argmax import block_segments
+from .cluster import engine_for, progress_bar, run_tasks
 from .containers import read_listed_block
 from .conventions import source_store
 from .multiscale import open_pyramid
@@ -57,7 +57,8 @@ from .sources import first_multiscale, level_of_image
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Any
+
+    import distributed
 
     from ..n5.storage import PathLike, StorageOptions
     from ..n5.store import Store
@@ -87,6 +88,7 @@ class OmeZarrSummary:
     seconds: float
     assignment: FragmentSegmentAssignment | None = None  # the lookup applied (None: fragments written)
     notes: list[str] = field(default_factory=list)   # what the export changed on its own (levels left out)
+    engine: str = ""  # where the chunks were written (see n5mscodecs.paintera.cluster)
 
 
 def default_shards(chunks: Sequence[int], shape: Sequence[int], itemsize: int = 8) -> tuple[int, ...]:
@@ -202,6 +204,7 @@ def to_ome_zarr(
     compressors: Any = "auto",
     name: str | None = None,
     threads: int | None = None,
+    scheduler: str | distributed.Client | None = None,
     overwrite: bool = False,
     resume: bool = False,
     progress: Callable[[str, int], Any] | None = None,
@@ -237,6 +240,11 @@ def to_ome_zarr(
         The multiscale's name (default: the target's last path part).
     threads : int, optional
         Write tasks in flight (default: one per core; 16 for URLs).
+    scheduler : str or distributed.Client, optional
+        Where the chunks are written: a dask.distributed ``Client`` or scheduler address
+        (tasks on its workers, which must reach the source and the target), ``"threads"``
+        (local threads); default: the active dask client if there is one, else local threads
+        (see :mod:`n5mscodecs.paintera.cluster`).
     overwrite, resume : bool
         Replace an existing target, or finish an interrupted export (chunks
         and shards already written are kept); not both.
@@ -334,7 +342,7 @@ def to_ome_zarr(
                               "to finish an interrupted export)")
     # the target's writer lock from before the first byte to after the last, as every writer of
     # the package holds one: a second export into it (or a writer above it) is refused
-    with WriterLock(target):
+    with engine_for(scheduler, threads, target) as engine, WriterLock(target):
         if not exists and any(target.exists(key) for key in ("zarr.json", ".zgroup")):
             raise FileExistsError(f"{target.display()} was created by another writer meanwhile")
         marker = {INCOMPLETE_KEY: incomplete_marker("n5ms ome-zarr", FINISH_HINT)}
@@ -344,17 +352,19 @@ def to_ome_zarr(
         if resume and exists and INCOMPLETE_KEY not in group.attrs.asdict():
             if "ome" in group.attrs or "multiscales" in group.attrs:
                 return OmeZarrSummary(target.url(), version, [d.shape[::-1] for d in datasets], 0, 0,
-                                      time.perf_counter() - started, pyramid.assignment, notes)
+                                      time.perf_counter() - started, pyramid.assignment, notes, engine.description)
             raise ConfigurationError(f"{target.display()}: resume: not an interrupted n5ms ome-zarr export")
         group.attrs.put(marker)
         written, total = 0, 0
-        for level, dataset in enumerate(datasets):
-            shape, chunks = dataset.shape[::-1], dataset.chunks[::-1]
-            array = _level_array(zarr, group, f"s{level}", shape, chunks, level_shards[level], multisets, zarr_format,
-                                 resume and exists, compressors)
-            w, t = _write_level(array, dataset, chunks, level_shards[level], multisets, resume and exists, threads,
-                                progress, f"level {level}", target, pyramid.assignment, presents[level])
-            written, total = written + w, total + t
+        # the merge table goes to each worker once, for every level
+        with engine.shared(pyramid.assignment) as lookup:
+            for level, dataset in enumerate(datasets):
+                shape, chunks = dataset.shape[::-1], dataset.chunks[::-1]
+                array = _level_array(zarr, group, f"s{level}", shape, chunks, level_shards[level], multisets,
+                                     zarr_format, resume and exists, compressors)
+                w, t = _write_level(engine, array, dataset, chunks, level_shards[level], multisets,
+                                    resume and exists, progress, f"level {level}", lookup, presents[level])
+                written, total = written + w, total + t
         multiscales = multiscales_metadata(pyramid, name, version, ngff_unit(datasets[0].attributes), len(datasets))
         image_label = {}
         try:
@@ -366,7 +376,7 @@ def to_ome_zarr(
             _list_label(zarr, parent, name, version, zarr_format)
         group.attrs.put(ome_attributes(version, multiscales, image_label))
     return OmeZarrSummary(target.url(), version, [d.shape[::-1] for d in datasets], written, total,
-                          time.perf_counter() - started, pyramid.assignment, notes)
+                          time.perf_counter() - started, pyramid.assignment, notes, engine.description)
 
 
 _GROUP_METADATA = {2: (".zattrs", ".zgroup"), 3: ("zarr.json",)}
@@ -441,48 +451,43 @@ def _level_array(zarr, group, path, shape, chunks, shards, multisets, zarr_forma
                               compressors=compressors, overwrite=True, **extra)
 
 
-def _write_level(array, dataset, chunks, shards, multisets, resuming, threads, progress, description, target: Store,
-                 lookup=None, present=None):
-    """Write every chunk or shard of one level that holds a present block; returns (written, total)."""
-    if multisets:
+@dataclass
+class _LevelExport:
+    """What every write task of one level needs (small: the merge table travels apart)."""
+
+    array: Any                 # the zarr array, through the target's store
+    dataset: Any               # the level's N5 dataset
+    unit: tuple[int, ...]      # the shard (or chunk) shape, z, y, x
+    multisets: bool
+    resuming: bool
+
+
+def _write_unit(shared, item) -> int:
+    """One chunk or shard written (1), or 0 when resuming found it written."""
+    level, lookup = shared
+    region, blocks = item
+    if level.resuming and _chunk_written(level.array, region, level.unit):
+        return 0
+    if level.multisets:  # the chunk bytes straight from the columnar form: no element objects
         from ..zarr import write_label_multisets
+
+        write_label_multisets(level.array, _multisets_piece(level.dataset, region, blocks), region)
+    else:  # the fragment-segment-assignment, when given, on the argmax labels
+        labels = _labels_piece(level.dataset, region, blocks)
+        level.array[region] = labels if lookup is None else lookup.apply(labels, in_place=True)
+    return 1
+
+
+def _write_level(engine, array, dataset, chunks, shards, multisets, resuming, progress, description,
+                 lookup=None, present=None):
+    """Write every chunk or shard of one level that holds a present block, as tasks on
+    ``engine`` (``lookup``: what :meth:`Engine.shared` yields); returns (written, total)."""
     present = set(dataset.present_blocks()) if present is None else present
     units = _write_units(array.shape, chunks, shards)
     work = [(region, blocks) for region in units if (blocks := _blocks_in(region, dataset, present))]
-    def write(item):
-        region, blocks = item
-        if resuming and _chunk_written(array, region, shards or chunks):
-            return 0
-        if multisets:  # the chunk bytes straight from the columnar form: no element objects
-            write_label_multisets(array, _multisets_piece(dataset, region, blocks), region)
-        else:  # the fragment-segment-assignment, when given, on the argmax labels
-            labels = _labels_piece(dataset, region, blocks)
-            array[region] = labels if lookup is None else lookup.apply(labels, in_place=True)
-        return 1
-
-    bar = progress(description, len(work)) if progress else None
-    written, pending = 0, set()
-    requests = target.request_threads(threads)
-    window = 2 * requests
-    with ThreadPoolExecutor(max_workers=requests) as pool:
-        try:
-            for item in work:
-                pending.add(pool.submit(write, item))
-                while len(pending) >= window:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        written += future.result()
-                        if bar is not None:
-                            bar.update(1)
-            for future in pending:
-                written += future.result()
-                if bar is not None:
-                    bar.update(1)
-        finally:
-            for future in pending:
-                future.cancel()
-            if bar is not None:
-                bar.close()
+    level = _LevelExport(array, dataset, tuple(shards or chunks), multisets, resuming)
+    with progress_bar(progress, description, len(work)) as bar:
+        written = run_tasks(engine, _write_unit, (level, lookup), work, bar=bar)
     return written, len(units)
 
 

@@ -39,7 +39,9 @@ class PyramidJob:
     block_size: tuple[int, ...]
     factors: tuple[tuple[int, ...], ...]  # per level: factors relative to the level below (level 0: ones)
     compression: dict[str, Any]
-    max_num_entries: int
+    #: the cut of downsampled lists: one for every level, or one per level from s1 on (the last
+    #: one for the levels after it, as paintera-conversion-helper's ``--max-num-entries``)
+    max_num_entries: int | tuple[int, ...]
     keep: KeepRule
     rule: Rule = "spec"
     write_background: bool = False  # write all-{0: 1} blocks too (they read the same when missing)
@@ -63,6 +65,15 @@ class PyramidJob:
 
     def cumulative_factors(self, level: int) -> tuple[int, ...]:
         return tuple(int(np.prod([f[d] for f in self.factors[:level + 1]])) for d in range(len(self.block_size)))
+
+    def level_max_num_entries(self, level: int) -> int:
+        """The cut of ``level``'s lists (-1: none; level 0 holds the source's labels, uncut)."""
+        entries = self.max_num_entries
+        if level == 0:
+            return -1
+        if isinstance(entries, tuple):
+            return entries[min(level, len(entries)) - 1] if entries else -1
+        return entries
 
     def grid_shape(self, level: int) -> tuple[int, ...]:
         return tuple(-(-n // b) for n, b in zip(self.level_shape(level), self.block_size))
@@ -103,9 +114,27 @@ class PyramidJob:
             attributes["downsamplingFactors"] = [float(f) for f in self.cumulative_factors(level)]
         if label_multiset:  # level 0 is not bounded: it holds the source's labels
             return n5.DatasetMetadata.label_multisets(shape, self.block_size, self.compression,
-                                                      max_num_entries=self.max_num_entries if level else -1,
+                                                      max_num_entries=self.level_max_num_entries(level),
                                                       attributes=attributes)
         return n5.DatasetMetadata.array(shape, self.block_size, "uint64", self.compression, attributes=attributes)
+
+
+def normalized_max_num_entries(value: int | Sequence[int]) -> int | tuple[int, ...]:
+    """``max_num_entries`` checked: an int for every downsampled level, or a non-empty sequence
+    of them, one per level from s1 on (the last for the levels after it); each -1 (or any
+    value < 1: no cut, as Java reads it) or a count. A sequence of one value is that value."""
+    values = [value] if isinstance(value, (int, np.integer)) else value
+    try:
+        entries = tuple(int(v) for v in values)
+        exact = all(not isinstance(v, bool) and int(v) == v for v in values)
+    except (TypeError, ValueError):
+        entries, exact = (), False
+    if not entries or not exact:
+        raise ConfigurationError(f"max_num_entries: an int or a non-empty sequence of ints (one per level from s1 "
+                                 f"on), got {value!r}")
+    if len(set(entries)) == 1:
+        return entries[0]
+    return entries
 
 
 def normalized_factors(
@@ -216,7 +245,8 @@ def write_pyramid_block(job: PyramidJob, level: int, grid: Sequence[int]) -> int
             parts.append((child, block))
     else:
         parts = [(child, _stored_block(job, level - 1, child)) for child in children(job, level, grid)]
-    return written + _write_block(job, level, grid, _downsampled(job, level, grid, parts, job.max_num_entries))
+    block = _downsampled(job, level, grid, parts, job.level_max_num_entries(level))
+    return written + _write_block(job, level, grid, block)
 
 
 def _stored_block(job, level, grid):

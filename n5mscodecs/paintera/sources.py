@@ -4,11 +4,11 @@ TIFF file (N5 axis order)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
 import struct
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -16,11 +16,11 @@ import numpy as np
 
 from .. import n5
 from .._extras import require
-from .._threads import default_threads
 from ..errors import ArgumentError, ConfigurationError
 from ..multiset.array import check_label_range
 from ..n5 import grid
 from ..n5.storage import ATTRIBUTES
+from .cluster import LOCAL, engine_for, run_tasks
 from .conventions import source_store
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..multiset.array import ReservedRule
     from ..n5.storage import PathLike
     from ..n5.store import Store
+    from .cluster import Engine
 
 
 @dataclass(frozen=True)
@@ -108,36 +109,86 @@ def _opening(source: LabelSource) -> _Opening:
     return _Opening(source.kind, source.path, json.dumps(source.store.storage_options, sort_keys=True), source.store)
 
 
+#: a source check task reads this many blocks per axis (a cube of 64 blocks in 3-d), one at a time
+CHECK_BLOCKS = 4
+
+
 def check_source_labels(source: LabelSource, block_size: Sequence[int], reserved: ReservedRule = "reject",
-                        threads: int | None = None) -> None:
+                        engine: Engine | None = None) -> None:
     """Refuse (ConfigurationError) a source holding negative or reserved labels unless
     ``reserved="accept"``, before anything is written: the source is read region by region
-    (``block_size`` regions, in parallel) when its data type can hold such values at all
-    (signed integers, uint64), else nothing is read."""
+    (``block_size`` regions) as tasks on ``engine`` (default: local threads; see
+    :func:`~n5mscodecs.paintera.cluster.run_tasks`), each task reading a group of regions and
+    returning its extremes, when its data type can hold such values at all (signed
+    integers, uint64), else nothing is read. Only the extremes, and the voxels outside the
+    range when there are some (a second pass, for the message), come back."""
     dtype = np.dtype(source.dtype)
     if reserved == "accept" or not (dtype.kind == "i" or dtype == np.uint64) or not all(source.shape):
         check_label_range(0, 0, None, reserved=reserved)  # checks the rule's spelling
         return
-    regions = [grid.block_region(position, block_size, source.shape)
-               for position in np.ndindex(*grid.grid_shape(source.shape, block_size))]
+    check = _Check(source, tuple(block_size))
+    with _engine(engine) as running:
+        with running.shared(check) as shared:   # an in-memory source travels once per worker
+            low, high = run_tasks(running, _extremes, shared, check.groups(), reduce=_widest, initial=(None, None))
+        assert low is not None and high is not None   # the source has voxels: every group found some
 
-    def extremes(region):
-        labels = source.read(region)
-        return int(labels.min()), int(labels.max())
+        def count_outside(low, high):
+            with running.shared(dataclasses.replace(check, low=low, high=high)) as shared:
+                return run_tasks(running, _count_outside, shared, check.groups())
 
-    with ThreadPoolExecutor(max_workers=default_threads(threads)) as pool:
-        found = list(pool.map(extremes, regions))
+        check_label_range(low, high, count_outside, reserved=reserved, name=f"source {source.path or 'array'}")
 
-    def count_outside(low, high):
-        total = 0
-        for region in regions:
-            labels = source.read(region)
-            outside = np.zeros(labels.shape, bool) if low is None else labels < low
-            total += int(np.count_nonzero(outside if high is None else outside | (labels > high)))
-        return total
 
-    check_label_range(min(lo for lo, _ in found), max(hi for _, hi in found), count_outside,
-                      reserved=reserved, name=f"source {source.path or 'array'}")
+@contextlib.contextmanager
+def _engine(engine):
+    if engine is not None:
+        yield engine
+    else:
+        with engine_for(LOCAL) as local:
+            yield local
+
+
+@dataclass(frozen=True)
+class _Check:
+    """What a source check task needs: the source, the block size and (counting) the range."""
+
+    source: LabelSource
+    block_size: tuple[int, ...]
+    low: int | None = None
+    high: int | None = None
+
+    def groups(self):
+        """The positions of the task groups (:data:`CHECK_BLOCKS` blocks per axis) on a coarse grid."""
+        return np.ndindex(*grid.grid_shape(self.source.shape, [b * CHECK_BLOCKS for b in self.block_size]))
+
+    def regions(self, group):
+        """The ``block_size`` regions of one group."""
+        grid_shape = grid.grid_shape(self.source.shape, self.block_size)
+        ranges = [range(g * CHECK_BLOCKS, min((g + 1) * CHECK_BLOCKS, n)) for g, n in zip(group, grid_shape)]
+        for offsets in np.ndindex(*[len(r) for r in ranges]):
+            position = tuple(r[o] for r, o in zip(ranges, offsets))
+            yield grid.block_region(position, self.block_size, self.source.shape)
+
+
+def _extremes(check: _Check, group) -> tuple[int | None, int | None]:
+    low = high = None
+    for region in check.regions(group):
+        labels = check.source.read(region)
+        low, high = _widest((low, high), (int(labels.min()), int(labels.max())))
+    return low, high
+
+
+def _widest(a, b):
+    return (b[0] if a[0] is None else min(a[0], b[0]), b[1] if a[1] is None else max(a[1], b[1]))
+
+
+def _count_outside(check: _Check, group) -> int:
+    total = 0
+    for region in check.regions(group):
+        labels = check.source.read(region)
+        outside = np.zeros(labels.shape, bool) if check.low is None else labels < check.low
+        total += int(np.count_nonzero(outside if check.high is None else outside | (labels > check.high)))
+    return total
 
 
 def _npy_header(path):

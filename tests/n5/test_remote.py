@@ -14,6 +14,7 @@ import types
 
 import numpy as np
 import pytest
+from support import SECRET
 
 from n5mscodecs import ConfigurationError, LabelMultisetArray, StorageError, n5, paintera
 from n5mscodecs.cli import main as n5ms
@@ -23,33 +24,6 @@ from n5mscodecs.n5 import open_store, storage
 moto_server = pytest.importorskip("moto.server")
 pytest.importorskip("s3fs")
 pytest.importorskip("aiohttp")
-
-SECRET = "not-a-real-secret-0123456789"
-
-
-@pytest.fixture(scope="module")
-def s3():
-    """A moto S3 server; credentials and endpoint from the standard environment variables."""
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION",
-                                             "AWS_ENDPOINT_URL")}
-    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY=SECRET, AWS_DEFAULT_REGION="us-east-1",
-                      AWS_ENDPOINT_URL=endpoint)
-    import boto3
-
-    boto3.client("s3").create_bucket(Bucket="bucket")
-    yield endpoint
-    server.stop()
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
-
 
 @pytest.fixture(scope="module")
 def gcs():
@@ -374,6 +348,14 @@ def test_convert_s3_to_s3_on_a_process_cluster(s3, tmp_path):
         assert remote.attributes == ours.attributes
         for grid in ours.present_blocks():
             assert remote.read_block_bytes(grid) == ours.read_block_bytes(grid)
+    # the lookup, built as tasks on the cluster (scan and merge through S3): the same files
+    for level in range(2):
+        remote = n5.open(f"s3://bucket/cluster.n5/labels/label-to-block-mapping/s{level}")
+        ours = n5.open(tmp_path / "c.n5" / "labels" / "label-to-block-mapping" / f"s{level}")
+        assert remote.present_blocks() == ours.present_blocks() != []
+        assert all(remote.read_block_bytes(grid) == ours.read_block_bytes(grid) for grid in ours.present_blocks())
+    assert not any(".tmp-" in key for key in n5.open_store("s3://bucket/cluster.n5/labels").list_dir())
+    assert summary.n_labels == local.n_labels == 30
 
 
 def test_missing_buckets_keys_and_non_n5_places(bucket, capsys):

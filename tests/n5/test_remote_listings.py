@@ -109,7 +109,7 @@ def test_info_of_a_dataset_on_a_server_without_listings(served, fast_retries, ca
     _labels_source(root)
     assert n5ms(["info", "--check", f"{base}/web.n5/labels"]) == 0
     out = capsys.readouterr().out
-    assert "16/18 blocks present" in out and "checked 16 blocks: all readable" in out
+    assert "16/18 blocks present" in out and "checked 16 blocks on local threads" in out and "all readable" in out
 
 
 def test_a_grid_too_large_to_probe_without_listings_is_refused(served, fast_retries, monkeypatch):
@@ -281,3 +281,25 @@ def test_info_of_a_group_on_a_server_without_listings_says_why(served, fast_retr
     _labels_source(root)
     assert n5ms(["info", f"{base}/web.n5"]) == 2
     assert "no directory listings" in capsys.readouterr().err
+
+
+def test_a_mapping_built_from_a_server_without_listings_finds_every_subtree(served, fast_retries, tmp_path,
+                                                                              monkeypatch):
+    """Scan tasks find their subtrees by listing; where the store cannot list, by the grid's
+    first axes (each subtree's blocks then found block by block): a silent empty scan would
+    build a mapping without ids."""
+    from n5mscodecs.paintera import mapping_build
+    from n5mscodecs.paintera.cluster import local_engine
+
+    root, base, handler = served
+    monkeypatch.setattr(mapping_build, "SCAN_BLOCKS", 4)   # (3, 3, 2) blocks: subtrees of the first axis
+    paintera.convert(LABELS, root / "p.n5" / "labels", block_size=8, factors=[2], lookup_block_size=5)
+    handler.listings = False
+    engine = local_engine(1)
+    counted = [mapping_build.build_label_to_block_mapping(
+        engine, open_store(tmp_path / f"parts-{where}"), 0, 5, {"type": "raw"}, write=False,
+        reading=open_store(location)) for where, location in
+        [("disk", root / "p.n5" / "labels"), ("web", f"{base}/p.n5/labels")]]
+    engine.executor.shutdown()
+    assert counted[0].pairs > 0 and counted[0].labels == np.unique(LABELS).size
+    assert counted[1] == counted[0]
