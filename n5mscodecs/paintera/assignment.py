@@ -33,15 +33,15 @@ do all three under the source's writer lock.
 
 from __future__ import annotations
 
-import json
-import os
+import hashlib
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, StorageError
 from ..n5 import dataset as _n5_dataset
 from ..n5.block import ArrayBlockCodec
 from ..n5.metadata import DatasetMetadata
@@ -55,6 +55,10 @@ from ..n5.writing import (
     write_container_version,
     write_marked,
 )
+from .assignment_text import LONG_MIN as _LONG_MIN
+from .assignment_text import as_id as _id
+from .assignment_text import parse_assignment_file, parse_pair
+from .cluster import once_per_process
 from .conventions import is_label_source, source_store
 
 if TYPE_CHECKING:
@@ -75,18 +79,7 @@ PAINTERA_COMPRESSION = {"type": "gzip", "level": -1, "useZlib": False}
 _U64 = np.dtype(np.uint64)
 _WRITER = "n5mscodecs.paintera.write_assignment"
 _FINISH = "finish it by writing the assignment again (paintera.write_assignment)"
-_LONG_MIN = 1 << 63
 _INVALID = 0xFFFF_FFFF_FFFF_FFFE  # Label.INVALID: what Paintera compares an unassigned fragment as
-
-
-def _id(value: Any, name: str) -> int:
-    """``value`` as a uint64 id (a negative int is read as its two's complement, as Java's long)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ConfigurationError(f"{name}: expected an integer id, got {value!r}")
-    number = int(value)
-    if not -_LONG_MIN <= number < 1 << 64:
-        raise ConfigurationError(f"{name}: {number} is outside uint64 (and int64)")
-    return number % (1 << 64)
 
 
 def _signed(value: int) -> int:
@@ -177,8 +170,27 @@ class FragmentSegmentAssignment:
     def __hash__(self) -> int:
         return hash((self.fragments.tobytes(), self.segments.tobytes()))
 
-    def __dask_tokenize__(self) -> tuple[str, bytes, bytes]:
-        return ("FragmentSegmentAssignment", self.fragments.tobytes(), self.segments.tobytes())
+    def __dask_tokenize__(self) -> tuple[str, str]:
+        return ("FragmentSegmentAssignment", self.token)
+
+    @property
+    def token(self) -> str:
+        """A hash of the pairs (computed once)."""
+        if "_token" not in self.__dict__:
+            digest = hashlib.blake2b(self.fragments.tobytes(), digest_size=20)
+            digest.update(self.segments.tobytes())
+            object.__setattr__(self, "_token", digest.hexdigest())
+        return self.__dict__["_token"]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # one read from a store pickles as where it is and its hash: a dask graph or task that
+        # applies it stays small, and each process reads it once (a changed one is refused)
+        origin = self.__dict__.get("_origin")
+        if origin is None:
+            return (FragmentSegmentAssignment, (self.fragments, self.segments))
+        if not isinstance(self, _StoredAssignment):   # (one not read yet is passed on as it came)
+            _pickled_here[self.token] = self   # unpickled in this process: this very one
+        return (_StoredAssignment, (origin, self.token))
 
     def __repr__(self) -> str:
         return f"FragmentSegmentAssignment({self.mapped_fragments} fragments -> {self.segment_count} segments)"
@@ -389,7 +401,46 @@ def _read_dataset(store: Store) -> FragmentSegmentAssignment:
             f"{where}: dimensions: a fragment-segment-assignment is [n, 2] (fragments, segments), "
             f"got {list(metadata.shape)}")
     table = _table(store, metadata)
-    return FragmentSegmentAssignment.from_arrays(table[:, 0], table[:, 1])
+    found = FragmentSegmentAssignment.from_arrays(table[:, 0], table[:, 1])
+    object.__setattr__(found, "_origin", store)   # (see FragmentSegmentAssignment.__reduce__)
+    return found
+
+
+#: the assignments read from a store that this process pickled, by token (see __reduce__)
+_pickled_here: weakref.WeakValueDictionary[str, FragmentSegmentAssignment] = weakref.WeakValueDictionary()
+
+
+class _StoredAssignment(FragmentSegmentAssignment):
+    """An assignment read from a store, as an unpickled graph or task holds it: its pairs are
+    the very ones pickled when this process pickled them, else read on first use, once per
+    process (a scheduler that only passes it on never reads them), and refused when the store
+    holds other pairs by then."""
+
+    def __init__(self, store: Store, token: str) -> None:   # (no pairs yet: not the dataclass's)
+        object.__setattr__(self, "_origin", store)
+        object.__setattr__(self, "_token", token)
+
+    def _pairs(self) -> FragmentSegmentAssignment:
+        store, token = self.__dict__["_origin"], self.__dict__["_token"]
+        here = _pickled_here.get(token)
+        if here is not None:
+            return here
+
+        def read() -> FragmentSegmentAssignment:
+            found = _read_dataset(store)
+            if found.token != token:
+                raise StorageError(f"{store.display()}: the fragment-segment-assignment changed after the view or "
+                                   "job using it was made: make it again")
+            return found
+        return once_per_process(token, read)
+
+    @property
+    def fragments(self) -> np.ndarray:
+        return self._pairs().fragments
+
+    @property
+    def segments(self) -> np.ndarray:
+        return self._pairs().segments
 
 
 def _table(store: Store, metadata: DatasetMetadata) -> np.ndarray:
@@ -619,52 +670,6 @@ def _raise_max_id(owner, value):
         current = attributes.get("maxId")
         if isinstance(current, int) and not isinstance(current, bool) and _signed(value) > current:
             owner.set_attributes("", {**attributes, "maxId": _signed(value)})
-
-
-def parse_assignment_file(path: PathLike) -> dict[int, int]:
-    """``{fragment: segment}`` from a text file: a JSON object ``{"1": 10, ...}``, or one pair per
-    line as ``k v``, ``k=v`` or ``k,v`` (blank lines and ``#`` comments skipped)."""
-    path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as exc:
-        raise ConfigurationError(f"assignment file {path}: {exc.strerror or exc}") from None
-    if text.lstrip().startswith("{"):
-        try:
-            document = json.loads(text)
-        except ValueError as exc:
-            raise ConfigurationError(f"assignment file {path}: not valid JSON ({exc})") from None
-        return {_parse_id(k, path, "key"): _parse_id(v, path, f"value of {k}") for k, v in document.items()}
-    pairs: dict[int, int] = {}
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        parts = line.replace("=", " ").replace(",", " ").split()
-        if len(parts) != 2:
-            raise ConfigurationError(f"assignment file {path}: line {number}: expected 'fragment segment', "
-                                     f"got {line!r}")
-        pairs[_parse_id(parts[0], path, f"line {number}")] = _parse_id(parts[1], path, f"line {number}")
-    return pairs
-
-
-def parse_pair(text: str) -> tuple[int, int]:
-    """``"k=v"`` -> ``(k, v)`` (what ``--additional-assignment`` takes)."""
-    key, separator, value = text.partition("=")
-    if not separator:
-        raise ConfigurationError(f"expected FRAGMENT=SEGMENT, got {text!r}")
-    return _parse_id(key, None, "fragment"), _parse_id(value, None, "segment")
-
-
-def _parse_id(value: Any, path: str | None, where: str) -> int:
-    where = f"assignment file {path}: {where}" if path else where
-    if isinstance(value, str):
-        try:
-            value = int(value.strip())
-        except ValueError:
-            raise ConfigurationError(f"{where}: expected an integer id, got {value!r}") from None
-    return _id(value, where)
 
 
 __all__ = ["ASSIGNMENT_DATASET", "PAINTERA_COMPRESSION", "SIBLING_SUFFIX", "FragmentSegmentAssignment",

@@ -23,6 +23,8 @@ travels to each worker once (:meth:`Engine.shared`: scattered), not with every t
 from __future__ import annotations
 
 import sys
+import threading
+from collections import OrderedDict
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -47,6 +49,8 @@ if TYPE_CHECKING:
         def update(self, n: int = 1) -> object: ...
 
         def close(self) -> object: ...
+
+T = TypeVar("T")
 
 #: ``scheduler=LOCAL``: local threads even when a dask client is active
 LOCAL = "threads"
@@ -246,6 +250,27 @@ def map_tasks(engine: Engine, fn: Callable[[Shared, Item], Result], shared: Shar
     pairs: list[tuple[int, Result]] = run_tasks(engine, _indexed, (fn, shared), enumerate(items),
                                                 reduce=_append, initial=[])
     return [result for _, result in sorted(pairs, key=lambda pair: pair[0])]
+
+
+#: values :func:`once_per_process` keeps (the most recently used)
+PROCESS_CACHE_ENTRIES = 4
+_process_cache: OrderedDict[str, Any] = OrderedDict()
+_process_cache_lock = threading.Lock()
+
+
+def once_per_process(token: str, load: Callable[[], T]) -> T:
+    """The value ``load()`` made for ``token`` in this process, made the first time it is asked
+    for: the tasks a dask worker runs share one (a merge table read once per worker, not per
+    task). ``token`` must name the value's content. The few most recently used are kept."""
+    with _process_cache_lock:   # held while loading: concurrent tasks wait for one read
+        if token in _process_cache:
+            _process_cache.move_to_end(token)
+            return _process_cache[token]
+        value = load()
+        _process_cache[token] = value
+        while len(_process_cache) > PROCESS_CACHE_ENTRIES:
+            _process_cache.popitem(last=False)
+        return value
 
 
 @contextmanager

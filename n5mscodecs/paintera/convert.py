@@ -184,7 +184,7 @@ def _start(store, parameters, overwrite, resume):
 
 
 def convert(
-    source: LabelSource | np.ndarray | PathLike | Store,
+    source: LabelSource | np.ndarray | PathLike | Store | Any,
     target: PathLike | Store,
     *,
     dataset: str | None = None,
@@ -212,8 +212,9 @@ def convert(
 
     Parameters
     ----------
-    source : ndarray, path, ~n5mscodecs.n5.store.Store or LabelSource
-        Integer labels: an ndarray in N5 order (x, y, z), an N5 dataset (or an
+    source : ndarray, dask array, path, ~n5mscodecs.n5.store.Store or LabelSource
+        Integer labels: an ndarray or a dask array in N5 order (x, y, z; a dask
+        array's regions are computed where the blocks are made), an N5 dataset (or an
         N5 group with ``dataset``), a zarr array, an OME-Zarr multiscale label
         image (its level ``level``; its voxel size and offset are the
         defaults of ``resolution`` and ``offset``), ``.npy`` or TIFF file (see
@@ -261,8 +262,12 @@ def convert(
     threads : int, optional
         Local worker threads (default: every core).
     scheduler : str or distributed.Client, optional
-        A dask.distributed scheduler address (or client): blocks are then
-        written by its workers, which must see ``target`` and the source.
+        Where the blocks are written: a dask.distributed ``Client`` or scheduler
+        address (tasks on its workers, which must reach ``target`` and the source;
+        an in-memory source is sent to each worker once), ``"threads"`` (local
+        threads); default: the active dask client if there is one, else local
+        threads (see :mod:`n5mscodecs.paintera.cluster`; the summary's ``engine``
+        says which ran).
     overwrite, resume : bool
         Replace an existing target, or finish an interrupted conversion with
         the same parameters (blocks on disk are kept); not both. A target that

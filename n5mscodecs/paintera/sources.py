@@ -9,6 +9,7 @@ import dataclasses
 import functools
 import json
 import struct
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,7 @@ from .conventions import source_store
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import Any
+    from typing import Any, TypeGuard
 
     from ..multiset.array import ReservedRule
     from ..n5.storage import PathLike
@@ -83,7 +84,7 @@ class LabelSource:
     path: str | None  # the location (for messages, descriptions and overlap checks)
     shape: tuple[int, ...]
     dtype: str
-    array: np.ndarray | None = field(default=None, repr=False)
+    array: Any = field(default=None, repr=False)  # kind "array": an ndarray; "dask": a dask array
     store: Store | None = field(default=None, repr=False)  # of a file source: what is read
     #: Voxel size and offset (N5 order) the source itself gives (an OME-Zarr level's), else None.
     resolution: tuple[float, ...] | None = None
@@ -91,6 +92,8 @@ class LabelSource:
 
     def read(self, region: tuple[slice, ...]) -> np.ndarray:
         """The labels of ``region`` (a tuple of slices, N5 order) as an ndarray."""
+        if self.kind == "dask":  # computed where the task runs, in it (a worker's task waits on no other)
+            return np.asarray(self.array[region].compute(scheduler="sync"))
         if self.array is not None:  # kind "array"
             return self.array[region]
         stored = _opened(_opening(self))
@@ -213,10 +216,16 @@ def _checked_source(kind, store, shape, dtype, array=None, role="source"):
     return LabelSource(kind, path, tuple(int(s) for s in shape), dtype.name, array, store)
 
 
+def _is_dask_array(value: Any) -> TypeGuard[Any]:
+    dask_array = sys.modules.get("dask.array")   # (not imported: no dask array was made)
+    return dask_array is not None and isinstance(value, dask_array.Array)
+
+
 def open_label_source(source: LabelSource | np.ndarray | PathLike | Store | Any, dataset: str | None = None, *,
                       storage_options: dict[str, Any] | None = None, level: int = 0,
                       role: str = "source") -> LabelSource:
-    """A :class:`LabelSource` from an ndarray (N5 order), an N5 dataset or group + ``dataset``,
+    """A :class:`LabelSource` from an ndarray or a dask array (N5 order; a dask array's regions
+    are computed where the blocks are made, e.g. on cluster workers), an N5 dataset or group + ``dataset``,
     a zarr array, an OME-Zarr multiscale image (its ``level``, with the level's voxel size
     and offset), a ``.npy`` file or a TIFF file. N5 datasets and zarr arrays may be URLs
     (with fsspec's ``storage_options``); each may also be given as a store
@@ -233,6 +242,11 @@ def open_label_source(source: LabelSource | np.ndarray | PathLike | Store | Any,
             raise ArgumentError("level", f"an in-memory {role} has one level; level picks a level of an "
                                          "OME-Zarr multiscale image")
         return _checked_source("array", None, source.shape, source.dtype, source, role=role)
+    if _is_dask_array(source):
+        if level:
+            raise ArgumentError("level", f"a dask array {role} has one level; level picks a level of an "
+                                         "OME-Zarr multiscale image")
+        return _checked_source("dask", None, source.shape, source.dtype, source, role=role)
     store = source_store(source, storage_options)
     return _open_stored_source(store.child(dataset) if dataset else store, level, role)
 

@@ -3,12 +3,13 @@ runs as tasks on the workers, and the files written are byte for byte those loca
 write, on local disk and on S3 (a moto server). See n5mscodecs.paintera.cluster."""
 
 import contextlib
+import pickle
 import time
 
 import numpy as np
 import pytest
 
-from n5mscodecs import ConfigurationError, n5, paintera
+from n5mscodecs import ConfigurationError, StorageError, n5, paintera
 from n5mscodecs.demo import voronoi_labels
 from n5mscodecs.paintera import cluster as engines
 
@@ -19,10 +20,11 @@ key_split = pytest.importorskip("dask.utils").key_split
 
 @pytest.fixture(scope="module")
 def client(s3):
-    """A client of two single-threaded worker processes, active (dask's default client) while
-    this module runs; started after the S3 server, so the workers inherit its environment."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  host="127.0.0.1") as cluster, distributed.Client(cluster) as client:
+    """A client of two single-threaded worker processes of 2 GiB, active (dask's default client)
+    while this module runs; started after the S3 server, so the workers inherit its environment."""
+    with (distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   host="127.0.0.1", memory_limit="2GiB") as cluster,
+          distributed.Client(cluster) as client):
         yield client
 
 
@@ -277,3 +279,95 @@ def test_a_killed_commit_finished_on_the_workers_equals_the_uninterrupted_one(cl
         summary = paintera.commit(tmp_path / "killed.n5" / "labels", edit, (3, 3, 3), scheduler=client)
     assert summary.finished_interrupted and tasks["indexed"] > 0
     assert files(tmp_path / "killed.n5") == files(tmp_path / "expected.n5")
+
+
+# ---------------------------------------------------------------------------------------------
+# the merge table: once per worker, not inside the graphs
+
+
+def _cached_tokens():
+    return list(engines._process_cache)
+
+
+def graph_bytes(array):
+    return len(pickle.dumps(dict(array.__dask_graph__())))
+
+
+def test_a_stored_merge_table_stays_out_of_the_graphs_and_is_read_once_per_worker(client, tmp_path):
+    da = pytest.importorskip("dask.array")
+    from n5mscodecs.zarr import open_labels
+
+    labels = voronoi_labels((64, 64, 32), 50, seed=1)
+    source = tmp_path / "p.n5" / "labels"
+    paintera.convert(labels, source, block_size=16, factors=[2], scheduler="threads")
+    fragments = np.arange(1, 4 * 10**6 + 1, dtype=np.uint64)   # 4·10^6 pairs: 64 MB
+    paintera.write_assignment(source, paintera.FragmentSegmentAssignment(fragments, fragments // 7 + 10**7))
+    pyramid, fragments_only = paintera.open_pyramid(source), paintera.open_pyramid(source, assignment=None)
+    level = n5.open(source / "data" / "s0")
+    zarr_view = da.from_zarr(open_labels(source / "data" / "s0"))
+    zarr_view[:1, :1, :1].compute(scheduler="sync")   # its lookup found ("auto" looks on first read)
+    for view, bare in [(pyramid.levels[0], fragments_only.levels[0]), (pyramid.levels[1], fragments_only.levels[1]),
+                       (level.to_dask(), level.to_dask(assignment=None)),
+                       (zarr_view, da.from_zarr(open_labels(source / "data" / "s0", assignment=None)))]:
+        assert graph_bytes(view) - graph_bytes(bare) <= 8 * 2**20
+    expected = pyramid.assignment.apply(labels)
+    assert np.array_equal(pyramid.levels[0].compute(), expected)   # on the cluster: the active client
+    assert np.array_equal(level.to_dask().compute(), expected)
+    assert np.array_equal(zarr_view.compute(), expected)
+    tokens = client.run(_cached_tokens)
+    assert all(pyramid.assignment.token in tokens[worker] for worker in tokens)   # read by each, kept
+    assert pyramid.assignment.token not in engines._process_cache   # the scheduler (here) passed it on unread
+
+
+def test_a_merge_table_changed_after_the_view_was_made_is_refused_on_the_workers(client, tmp_path):
+    labels = voronoi_labels((32, 32, 16), 10, seed=3)
+    source = tmp_path / "p.n5" / "labels"
+    paintera.convert(labels, source, block_size=16, scheduler="threads")
+    paintera.write_assignment(source, {1: 2})
+    view = paintera.open_pyramid(source).levels[0]
+    paintera.write_assignment(source, {1: 3})
+    with pytest.raises(StorageError, match="fragment-segment-assignment changed after the view"):
+        view.compute()
+    assert np.array_equal(paintera.open_pyramid(source).levels[0].compute(),
+                          paintera.FragmentSegmentAssignment.from_pairs({1: 3}).apply(labels))
+
+
+# ---------------------------------------------------------------------------------------------
+# sources that travel
+
+
+def test_a_dask_array_source_is_computed_on_the_workers(client, tmp_path):
+    da = pytest.importorskip("dask.array")
+    zarr = pytest.importorskip("zarr")
+    labels = voronoi_labels((40, 32, 24), 20, seed=9)
+    stored = zarr.create_array(str(tmp_path / "l.zarr"), shape=labels.shape[::-1], chunks=(8, 16, 16),
+                               dtype=labels.dtype)
+    stored[:] = labels.T
+    source = da.from_zarr(str(tmp_path / "l.zarr")).T   # N5 order, as an ndarray source
+    with tasks_run(client) as tasks:
+        paintera.convert(source, tmp_path / "c.n5" / "labels", block_size=8, factors=[2], scheduler=client)
+    paintera.convert(source, tmp_path / "t.n5" / "labels", block_size=8, factors=[2], scheduler="threads")
+    assert tasks["write_level_block"] == 3 * 2 * 2
+    assert files(tmp_path / "c.n5") == files(tmp_path / "t.n5")
+    assert np.array_equal(paintera.open_pyramid(tmp_path / "c.n5" / "labels").levels[0].compute(), labels)
+
+
+def test_a_stored_merge_table_pickles_small_and_unpickles_lazily(tmp_path):
+    import gc
+
+    source = tmp_path / "p.n5" / "labels"
+    paintera.convert(np.arange(64, dtype=np.uint64).reshape(4, 4, 4), source, block_size=4, scheduler="threads")
+    pairs = {int(f): 1000 + int(f) % 3 for f in range(1, 20000)}
+    paintera.write_assignment(source, pairs)
+    stored = paintera.read_assignment(source)
+    data = pickle.dumps(stored)
+    assert len(data) < 2000 < stored.fragments.nbytes   # its location and hash, not its 320 KB of pairs
+    assert pickle.loads(data).to_dict() == pairs
+    assert stored.token not in engines._process_cache   # in the process that pickled it: that one, not read again
+    del stored
+    gc.collect()
+    lazy = pickle.loads(data)   # nothing read yet; passed on (a worker sending it to another) as it came
+    again = pickle.loads(pickle.dumps(lazy))
+    assert len(pickle.dumps(lazy)) == len(data) and again.to_dict() == lazy.to_dict() == pairs
+    in_memory = paintera.FragmentSegmentAssignment.from_pairs(pairs)   # no location: its pairs travel
+    assert pickle.loads(pickle.dumps(in_memory)) == in_memory and len(pickle.dumps(in_memory)) > len(data)
