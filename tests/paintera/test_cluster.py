@@ -340,3 +340,22 @@ def test_a_stored_merge_table_pickles_small_and_unpickles_lazily(tmp_path):
     assert len(pickle.dumps(lazy)) == len(data) and again.to_dict() == lazy.to_dict() == pairs
     in_memory = paintera.FragmentSegmentAssignment.from_pairs(pairs)   # no location: its pairs travel
     assert pickle.loads(pickle.dumps(in_memory)) == in_memory and len(pickle.dumps(in_memory)) > len(data)
+
+
+def _write_then_fail(directory, item):
+    if item == 0:
+        raise RuntimeError("the first task failed")
+    time.sleep(0.05)
+    (directory / f"{item}.written").write_bytes(b"x")
+    return 1
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "cluster"])
+def test_after_a_failure_no_task_still_writes(client, tmp_path, scheduler):
+    """What a caller clears after run_tasks raised stays cleared: no task of it runs then."""
+    with engines.engine_for(client if scheduler == "cluster" else "threads", threads=2) as engine:
+        with pytest.raises(RuntimeError, match="the first task failed"):
+            engines.run_tasks(engine, _write_then_fail, tmp_path, range(50), window=6)
+        written = sorted(path.name for path in tmp_path.iterdir())
+        time.sleep(0.5)   # a task still running would write meanwhile
+        assert sorted(path.name for path in tmp_path.iterdir()) == written and len(written) < 49
