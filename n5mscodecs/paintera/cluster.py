@@ -11,7 +11,7 @@ Every job that writes or checks blocks (convert, export_argmax, to_ome_zarr, com
 - a ``distributed.Client``, or a scheduler address (a client is opened for the job, and
   closed after it).
 
-An :class:`Engine` says where it runs (:attr:`Engine.description`): every job reports it,
+An :class:`Engine` says where it runs (its ``description``): every job reports it,
 so a job never runs locally without saying so.
 
 :func:`run_tasks` submits the tasks from an iterator (a grid is never materialized), keeps at
