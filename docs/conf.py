@@ -61,7 +61,7 @@ _external = [
 ]
 _descriptive_types = [
     "ndarray", "bytes-like", "path", "sequence", "callable", "writable buffer", "out",
-    "integer ndarray", "int64 ndarray", "uint64 ndarray", "uint32 ndarray", "mapping", "pairs",
+    "integer ndarray", "dask array", "int64 ndarray", "uint64 ndarray", "uint32 ndarray", "mapping", "pairs",
 ]
 nitpick_ignore = [("py:class", name) for name in _external + _descriptive_types] + [
     ("py:meth", "numpy.ndarray.transpose"),

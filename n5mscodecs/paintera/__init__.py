@@ -11,7 +11,8 @@ writes for a label source (see ``docs/paintera.md``)::
 
 Axis order is N5's throughout (``shape``, ``block_size``, factors and
 resolution are x, y, z). Blocks are written block-parallel by a thread pool
-or, given ``scheduler``, by the workers of a dask.distributed cluster.
+or by the workers of a dask.distributed cluster (``scheduler=``, or the active
+client; see ``cluster``).
 
 :func:`open_pyramid` reads one back: its levels as lazy dask label arrays
 with each level's voxel size and offset (``multiscale``).
@@ -21,8 +22,10 @@ Modules: ``sources`` (label sources), ``pyramid`` (layout and block tasks),
 ``multiscale`` (pyramids as dask arrays), ``conventions`` (level placement,
 default factors, compression spellings: one definition each), ``argmax``
 (label multisets to uint64 labels), ``assignment`` (Paintera's
-fragment-segment-assignment: merges), ``ome_zarr`` (the OME-Zarr export),
-``containers`` (what a container holds, in words: :func:`survey`).
+fragment-segment-assignment: merges; ``assignment_text``: pairs as people write
+them), ``ome_zarr`` (the OME-Zarr export), ``containers`` (what a container
+holds, in words: :func:`survey`), ``cluster`` (where a job's block tasks run:
+local threads or dask workers).
 
 >>> import tempfile, numpy as np
 >>> labels = np.repeat(np.arange(4, dtype=np.uint64), 8).reshape(4, 4, 2)

@@ -11,7 +11,7 @@ Every job that writes or checks blocks (convert, export_argmax, to_ome_zarr, com
 - a ``distributed.Client``, or a scheduler address (a client is opened for the job, and
   closed after it).
 
-An :class:`Engine` says where it runs (:attr:`Engine.description`): every job reports it,
+An :class:`Engine` says where it runs (its ``description``): every job reports it,
 so a job never runs locally without saying so.
 
 :func:`run_tasks` submits the tasks from an iterator (a grid is never materialized), keeps at
@@ -72,10 +72,6 @@ class Engine:
     description: str
     #: the dask client, or None for local threads
     client: distributed.Client | None = None
-
-    @property
-    def distributed(self) -> bool:
-        return self.client is not None
 
     @contextmanager
     def shared(self, value: Shared) -> Iterator[Shared]:
@@ -205,9 +201,11 @@ def run_tasks(
     ``items`` is consumed lazily: at most ``window`` tasks (default four per worker thread)
     are in flight, so neither side holds a task per item. ``shared`` is sent with every task:
     pass what :meth:`Engine.shared` yields (or a tuple of such) for anything larger than a few
-    bytes; ``fn`` must be a module-level function. The first task that
-    fails cancels those in flight, and its exception is raised here. ``bar`` is updated once
-    per task finished (and not closed).
+    bytes; ``fn`` must be a module-level function. The first task that fails stops the
+    submitting, and its exception is raised here once no task of this call runs any more
+    (those not started are cancelled, those running finish: a caller may then clean up what
+    they wrote); an interrupt (``KeyboardInterrupt``) cancels every task in flight and is
+    raised at once. ``bar`` is updated once per task finished (and not closed).
     """
     window = max(1, window or 4 * engine.workers)
     total = initial
@@ -226,9 +224,18 @@ def run_tasks(
             pending.add(engine.executor.submit(fn, shared, item))
             collect(window - 1)
         collect(0)
-    finally:
+    except Exception:
+        # a dask task cannot be told apart running or not from here, and cancelling one does not
+        # stop it: those in flight finish; local threads not started yet are cancelled
+        if engine.client is None:
+            for future in pending:
+                future.cancel()
+        wait(pending)
+        raise
+    except BaseException:
         for future in pending:
             future.cancel()
+        raise
     return total
 
 

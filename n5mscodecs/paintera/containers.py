@@ -131,7 +131,7 @@ def describe_dataset(path: PathLike | Store, name: str | None = None, *, check: 
                      scheduler: str | distributed.Client | None = None,
                      storage_options: StorageOptions = None) -> DatasetEntry:
     """One dataset in words (see :class:`DatasetEntry`); ``check`` reads every block (on
-    ``scheduler``, as for :func:`survey`). ``path``: its location, store or dataset object."""
+    ``scheduler``, as for :func:`~n5mscodecs.paintera.survey`). ``path``: its location, store or dataset object."""
     store = source_store(path, storage_options)
     if not check:
         return _described(store, name, None)

@@ -62,7 +62,7 @@ class ConversionSummary:
     factors: list[tuple[int, ...]] = field(default_factory=list)
     #: the source's voxel size (N5 order) written to the ``data`` group
     resolution: tuple[float, ...] = ()
-    #: where the blocks were written: "local threads (N)" or "dask.distributed <address> (...)"
+    #: where the blocks were written ("local threads (N)" or "dask.distributed <address> (...)")
     engine: str = ""
 
     @property

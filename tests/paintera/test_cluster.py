@@ -371,3 +371,39 @@ def test_a_stored_merge_table_pickles_small_and_unpickles_lazily(tmp_path):
     assert len(pickle.dumps(lazy)) == len(data) and again.to_dict() == lazy.to_dict() == pairs
     in_memory = paintera.FragmentSegmentAssignment.from_pairs(pairs)   # no location: its pairs travel
     assert pickle.loads(pickle.dumps(in_memory)) == in_memory and len(pickle.dumps(in_memory)) > len(data)
+
+
+def _write_then_fail(directory, item):
+    if item == 0:
+        raise RuntimeError("the first task failed")
+    time.sleep(0.05)
+    (directory / f"{item}.written").write_bytes(b"x")
+    return 1
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "cluster"])
+def test_after_a_failure_no_task_still_writes(client, tmp_path, scheduler):
+    """What a caller clears after run_tasks raised stays cleared: no task of it runs then."""
+    with engines.engine_for(client if scheduler == "cluster" else "threads", threads=2) as engine:
+        with pytest.raises(RuntimeError, match="the first task failed"):
+            engines.run_tasks(engine, _write_then_fail, tmp_path, range(50), window=6)
+        written = sorted(path.name for path in tmp_path.iterdir())
+        time.sleep(0.5)   # a task still running would write meanwhile
+        assert sorted(path.name for path in tmp_path.iterdir()) == written and len(written) < 49
+
+
+def test_the_commands_take_a_scheduler_and_say_where_they_ran(client, pyramid_source, tmp_path, capsys):
+    from n5mscodecs.cli import main
+
+    address = client.scheduler.address
+    np.save(tmp_path / "l.npy", voronoi_labels((16, 16, 8), 5, seed=1).T)
+    np.save(tmp_path / "edit.npy", np.full((2, 3, 4), 5, np.uint64))
+    commands = [["convert", str(tmp_path / "l.npy"), str(tmp_path / "c.n5" / "labels"), "--block-size", "8"],
+                ["argmax", str(pyramid_source / "data" / "s0"), str(tmp_path / "a.n5")],
+                ["ome-zarr", str(pyramid_source), str(tmp_path / "o.zarr")],
+                ["commit", str(tmp_path / "c.n5" / "labels"), str(tmp_path / "edit.npy"), "--offset", "1,2,3"]]
+    for command in commands:
+        with tasks_run(client) as tasks:
+            assert main([*command, "--scheduler", address, "--quiet"] if command[0] != "commit"
+                        else [*command, "--scheduler", address]) == 0
+        assert sum(tasks.values()) > 0 and f"on dask.distributed {address}" in capsys.readouterr().out, command
