@@ -35,10 +35,15 @@ def s3():
     os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY=SECRET, AWS_DEFAULT_REGION="us-east-1",
                       AWS_ENDPOINT_URL=endpoint)
     import boto3
+    import s3fs
 
+    # fsspec keeps one file system per set of options: one made for an earlier module's server
+    # (its endpoint from the environment then) would be handed out again, pointing nowhere
+    s3fs.S3FileSystem.clear_instance_cache()
     boto3.client("s3").create_bucket(Bucket="bucket")
     yield endpoint
     server.stop()
+    s3fs.S3FileSystem.clear_instance_cache()
     for key, value in saved.items():
         if value is None:
             os.environ.pop(key, None)
