@@ -70,7 +70,7 @@ class ConversionSummary:
         return int(np.prod(self.level_shapes[0], dtype=np.int64))
 
 
-#: the size of a block above which a level is warned about (:class:`LargeBlockWarning`)
+#: the size of a block above which a level is warned about (:class:`~n5mscodecs.paintera.LargeBlockWarning`)
 LARGE_BLOCK_BYTES = 256 * 2**20
 SAMPLE_BLOCKS = 8   # unique-labels blocks of the level below read for the estimate
 
@@ -243,7 +243,7 @@ def convert(
         ``[-1, -1, 20]`` keeps s1 and s2 exact and bounds s3 and above. Without
         a cut, a block of a level ``k`` holds every id found under its
         footprint in s0, and the top level every id of the volume: a warning
-        (:class:`LargeBlockWarning`) says so before a level whose blocks are
+        (:class:`~n5mscodecs.paintera.LargeBlockWarning`) says so before a level whose blocks are
         estimated above ``LARGE_BLOCK_BYTES`` is written.
     rule : {"spec", "java"}
         ``"java"``: downsampled levels hold exactly the lists Java's
