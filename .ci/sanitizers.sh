@@ -44,6 +44,6 @@ LD_PRELOAD="$asan_runtime" "$work/venv/bin/python" -m pytest -q -p no:cacheprovi
     tests/payload tests/multiset tests/czi tests/n5 tests/zarr_integration \
     tests/test_properties.py tests/test_hostile.py tests/test_robustness.py tests/test_fuzz_targets.py \
     tests/test_concurrency.py tests/test_java_oracle.py tests/test_codec_contract.py \
-    --ignore=tests/n5/test_remote.py
+    --ignore=tests/n5/test_remote.py --ignore=tests/n5/test_remote_listings.py
 LD_PRELOAD="$asan_runtime" "$work/venv/bin/python" -m pytest -q -p no:cacheprovider n5mscodecs  # doctests
 echo "sanitizers: clean"
