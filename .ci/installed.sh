@@ -33,6 +33,6 @@ rm -r n5mscodecs
 ci_shared
 "$work/venv/bin/python" -c 'import n5mscodecs, n5mscodecs.zarr; print("installed:", n5mscodecs.__file__, n5mscodecs.__version__)'
 "$work/venv/bin/n5ms" demo --quiet
-"$work/venv/bin/python" -m pytest -p no:cacheprovider -q tests
+"$work/venv/bin/python" -m pytest -p no:cacheprovider -q -m "not slow" tests  # the slow ones: once, in the README step
 "$work/venv/bin/python" -m pytest -p no:cacheprovider -q --pyargs n5mscodecs  # doctests (addopts)
 echo "installed: all tests passed in $((SECONDS - started)) s"

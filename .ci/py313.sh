@@ -54,5 +54,5 @@ names = ["numpy", "numcodecs", "zstandard", "lz4", "zarr", "dask", "imagecodecs"
 print("py313:", ", ".join(f"{name} {version(name)}" for name in names))
 EOF
 
-"$work/venv/bin/python" -m pytest -p no:cacheprovider -q
+"$work/venv/bin/python" -m pytest -p no:cacheprovider -q -m "not slow"  # the slow ones: once, in the README step
 echo "py313: passed in $((SECONDS - started)) s"

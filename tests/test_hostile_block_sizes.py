@@ -15,6 +15,8 @@ import pytest
 from n5mscodecs import n5
 from n5mscodecs.n5.header import MODE_DEFAULT, MODE_VARLENGTH, N5BlockHeader
 
+pytestmark = pytest.mark.slow  # run once per CI run: see pyproject's markers
+
 PEAK_LIMIT_MB = 400  # the child's whole peak: Python, numpy, zarr and the package are about 100 MB
 ADDRESS_LIMIT = 6 << 30  # a regression hits MemoryError there (2-4 GB were measured before the fix)
 

@@ -30,6 +30,8 @@ from n5mscodecs.n5 import storage
 from n5mscodecs.n5.writing import INCOMPLETE_KEY, LOCK_NAME, WriterLock
 from n5mscodecs.paintera.sources import LabelSource, open_label_source
 
+pytestmark = pytest.mark.slow  # run once per CI run: see pyproject's markers
+
 
 def files_below(path):
     """{relative path: bytes} of every file below ``path`` (writer locks aside)."""

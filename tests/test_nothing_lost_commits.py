@@ -20,6 +20,8 @@ from n5mscodecs.n5 import DiskStore
 from n5mscodecs.n5.writing import INCOMPLETE_KEY, incomplete_marker, write_marked
 from n5mscodecs.paintera.sources import first_multiscale
 
+pytestmark = pytest.mark.slow  # run once per CI run: see pyproject's markers
+
 LABELS = voronoi_labels((24, 20, 16), 12, seed=4).astype(np.uint64)
 
 

@@ -20,6 +20,8 @@ from n5mscodecs.demo import voronoi_labels
 from n5mscodecs.n5 import DiskStore
 from n5mscodecs.n5.writing import INCOMPLETE_KEY, LOCK_NAME, WriterLock
 
+pytestmark = pytest.mark.slow  # run once per CI run: see pyproject's markers
+
 LABELS = voronoi_labels((24, 20, 16), 12, seed=4).astype(np.uint32)
 
 

@@ -12,6 +12,8 @@ from n5mscodecs import StorageError, n5, paintera
 from n5mscodecs.cli import main as n5ms
 from n5mscodecs.n5 import open_store, storage
 
+pytestmark = pytest.mark.slow  # run once per CI run: see pyproject's markers
+
 pytest.importorskip("fsspec")
 pytest.importorskip("aiohttp")
 

@@ -13,6 +13,8 @@ from n5mscodecs import ConfigurationError, StorageError, n5, paintera
 from n5mscodecs.demo import voronoi_labels
 from n5mscodecs.paintera import cluster as engines
 
+pytestmark = pytest.mark.slow  # run once per CI run: see pyproject's markers
+
 distributed = pytest.importorskip("distributed")
 fsspec = pytest.importorskip("fsspec")
 key_split = pytest.importorskip("dask.utils").key_split

@@ -19,6 +19,8 @@ from n5mscodecs.paintera import label_to_block_mapping_blocks, mapping_build, so
 from n5mscodecs.paintera.lookup import LOOKUP_DIMENSION
 from n5mscodecs.paintera.mapping_build import scan_depth, write_label_to_block_mapping
 
+pytestmark = pytest.mark.slow  # run once per CI run: see pyproject's markers
+
 convert_module = importlib.import_module("n5mscodecs.paintera.convert")   # the package's convert is the function
 
 

@@ -32,6 +32,8 @@ from n5mscodecs.n5.writing import WriterLock, incomplete_marker, mark_complete, 
 from n5mscodecs.paintera._httpd import HttpError, request_key  # noqa: E402
 from n5mscodecs.paintera.serve import ChunkCache, serve  # noqa: E402
 
+pytestmark = pytest.mark.slow  # run once per CI run: see pyproject's markers
+
 LEVELS = 3
 ROOT = Path(__file__).resolve().parents[2]
 
