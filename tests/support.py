@@ -94,3 +94,26 @@ def lock_held_elsewhere(target):
     finally:
         holder.kill()
         holder.wait()
+
+
+def commit_killed_after_blocks(monkeypatch, blocks, *args, **kwargs):
+    """``paintera.commit(*args, **kwargs)`` interrupted (KeyboardInterrupt) when it is about to
+    write its block number ``blocks + 1``; returns the (level, grid) of the blocks it wrote."""
+    import importlib
+
+    from n5mscodecs import paintera
+
+    commit_module = importlib.import_module("n5mscodecs.paintera.commit")
+    written, original = [], commit_module.write_block
+
+    def killed(*write_args, **write_kwargs):
+        if len(written) == blocks:
+            raise KeyboardInterrupt
+        written.append(write_args[1:3])
+        return original(*write_args, **write_kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(commit_module, "write_block", killed)
+        with pytest.raises(KeyboardInterrupt):
+            paintera.commit(*args, **kwargs)
+    return written

@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import pytest
+from support import commit_killed_after_blocks
 
 from n5mscodecs import ConfigurationError, StorageError, n5, paintera
 from n5mscodecs.demo import voronoi_labels
@@ -255,27 +256,14 @@ def test_a_commit_into_plain_levels_on_the_workers(client, tmp_path):
 def test_a_killed_commit_finished_on_the_workers_equals_the_uninterrupted_one(client, tmp_path, monkeypatch):
     """The journal of the killed run (the ids each block held before) travels to the workers
     with the commit's work: the lookups they patch are those an uninterrupted commit writes."""
-    import importlib
-
-    commit_module = importlib.import_module("n5mscodecs.paintera.commit")
     labels = voronoi_labels((32, 32, 16), 25, seed=4)
     for name in ("killed", "expected"):
         paintera.convert(labels, tmp_path / f"{name}.n5" / "labels", block_size=8, factors=[2, 2], rule="java",
                          scheduler="threads")
     edit = np.full((12, 12, 6), 77, np.uint64)
     paintera.commit(tmp_path / "expected.n5" / "labels", edit, (3, 3, 3), scheduler="threads")
-    written, original = [], commit_module.write_block
-
-    def killed(*args, **kwargs):   # the run is killed after its third block
-        if len(written) == 3:
-            raise KeyboardInterrupt
-        written.append(args[1:3])
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(commit_module, "write_block", killed)
-    with pytest.raises(KeyboardInterrupt):
-        paintera.commit(tmp_path / "killed.n5" / "labels", edit, (3, 3, 3), scheduler="threads", threads=1)
-    monkeypatch.undo()
+    written = commit_killed_after_blocks(monkeypatch, 3, tmp_path / "killed.n5" / "labels", edit, (3, 3, 3),
+                                         scheduler="threads", threads=1)
     assert len(written) == 3
     with tasks_run(client) as tasks:
         summary = paintera.commit(tmp_path / "killed.n5" / "labels", edit, (3, 3, 3), scheduler=client)

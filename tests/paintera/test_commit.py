@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import pytest
+from support import commit_killed_after_blocks
 
 from n5mscodecs import INVALID, IncompleteError, n5, paintera
 from n5mscodecs.errors import ConfigurationError
@@ -128,19 +129,7 @@ def test_interrupted_commit_is_flagged_and_finished_by_running_it_again(tmp_path
     paintera.convert(labels, source, **options)
     edit = np.full((12, 12, 6), 321, np.uint64)
 
-    written = []
-    original = commit_module.write_block
-
-    def killed(*args, **kwargs):   # the run is killed after its third block
-        if len(written) == 3:
-            raise KeyboardInterrupt
-        written.append(args[1:3])
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(commit_module, "write_block", killed)
-    with pytest.raises(KeyboardInterrupt):
-        paintera.commit(source, edit, (3, 3, 3))
-    monkeypatch.undo()
+    written = commit_killed_after_blocks(monkeypatch, 3, source, edit, (3, 3, 3))
     assert len(written) == 3
     with pytest.raises(IncompleteError):
         paintera.open_pyramid(source)
