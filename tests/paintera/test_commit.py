@@ -1,7 +1,6 @@
 """paintera.commit: edits written into a label source equal a from-scratch conversion of the
 edited labels, level for level, block for block, lookup entry for lookup entry."""
 
-import importlib
 import os
 
 import numpy as np
@@ -12,7 +11,6 @@ from n5mscodecs import INVALID, IncompleteError, n5, paintera
 from n5mscodecs.errors import ConfigurationError
 from n5mscodecs.paintera import read_label_to_block_mapping
 
-commit_module = importlib.import_module("n5mscodecs.paintera.commit")
 BIG = 2**63 + 11   # an id Paintera's lookup cannot list (a negative Java long)
 
 
