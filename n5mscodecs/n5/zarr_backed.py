@@ -175,16 +175,16 @@ class ZarrBackedStore(Store):
         return sorted({name.rstrip("/") for name in self._run(key, "list", names())})
 
     def walk(self, key: str = "") -> Iterator[tuple[str, list[str], list[str]]]:
-        pending = ["/".join(_parts(key))]
+        top = "/".join(_parts(key))
+        pending = [(top, self.list_dir(top))]   # each key listed once: the listing says it is a directory
         while pending:
-            directory = pending.pop()
-            names = self.list_dir(directory)
-            below = [posixpath.join(directory, name) if directory else name for name in names]
-            subdirectories = [name for name, child in zip(names, below, strict=True) if self.is_directory(child)]
-            files = [name for name, child in zip(names, below, strict=True) if self._is_object(child)]
+            directory, names = pending.pop()
+            below = {name: posixpath.join(directory, name) if directory else name for name in names}
+            listings = {name: self.list_dir(child) for name, child in below.items()}
+            subdirectories = [name for name in names if listings[name]]
+            files = [name for name in names if self._is_object(below[name])]
             yield directory, subdirectories, files
-            pending.extend(posixpath.join(directory, name) if directory else name
-                           for name in reversed(subdirectories))
+            pending.extend((below[name], listings[name]) for name in reversed(subdirectories))
 
     def total_size(self, key: str = "") -> int:
         return int(self._run(key, "measure", self.zarr_store.getsize_prefix(self._key(key))))
