@@ -98,13 +98,11 @@ def lock_held_elsewhere(target):
 
 def commit_killed_after_blocks(monkeypatch, blocks, *args, **kwargs):
     """``paintera.commit(*args, **kwargs)`` interrupted (KeyboardInterrupt) when it is about to
-    write its block number ``blocks + 1``; returns the (level, grid) of the blocks it wrote."""
-    import importlib
-
+    place its block number ``blocks + 1``; returns the (level, grid) of the blocks it placed."""
     from n5mscodecs import paintera
+    from n5mscodecs.paintera import commit_blocks
 
-    commit_module = importlib.import_module("n5mscodecs.paintera.commit")
-    written, original = [], commit_module.write_block
+    written, original = [], commit_blocks.place_block
 
     def killed(*write_args, **write_kwargs):
         if len(written) == blocks:
@@ -113,7 +111,7 @@ def commit_killed_after_blocks(monkeypatch, blocks, *args, **kwargs):
         return original(*write_args, **write_kwargs)
 
     with monkeypatch.context() as patched:
-        patched.setattr(commit_module, "write_block", killed)
+        patched.setattr(commit_blocks, "place_block", killed)
         with pytest.raises(KeyboardInterrupt):
             paintera.commit(*args, **kwargs)
     return written

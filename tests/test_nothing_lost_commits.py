@@ -147,10 +147,31 @@ def test_a_rerun_commit_removes_the_temporary_files_of_the_killed_one(source, tm
     expected = tmp_path / "E.n5" / "labels"
     shutil.copytree(source, expected)
     paintera.commit(expected, edit, (3, 3, 3), threads=1)
-    # killed at its 12th file rename: a block's temporary file written, not yet renamed
-    killed_commit(source, tmp_path / "edit.npy", (3, 3, 3), "os", "replace", 12)
+    # killed at its 32nd file rename: a placed block's temporary file written, not yet renamed
+    # (renames 1-18 stage the blocks, 19 the journal, 20-26 the marks, 27-44 place the blocks)
+    killed_commit(source, tmp_path / "edit.npy", (3, 3, 3), "os", "replace", 32)
     assert [name for name in files(source) if os.path.basename(name).startswith(".tmp-")]
     assert paintera.commit(source, edit, (3, 3, 3), threads=1).finished_interrupted
+    ours, theirs = without_lock(files(source)), without_lock(files(expected))
+    assert sorted(ours) == sorted(theirs)
+    assert [key for key in ours if ours[key] != theirs[key]] == []
+
+
+def test_a_commit_killed_while_staging_changed_nothing_and_the_next_one_goes_through(source, tmp_path):
+    """Killed while it stages the blocks it made (before its journal and marks): every file of
+    the source is as it was (only the staged blocks and the dead writer's lock are new), and
+    the next commit, which clears the staged blocks, writes what an uninterrupted one writes."""
+    edit = np.full((12, 12, 6), 9, np.uint64)
+    np.save(tmp_path / "edit.npy", edit)
+    expected = tmp_path / "E.n5" / "labels"
+    shutil.copytree(source, expected)
+    paintera.commit(expected, edit, (3, 3, 3), threads=1)
+    before = without_lock(files(source))
+    killed_commit(source, tmp_path / "edit.npy", (3, 3, 3), "os", "replace", 10)
+    after = without_lock(files(source))
+    assert [key for key in after if ".tmp-commit/" in key]
+    assert {key: value for key, value in after.items() if ".tmp-commit/" not in key} == before
+    assert not paintera.commit(source, edit, (3, 3, 3), threads=1).finished_interrupted
     ours, theirs = without_lock(files(source)), without_lock(files(expected))
     assert sorted(ours) == sorted(theirs)
     assert [key for key in ours if ours[key] != theirs[key]] == []
@@ -167,10 +188,12 @@ def java_source(tmp_path, name):
     return container / "paintera_labels"
 
 
-KILLS = [("n5mscodecs.paintera.commit", "patch_label_to_block_mapping", 1),  # every block written, no lookup
-         ("os", "replace", 13),   # mid-blocks: s0 block (0, 0, 1) half written (its unique-labels)
-         ("os", "replace", 32),   # mid-lookups: one lookup file patched
-         ("os", "replace", 36)]   # maxId raised, unmarking
+# renames 1-20 stage the blocks, 21 the journal, 22-31 the marks, 32-51 place the blocks,
+# 52-55 patch the lookups, 56 raises maxId, 57-66 unmark
+KILLS = [("n5mscodecs.paintera.commit_blocks", "patch_label_to_block_mapping", 1),  # every block placed, no lookup
+         ("os", "replace", 34),   # mid-blocks: s0 block (0, 0, 1) half placed (its unique-labels)
+         ("os", "replace", 53),   # mid-lookups: one lookup file patched
+         ("os", "replace", 58)]   # maxId raised, unmarking
 
 
 @pytest.mark.parametrize(("module", "name", "when"), KILLS)
@@ -325,7 +348,7 @@ def test_a_killed_commit_without_a_journal_is_finished_by_rebuilding_the_lookups
     expected = tmp_path / "E.n5" / "labels"
     shutil.copytree(source, expected)
     paintera.commit(expected, edit, (3, 3, 3), threads=1)
-    killed_commit(source, tmp_path / "edit.npy", (3, 3, 3), "n5mscodecs.paintera.commit",
+    killed_commit(source, tmp_path / "edit.npy", (3, 3, 3), "n5mscodecs.paintera.commit_blocks",
                   "patch_label_to_block_mapping", 1)
     (source / JOURNAL_NAME).unlink()
     killed_commit(source, tmp_path / "edit.npy", (3, 3, 3), "n5mscodecs.paintera.mapping_build", "mark_complete", 1)

@@ -3,8 +3,10 @@ runs as tasks on the workers, and the files written are byte for byte those loca
 write, on local disk and on S3 (a moto server). See n5mscodecs.paintera.cluster."""
 
 import contextlib
+import gc
 import pickle
 import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -227,8 +229,9 @@ def test_commit_runs_on_the_workers_and_writes_what_threads_write(client, where,
         summary = paintera.commit(f"{where}/cluster.n5/labels", edit, (3, 10, 4), scheduler=client)
     local = paintera.commit(f"{where}/local.n5/labels", edit, (3, 10, 4), scheduler="threads")
     written = summary.blocks_written
-    # a task per edited block, per remade block, per block written and per level's lookup
-    assert tasks["indexed"] == summary.blocks_read[0] + sum(written[1:]) + sum(written) + len(written)
+    # a task per edited block, per remade block, per level's lookup check, per block placed and
+    # per level's lookup patch
+    assert tasks["indexed"] == summary.blocks_read[0] + sum(written[1:]) + 2 * len(written) + sum(written)
     assert summary.engine.startswith("dask.distributed") and local.engine.startswith("local threads")
     assert files(f"{where}/cluster.n5") == files(f"{where}/local.n5")
 
@@ -254,8 +257,9 @@ def test_a_commit_into_plain_levels_on_the_workers(client, tmp_path):
 
 
 def test_a_killed_commit_finished_on_the_workers_equals_the_uninterrupted_one(client, tmp_path, monkeypatch):
-    """The journal of the killed run (the ids each block held before) travels to the workers
-    with the commit's work: the lookups they patch are those an uninterrupted commit writes."""
+    """The journal of the killed run (the ids that left and entered each block) reaches the
+    workers with the lookup tasks: the lookups they patch are those an uninterrupted commit
+    writes."""
     labels = voronoi_labels((32, 32, 16), 25, seed=4)
     for name in ("killed", "expected"):
         paintera.convert(labels, tmp_path / f"{name}.n5" / "labels", block_size=8, factors=[2, 2], rule="java",
@@ -269,6 +273,35 @@ def test_a_killed_commit_finished_on_the_workers_equals_the_uninterrupted_one(cl
         summary = paintera.commit(tmp_path / "killed.n5" / "labels", edit, (3, 3, 3), scheduler=client)
     assert summary.finished_interrupted and tasks["indexed"] > 0
     assert files(tmp_path / "killed.n5") == files(tmp_path / "expected.n5")
+
+
+def _commit_client_peak(client, root, edge, n_labels):
+    """Peak bytes traced in this (the client's) process while a fixed 8^3 edit of a new id
+    is committed at the centre of an ``edge``^3 source of ``n_labels`` cells, on the cluster;
+    and the commit's summary."""
+    source = root / f"c{edge}.n5" / "labels"
+    levels = (edge // 8).bit_length() - 1   # down to one block: its lists hold every id
+    paintera.convert(voronoi_labels((edge,) * 3, n_labels, seed=edge), source, block_size=8, rule="java",
+                     factors=[2] * levels, scheduler="threads")
+    edit = np.full((8, 8, 8), 10**6, np.uint64)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        summary = paintera.commit(source, edit, (edge // 2 - 4,) * 3, scheduler=client)
+        return tracemalloc.get_traced_memory()[1], summary
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_commits_client_memory_does_not_grow_with_the_source(client, tmp_path):
+    """The blocks a commit makes stay on the workers (staged in the source); the client holds
+    what changed, an edit's worth: its peak does not follow the volume or the ids."""
+    _commit_client_peak(client, tmp_path, 16, 20)   # the first job's one-off costs
+    small, small_summary = _commit_client_peak(client, tmp_path, 32, 1000)
+    large, large_summary = _commit_client_peak(client, tmp_path, 64, 8000)   # 8x the voxels and the ids
+    assert large_summary.blocks_written == [8, 8, 8, 1] and large_summary.max_id == 10**6
+    assert small_summary.blocks_written == [8, 8, 1]
+    assert large <= 2 * small, (small, large)
 
 
 # ---------------------------------------------------------------------------------------------
