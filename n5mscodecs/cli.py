@@ -90,8 +90,8 @@ class _TextProgress:
         self.done += n
 
     def close(self):
-        print(f"  {self.description}: {self.done}/{self.total} in {time.perf_counter() - self.started:.1f} s",
-              file=sys.stderr)
+        done = self.done if self.total is None else f"{self.done}/{self.total}"   # None: counted as they go
+        print(f"  {self.description}: {done} in {time.perf_counter() - self.started:.1f} s", file=sys.stderr)
 
 
 def _stage_name(description):

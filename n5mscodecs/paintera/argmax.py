@@ -31,6 +31,7 @@ from ..n5.writing import LOCK_NAME, WriterLock, mark_complete
 from .assignment import resolve_assignment
 from .cluster import engine_for, progress_bar, run_tasks
 from .conventions import attributes_above, level_placement, source_store, target_store
+from .mapping_build import scan_depth, subtrees
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -43,6 +44,10 @@ if TYPE_CHECKING:
     from .assignment import FragmentSegmentAssignment, Pairs
     from .cluster import ProgressBar
 
+
+#: an export task covers the present blocks below one directory of the grid's first axes: the
+#: fewest axes that leave at most this many (few messages to a scheduler, enough tasks to share)
+EXPORT_BLOCKS = 64
 
 @dataclass
 class ArgmaxSummary:
@@ -74,7 +79,7 @@ def export_argmax(
     threads: int | None = None,
     scheduler: str | distributed.Client | None = None,
     container: PathLike | None = None,
-    progress: Callable[[str, int], ProgressBar] | None = None,
+    progress: Callable[[str, int | None], ProgressBar] | None = None,
     storage_options: StorageOptions = None,
     assignment: Any = "auto",
     additional_assignment: Pairs | None = None,
@@ -104,7 +109,8 @@ def export_argmax(
     container : path, optional
         The N5 container root of an N5 target (see :func:`n5mscodecs.n5.write`).
     progress : callable, optional
-        ``progress("argmax", total)`` returns a bar with ``update(n)`` and ``close()``.
+        ``progress("argmax", None)`` returns a bar with ``update(n)`` and ``close()`` (the
+        blocks are counted as they are exported: the client never lists them).
     storage_options : dict, optional
         fsspec options for URL locations (both ends).
     assignment : "auto", None, FragmentSegmentAssignment or mapping
@@ -141,20 +147,19 @@ def export_argmax(
     store.check_writable("", "export into")
     zarr = require("zarr", "zarr", "zarr targets") if is_zarr_target(store) else None
     placement = world_placement(dataset)
-    positions = dataset.present_blocks()
     started = time.perf_counter()
     created = not store.exists()
     try:
         with engine_for(scheduler, threads, store) as engine, WriterLock(store):
             write = (_ZarrBlockWriter.create(zarr, dataset, store, placement, overwrite) if zarr is not None else
                      _n5_writer(dataset, store, placement, overwrite, container))
-            _write_blocks(engine, _ArgmaxJob(dataset, write, rule, lookup), positions, progress, store)
+            present = _write_blocks(engine, _ArgmaxJob(dataset, write, rule, lookup), progress, store)
             if zarr is None:
                 mark_complete(store)
     finally:
         if created and store.is_directory() and not store.list_dir():
             store.delete_tree("")  # the lock's directory was all that a refusal left
-    return ArgmaxSummary(store.url(), dataset.shape, zarr is not None, len(positions),
+    return ArgmaxSummary(store.url(), dataset.shape, zarr is not None, present,
                          int(np.prod(dataset.grid_shape, dtype=object)), time.perf_counter() - started, lookup,
                          engine.description)
 
@@ -253,12 +258,25 @@ def _export_block(job: _ArgmaxJob, grid) -> int:
     return 1
 
 
-def _write_blocks(engine, job, positions, progress, store):
-    """Each block of ``positions`` exported as a task on ``engine``; a failure clears the
-    target (its lock kept until the caller releases it)."""
+def _export_subtree(job: _ArgmaxJob, prefix) -> int:
+    """The present blocks below the grid directory ``prefix``, found by listing here (on the
+    worker), each exported; returns how many."""
+    return sum(_export_block(job, grid) for grid in job.dataset.present_blocks(prefix))
+
+
+def _write_blocks(engine, job, progress, store) -> int:
+    """Every present block exported, as one task per subtree of the grid (the blocks below
+    one directory of its first axes: at most EXPORT_BLOCKS, or one row); the client lists
+    the directories only, one at a time, never the blocks. Returns the blocks exported. A
+    failure clears the target (its lock kept until the caller releases it)."""
     try:
-        with progress_bar(progress, "argmax", len(positions)) as bar, engine.shared(job) as shared:
-            run_tasks(engine, _export_block, shared, positions, bar=bar)
+        with progress_bar(progress, "argmax", None) as bar, engine.shared(job) as shared:
+            def count(total, exported):
+                bar.update(exported)
+                return total + exported
+
+            prefixes = subtrees(job.dataset, scan_depth(job.dataset.grid_shape, EXPORT_BLOCKS))
+            return run_tasks(engine, _export_subtree, shared, prefixes, reduce=count)
     except (Exception, KeyboardInterrupt):
         store.clear("", {LOCK_NAME})
         raise

@@ -281,8 +281,8 @@ def once_per_process(token: str, load: Callable[[], T]) -> T:
 
 
 @contextmanager
-def progress_bar(progress: Callable[[str, int], ProgressBar] | None, description: str,
-                 total: int) -> Iterator[ProgressBar]:
+def progress_bar(progress: Callable[[str, int | None], ProgressBar] | None, description: str,
+                 total: int | None) -> Iterator[ProgressBar]:
     """``progress(description, total)`` (nothing without ``progress``), closed on exit."""
     bar = progress(description, total) if progress else NO_PROGRESS
     try:

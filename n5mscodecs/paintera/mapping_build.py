@@ -109,17 +109,18 @@ class _Build:
         return dataset
 
 
-def scan_depth(grid_shape: tuple[int, ...]) -> int:
-    """How many first axes name a scan task's subtree: the fewest that leave it at most
-    SCAN_BLOCKS blocks (0: one task for the whole grid), and never all of them (a subtree is
-    a directory: a 1-d grid is one task)."""
+def scan_depth(grid_shape: tuple[int, ...], limit: int | None = None) -> int:
+    """How many first axes name a task's subtree: the fewest that leave it at most ``limit``
+    blocks (default SCAN_BLOCKS; 0: one task for the whole grid), and never all of them (a
+    subtree is a directory: a 1-d grid is one task)."""
+    limit = SCAN_BLOCKS if limit is None else limit
     depth = 0
-    while depth < len(grid_shape) - 1 and int(np.prod(grid_shape[depth:], dtype=object)) > SCAN_BLOCKS:
+    while depth < len(grid_shape) - 1 and int(np.prod(grid_shape[depth:], dtype=object)) > limit:
         depth += 1
     return depth
 
 
-def subtrees(dataset: n5.ArrayDataset, depth: int) -> Iterator[tuple[int, ...]]:
+def subtrees(dataset: n5.ArrayDataset | n5.LabelMultisetDataset, depth: int) -> Iterator[tuple[int, ...]]:
     """The grid prefixes of length ``depth`` that hold blocks, found by listing directories
     (never the blocks themselves), one directory at a time; where the store cannot list (an
     ``http(s)`` server without listings: a listing finds nothing), every prefix of the grid

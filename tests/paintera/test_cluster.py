@@ -178,7 +178,10 @@ def test_export_argmax_runs_on_the_workers_and_writes_what_threads_write(client,
     level = pyramid_source / "data" / "s0"
     with tasks_run(client) as tasks:
         summary = paintera.export_argmax(level, f"{where}/cluster{suffix}", scheduler=client)
-    assert tasks["export_block"] == summary.blocks_present > 0 and summary.engine.startswith("dask.distributed")
+    present = n5.open(level).present_blocks()   # 6 x 5 x 3 blocks: more than EXPORT_BLOCKS
+    # a task per directory of the grid's first axis, listing its blocks on the worker
+    assert tasks["export_subtree"] == len({grid[0] for grid in present}) == 6
+    assert summary.blocks_present == len(present) and summary.engine.startswith("dask.distributed")
     paintera.export_argmax(level, f"{where}/local{suffix}", scheduler="threads")
     assert files(f"{where}/cluster{suffix}") == files(f"{where}/local{suffix}")
     assert summary.assignment is not None   # the merge table went to the workers with the job
