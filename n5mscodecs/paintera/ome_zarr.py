@@ -50,7 +50,6 @@ from ..n5 import grid, storage
 from ..n5.writing import INCOMPLETE_KEY, LOCK_NAME, WriterLock, incomplete_marker
 from .argmax import block_segments
 from .cluster import engine_for, progress_bar, run_tasks
-from .containers import read_listed_block
 from .conventions import source_store
 from .multiscale import open_pyramid
 from .sources import first_multiscale, level_of_image
@@ -146,40 +145,53 @@ def ome_attributes(version: str, multiscales: dict[str, Any], image_label: dict[
     return {"ome": {"version": "0.5", "multiscales": [multiscales], "image-label": image_label}}
 
 
+def _walk_through(store):
+    """A local store walked from top to bottom, holding one directory at a time: a link to
+    nothing, a link loop or a directory that cannot be listed raises (naming it) before
+    anything is written (the blocks themselves are looked up by the tasks; object stores
+    have none of these)."""
+    if store.is_local:
+        for _ in store.walk():
+            pass
+
+
 def _write_units(array_shape, chunks, shards):
-    """The regions (z, y, x slices) written as one piece: whole shards, or whole chunks."""
+    """The regions (z, y, x slices) written as one piece, lazily: whole shards, or whole chunks."""
     unit = shards or chunks
-    return [tuple(slice(g * u, min((g + 1) * u, n)) for g, u, n in zip(position, unit, array_shape))
-            for position in np.ndindex(*grid.grid_shape(array_shape, unit))]
+    for position in np.ndindex(*grid.grid_shape(array_shape, unit)):
+        yield tuple(slice(g * u, min((g + 1) * u, n)) for g, u, n in zip(position, unit, array_shape))
 
 
-def _blocks_in(region_zyx, dataset, present):
-    """The present N5 blocks (grid positions, x, y, z) inside a (z, y, x) region."""
+def _blocks_read(read, dataset, region_zyx):
+    """``[(grid position, read(position))]`` of the N5 blocks stored inside a (z, y, x) region
+    (a missing block reads as None and is left out: the region is looked up block by block on
+    the worker, never listed on the client)."""
     region = region_zyx[::-1]
     ranges = [range(s.start // c, -(-s.stop // c)) for s, c in zip(region, dataset.chunks)]
-    positions = (tuple(r[i] for r, i in zip(ranges, index)) for index in np.ndindex(*[len(r) for r in ranges]))
-    return [position for position in positions if position in present]
+    found = []
+    for index in np.ndindex(*[len(r) for r in ranges]):
+        position = tuple(r[i] for r, i in zip(ranges, index))
+        block = read(position)
+        if block is not None:
+            found.append((position, block))
+    return found
 
 
-def _labels_piece(dataset, region_zyx, positions):
-    """uint64 labels (z, y, x) of ``region_zyx``: present blocks' argmax, INVALID and gaps 0."""
+def _labels_piece(dataset, region_zyx, blocks):
+    """uint64 labels (z, y, x) of ``region_zyx`` from its blocks' argmax: INVALID and gaps 0."""
     out = np.zeros(tuple(s.stop - s.start for s in region_zyx), np.uint64)
     origin = [s.start for s in region_zyx[::-1]]
-    for position in positions:
-        labels = read_listed_block(functools.partial(block_segments, dataset), dataset, position)
+    for position, labels in blocks:
         box = dataset.block_region(position)
         out[tuple(slice(b.start - o, b.stop - o) for b, o in zip(box, origin))[::-1]] = labels.T
     return out
 
 
-def _multisets_piece(dataset, region_zyx, positions):
-    """Label multisets (z, y, x) of ``region_zyx``; gaps ``{0: 1}``."""
+def _multisets_piece(dataset, region_zyx, blocks):
+    """Label multisets (z, y, x) of ``region_zyx`` from its blocks; gaps ``{0: 1}``."""
     origin = [s.start for s in region_zyx[::-1]]
-    parts = []
-    for position in positions:
-        box = dataset.block_region(position)
-        block = read_listed_block(dataset.read_block, dataset, position)
-        parts.append((tuple(slice(b.start - o, b.stop - o) for b, o in zip(box, origin)), block))
+    parts = [(tuple(slice(b.start - o, b.stop - o) for b, o in zip(dataset.block_region(position), origin)), block)
+             for position, block in blocks]
     shape = tuple(s.stop - s.start for s in region_zyx[::-1])
     return assemble(shape, parts, fill=0).T
 
@@ -334,8 +346,8 @@ def to_ome_zarr(
     level_shards = [None] * len(datasets)
     if version == "0.5" and shards is not False and not multisets:
         level_shards = [_checked_shards(shards, d, level) for level, d in enumerate(datasets)]
-    # listed before the first write: a block that cannot be listed refuses the export, not stops it
-    presents = [set(d.present_blocks()) for d in datasets]
+    for dataset in datasets:   # a directory or link that cannot be listed refuses the export, not stops it
+        _walk_through(dataset.store)
     exists = target.exists()
     if exists and not (overwrite or resume):
         raise FileExistsError(f"{target.display()} exists (pass overwrite=True to replace it or resume=True "
@@ -363,7 +375,7 @@ def to_ome_zarr(
                 array = _level_array(zarr, group, f"s{level}", shape, chunks, level_shards[level], multisets,
                                      zarr_format, resume and exists, compressors)
                 w, t = _write_level(engine, array, dataset, chunks, level_shards[level], multisets,
-                                    resume and exists, progress, f"level {level}", lookup, presents[level])
+                                    resume and exists, progress, f"level {level}", lookup)
                 written, total = written + w, total + t
         multiscales = multiscales_metadata(pyramid, name, version, ngff_unit(datasets[0].attributes), len(datasets))
         image_label = {}
@@ -462,33 +474,38 @@ class _LevelExport:
     resuming: bool
 
 
-def _write_unit(shared, item) -> int:
-    """One chunk or shard written (1), or 0 when resuming found it written."""
+def _write_unit(shared, region) -> int:
+    """One chunk or shard written (1); 0 when resuming found it written, or when no block of
+    the source is stored inside it (nothing written: it reads as the fill value)."""
     level, lookup = shared
-    region, blocks = item
     if level.resuming and _chunk_written(level.array, region, level.unit):
         return 0
+    dataset = level.dataset
     if level.multisets:  # the chunk bytes straight from the columnar form: no element objects
         from ..zarr import write_label_multisets
 
-        write_label_multisets(level.array, _multisets_piece(level.dataset, region, blocks), region)
+        blocks = _blocks_read(dataset.read_block, dataset, region)
+        if blocks:
+            write_label_multisets(level.array, _multisets_piece(dataset, region, blocks), region)
     else:  # the fragment-segment-assignment, when given, on the argmax labels
-        labels = _labels_piece(level.dataset, region, blocks)
-        level.array[region] = labels if lookup is None else lookup.apply(labels, in_place=True)
-    return 1
+        blocks = _blocks_read(functools.partial(block_segments, dataset), dataset, region)
+        if blocks:
+            labels = _labels_piece(dataset, region, blocks)
+            level.array[region] = labels if lookup is None else lookup.apply(labels, in_place=True)
+    return 1 if blocks else 0
 
 
 def _write_level(engine, array, dataset, chunks, shards, multisets, resuming, progress, description,
-                 lookup=None, present=None):
-    """Write every chunk or shard of one level that holds a present block, as tasks on
-    ``engine`` (``lookup``: what :meth:`Engine.shared` yields); returns (written, total)."""
-    present = set(dataset.present_blocks()) if present is None else present
-    units = _write_units(array.shape, chunks, shards)
-    work = [(region, blocks) for region in units if (blocks := _blocks_in(region, dataset, present))]
-    level = _LevelExport(array, dataset, tuple(shards or chunks), multisets, resuming)
-    with progress_bar(progress, description, len(work)) as bar:
-        written = run_tasks(engine, _write_unit, (level, lookup), work, bar=bar)
-    return written, len(units)
+                 lookup=None):
+    """Write every chunk or shard of one level that holds a stored block, as tasks on
+    ``engine`` (``lookup``: what :meth:`Engine.shared` yields), one per chunk or shard, each
+    looking up its blocks on the worker; returns (written, total)."""
+    unit = tuple(shards or chunks)
+    total = int(np.prod(grid.grid_shape(array.shape, unit), dtype=object))
+    level = _LevelExport(array, dataset, unit, multisets, resuming)
+    with progress_bar(progress, description, total) as bar:
+        written = run_tasks(engine, _write_unit, (level, lookup), _write_units(array.shape, chunks, shards), bar=bar)
+    return written, total
 
 
 def _list_label(zarr, parent: Store, name, version, zarr_format):
