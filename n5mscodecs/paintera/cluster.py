@@ -168,18 +168,6 @@ def engine_for(scheduler: str | distributed.Client | None, threads: int | None =
             owned.close()
 
 
-def batches(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
-    """``items`` in lists of ``size`` (the last shorter), lazily: one task per list."""
-    batch: list[Item] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 def _add(total: Any, result: Any) -> Any:
     return total + result
 

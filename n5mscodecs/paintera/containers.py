@@ -23,9 +23,10 @@ import numpy as np
 from .. import n5
 from ..errors import ConfigurationError, IncompleteError, N5msCodecsError, StorageError
 from ..n5.storage import ATTRIBUTES
-from .cluster import batches, engine_for, run_tasks
+from .cluster import engine_for, run_tasks
 from .conventions import CONVERSION_KEY, source_store
 from .lookup import LOOKUP_DIMENSION
+from .mapping_build import scan_depth, subtrees
 from .multiscale import interrupted
 
 if TYPE_CHECKING:
@@ -209,29 +210,36 @@ def _describe(dataset):
     return text, None
 
 
-#: Blocks one check task reads (a block's check is short: a task each would be mostly overhead)
-CHECK_BATCH = 16
+#: a check task reads the blocks below one directory of the grid's first axes: the fewest
+#: axes that leave at most this many (a block's check is short: a task each would be mostly
+#: overhead)
+CHECK_BLOCKS = 64
 
 
-def _check_blocks(dataset, positions):
-    """[(position, problem), ...] of the blocks of ``positions`` that cannot be read and decoded."""
+def _check_subtree(dataset, prefix):
+    """``(blocks read, [(position, problem), ...])`` of the blocks below the grid directory
+    ``prefix`` (listed here, on the worker) that cannot be read and decoded."""
     decode = dataset.read_block_labels if isinstance(dataset, n5.LabelMultisetDataset) else dataset.read_block
+    positions = dataset.present_blocks(prefix)
     problems = []
     for position in positions:
         try:
             read_listed_block(decode, dataset, position)
         except (N5msCodecsError, OSError) as exc:
             problems.append((position, str(exc)))
-    return problems
+    return len(positions), problems
+
+
+def _add_checks(found, more):
+    return found[0] + more[0], found[1] + more[1]
 
 
 def _check(dataset, engine):
     """(blocks read, [problem, ...] in grid order) after reading and decoding every block of
-    ``dataset`` as tasks on ``engine``."""
-    positions = dataset.present_blocks()
-    problems = run_tasks(engine, _check_blocks, dataset, batches(positions, CHECK_BATCH),
-                         reduce=lambda found, more: found + more, initial=[])
-    return len(positions), [problem for _, problem in sorted(problems)]
+    ``dataset`` as tasks on ``engine`` (one per grid directory: the client lists none)."""
+    prefixes = subtrees(dataset, scan_depth(dataset.grid_shape, CHECK_BLOCKS))
+    read, problems = run_tasks(engine, _check_subtree, dataset, prefixes, reduce=_add_checks, initial=(0, []))
+    return read, [problem for _, problem in sorted(problems)]
 
 
 def _source_lines(store: Store, attributes: dict[str, Any]) -> list[str] | None:

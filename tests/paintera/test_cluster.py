@@ -212,7 +212,7 @@ def test_info_check_reads_every_block_on_the_workers(client, pyramid_source, tmp
     with tasks_run(client) as tasks:
         code = main(["info", str(copy / "labels"), "--check", "--scheduler", client.scheduler.address])
     cluster_out = capsys.readouterr().out
-    assert code == 1 and tasks["check_blocks"] > 0
+    assert code == 1 and tasks["check_subtree"] > 0
     assert main(["info", str(copy / "labels"), "--check", "--scheduler", "threads"]) == 1
     local_out = capsys.readouterr().out
     bad = [line for line in cluster_out.splitlines() if "BAD" in line]
