@@ -31,7 +31,7 @@ from ..n5.writing import LOCK_NAME, WriterLock, mark_complete
 from .assignment import resolve_assignment
 from .cluster import engine_for, progress_bar, run_tasks
 from .conventions import attributes_above, level_placement, source_store, target_store
-from .mapping_build import scan_depth, subtrees
+from .mapping_build import spread_depth, subtrees
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -266,7 +266,8 @@ def _export_subtree(job: _ArgmaxJob, prefix) -> int:
 
 def _write_blocks(engine, job, progress, store) -> int:
     """Every present block exported, as one task per subtree of the grid (the blocks below
-    one directory of its first axes: at most EXPORT_BLOCKS, or one row); the client lists
+    one directory of its first axes: at most EXPORT_BLOCKS, fewer where that gives a worker
+    thread fewer than four tasks, or one row); the client lists
     the directories only, one at a time, never the blocks. Returns the blocks exported. A
     failure clears the target (its lock kept until the caller releases it)."""
     try:
@@ -275,7 +276,7 @@ def _write_blocks(engine, job, progress, store) -> int:
                 bar.update(exported)
                 return total + exported
 
-            prefixes = subtrees(job.dataset, scan_depth(job.dataset.grid_shape, EXPORT_BLOCKS))
+            prefixes = subtrees(job.dataset, spread_depth(job.dataset.grid_shape, EXPORT_BLOCKS, engine.workers))
             return run_tasks(engine, _export_subtree, shared, prefixes, reduce=count)
     except (Exception, KeyboardInterrupt):
         store.clear("", {LOCK_NAME})

@@ -26,7 +26,7 @@ from ..n5.storage import ATTRIBUTES
 from .cluster import engine_for, run_tasks
 from .conventions import CONVERSION_KEY, source_store
 from .lookup import LOOKUP_DIMENSION
-from .mapping_build import scan_depth, subtrees
+from .mapping_build import spread_depth, subtrees
 from .multiscale import interrupted
 
 if TYPE_CHECKING:
@@ -237,7 +237,7 @@ def _add_checks(found, more):
 def _check(dataset, engine):
     """(blocks read, [problem, ...] in grid order) after reading and decoding every block of
     ``dataset`` as tasks on ``engine`` (one per grid directory: the client lists none)."""
-    prefixes = subtrees(dataset, scan_depth(dataset.grid_shape, CHECK_BLOCKS))
+    prefixes = subtrees(dataset, spread_depth(dataset.grid_shape, CHECK_BLOCKS, engine.workers))
     read, problems = run_tasks(engine, _check_subtree, dataset, prefixes, reduce=_add_checks, initial=(0, []))
     return read, [problem for _, problem in sorted(problems)]
 

@@ -120,6 +120,14 @@ def scan_depth(grid_shape: tuple[int, ...], limit: int | None = None) -> int:
     return depth
 
 
+def spread_depth(grid_shape: tuple[int, ...], most: int, workers: int) -> int:
+    """:func:`scan_depth` for tasks of at most ``most`` blocks that still give each of
+    ``workers`` threads about four tasks where the grid has the blocks for it (a small grid
+    in tasks of ``most`` blocks would be one task)."""
+    total = int(np.prod(grid_shape, dtype=object))
+    return scan_depth(grid_shape, max(1, min(most, total // (4 * max(1, workers)))))
+
+
 def subtrees(dataset: n5.ArrayDataset | n5.LabelMultisetDataset, depth: int) -> Iterator[tuple[int, ...]]:
     """The grid prefixes of length ``depth`` that hold blocks, found by listing directories
     (never the blocks themselves), one directory at a time; where the store cannot list (an
