@@ -168,6 +168,25 @@ def engine_for(scheduler: str | distributed.Client | None, threads: int | None =
             owned.close()
 
 
+def batches(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
+    """``items`` in lists of ``size`` (the last shorter), lazily: one task per list."""
+    batch: list[Item] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def tasks_of(total: int, most: int, workers: int) -> int:
+    """How many of ``total`` items one task takes: at most ``most`` (few messages to a
+    scheduler, whose client keeps a log of them), fewer where that would leave each of
+    ``workers`` threads under four tasks."""
+    return max(1, min(most, total // (4 * max(1, workers))))
+
+
 def _add(total: Any, result: Any) -> Any:
     return total + result
 

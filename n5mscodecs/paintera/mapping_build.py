@@ -36,7 +36,7 @@ from ..errors import ConfigurationError
 from ..multiset.rules import check_rule
 from ..n5 import storage
 from ..n5.writing import incomplete_marker, mark_complete, write_marked
-from .cluster import engine_for, run_tasks
+from .cluster import engine_for, run_tasks, tasks_of
 from .conventions import source_store, target_store
 from .lookup import LOOKUP_DIMENSION, MAPPING_HINT, MAPPING_WRITER, _mapping_dataset, mapping_files, pairs_of_blocks
 
@@ -124,8 +124,7 @@ def spread_depth(grid_shape: tuple[int, ...], most: int, workers: int) -> int:
     """:func:`scan_depth` for tasks of at most ``most`` blocks that still give each of
     ``workers`` threads about four tasks where the grid has the blocks for it (a small grid
     in tasks of ``most`` blocks would be one task)."""
-    total = int(np.prod(grid_shape, dtype=object))
-    return scan_depth(grid_shape, max(1, min(most, total // (4 * max(1, workers)))))
+    return scan_depth(grid_shape, tasks_of(int(np.prod(grid_shape, dtype=object)), most, workers))
 
 
 def subtrees(dataset: n5.ArrayDataset | n5.LabelMultisetDataset, depth: int) -> Iterator[tuple[int, ...]]:

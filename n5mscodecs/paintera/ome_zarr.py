@@ -49,7 +49,7 @@ from ..multiset import assemble
 from ..n5 import grid, storage
 from ..n5.writing import INCOMPLETE_KEY, LOCK_NAME, WriterLock, incomplete_marker
 from .argmax import block_segments
-from .cluster import engine_for, progress_bar, run_tasks
+from .cluster import batches, engine_for, progress_bar, run_tasks, tasks_of
 from .conventions import source_store
 from .multiscale import open_pyramid
 from .sources import first_multiscale, level_of_image
@@ -495,16 +495,33 @@ def _write_unit(shared, region) -> int:
     return 1 if blocks else 0
 
 
+#: chunks or shards one task writes, at most (see :func:`~n5mscodecs.paintera.cluster.tasks_of`)
+UNITS_PER_TASK = 16
+
+
+def _write_batch(shared, regions) -> tuple[int, int]:
+    """``(written, done)`` of a list of chunks or shards, each as :func:`_write_unit`."""
+    return sum(_write_unit(shared, region) for region in regions), len(regions)
+
+
 def _write_level(engine, array, dataset, chunks, shards, multisets, resuming, progress, description,
                  lookup=None):
     """Write every chunk or shard of one level that holds a stored block, as tasks on
-    ``engine`` (``lookup``: what :meth:`Engine.shared` yields), one per chunk or shard, each
-    looking up its blocks on the worker; returns (written, total)."""
+    ``engine`` (``lookup``: what :meth:`Engine.shared` yields) of a few chunks or shards each,
+    submitted as a lazy stream, each looking up its blocks on the worker; returns
+    (written, total)."""
     unit = tuple(shards or chunks)
     total = int(np.prod(grid.grid_shape(array.shape, unit), dtype=object))
-    level = _LevelExport(array, dataset, unit, multisets, resuming)
-    with progress_bar(progress, description, total) as bar:
-        written = run_tasks(engine, _write_unit, (level, lookup), _write_units(array.shape, chunks, shards), bar=bar)
+    per_task = tasks_of(total, UNITS_PER_TASK, engine.workers)
+    # the level (its zarr array, its dataset) goes to each worker once, not with every task
+    with progress_bar(progress, description, total) as bar, \
+            engine.shared(_LevelExport(array, dataset, unit, multisets, resuming)) as level:
+        def count(written, result):
+            bar.update(result[1])
+            return written + result[0]
+
+        written = run_tasks(engine, _write_batch, (level, lookup),
+                            batches(_write_units(array.shape, chunks, shards), per_task), reduce=count)
     return written, total
 
 
