@@ -46,7 +46,7 @@ from .dataset import _Dataset
 from .label_dataset import LabelMultisetDataset
 from .metadata import N5_VERSION, shape_argument
 from .store import READ_ONLY_MODE, Store
-from .stores import open_store
+from .stores import open_store, open_target
 from .writing import LOCK_NAME, WriterLock, check_complete, incomplete_marker, mark_datasets_below
 
 if TYPE_CHECKING:
@@ -550,13 +550,9 @@ def open(path: PathLike | Store, mode: str = "r", *,  # noqa: A001 - mirrors zar
     if mode not in MODES:
         raise ConfigurationError(f"mode must be one of {MODES}, got {mode!r}")
     # the store is chosen here, once; reads below stay inside the container root
-    if isinstance(path, (str, os.PathLike)):
-        path = os.fspath(path)
-        path = open_store(path, storage_options, boundary=storage.confinement_root(path),
-                          read_outside=allow_outside_root)
-    elif not isinstance(path, Store):
-        path = open_store(path)  # zarr-python's stores; anything else is refused by name
-    store = path.read_only_view(READ_ONLY_MODE) if mode == "r" else path
+    store = open_target(path, storage_options, read_outside=allow_outside_root)
+    if mode == "r":
+        store = store.read_only_view(READ_ONLY_MODE)
     path = store.location
     if store.is_file():
         raise ConfigurationError(f"{store.display()}: a file, not an N5 dataset (a directory with an attributes.json)")

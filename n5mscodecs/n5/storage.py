@@ -120,13 +120,6 @@ def _backoff() -> float:
     return sum(RETRY_DELAY * 2**k for k in range(ATTEMPTS - 1))
 
 
-def join(location: PathLike, *names: str | int) -> str:
-    """``location`` / ``names`` (URLs keep their scheme and use "/")."""
-    if is_url(location):
-        return posixpath.join(location, *(str(n) for n in names))
-    return os.path.join(os.fspath(location), *(str(n) for n in names))
-
-
 def _lineage(location: str) -> list[str]:
     """``location`` normalized (local paths absolute), then each of its parents up to the root
     (a URL's first part, e.g. its bucket, is the last)."""
@@ -192,11 +185,12 @@ def depth_below(location: PathLike, parent: PathLike) -> int:
     return _lineage(os.fspath(location)).index(_lineage(os.fspath(parent))[0])
 
 
-def confinement_root(location: PathLike) -> str | None:
-    """The root what is opened at ``location`` is confined to: its container root, else
-    ``location`` itself (None for a URL, whose keys cannot be links)."""
+def confinement_root(location: PathLike, container: PathLike | None = None) -> str | None:
+    """The root what is opened at ``location`` is confined to: its container root (``container``
+    when given, see :func:`container_root`), else ``location`` itself (None for a URL, whose keys
+    cannot be links)."""
     if is_url(location):
         return None
-    return container_root(location) or os.path.abspath(local_path(location))
+    return container_root(location, container) or os.path.abspath(local_path(location))
 
 
