@@ -41,7 +41,7 @@ def is_zarr_store(obj: object) -> bool:
     return isinstance(obj, ZarrStore)
 
 
-def _zarr_location(zarr_store: Any) -> tuple[str | None, StorageOptions]:
+def _zarr_location(zarr_store: Any) -> tuple[str, StorageOptions] | None:
     """The location (and fsspec's options) of the zarr store ``zarr_store`` when this package's
     own stores reach it (a local directory, an fsspec URL); None when only its API does."""
     name = type(zarr_store).__name__
@@ -54,7 +54,7 @@ def _zarr_location(zarr_store: Any) -> tuple[str | None, StorageOptions]:
             return zarr_store.path, None
         options = {k: v for k, v in fs.storage_options.items() if k != "asynchronous"}
         return fs.unstrip_protocol(zarr_store.path), options
-    return None, None
+    return None
 
 
 def open_store(location: Where, storage_options: StorageOptions = None, *, read_only: bool = False,
@@ -69,9 +69,9 @@ def open_store(location: Where, storage_options: StorageOptions = None, *, read_
         :class:`~n5mscodecs.n5.url_store.UrlStore`. One of zarr-python's stores: a ``LocalStore``
         becomes a ``DiskStore`` of its root (atomic writes, confinement, only regular files
         read), an ``FsspecStore`` a ``UrlStore`` of its URL and options (bounded time-outs,
-        retries, no credentials in messages), any other (``MemoryStore``, ``ZipStore``,
-        ``ObjectStore``, wrappers) a :class:`~n5mscodecs.n5.zarr_backed.ZarrBackedStore`; each is
-        read-only when the zarr store is. A store is returned as it is (read-only when ``read_only``).
+        retries, no credentials in messages), any other (``MemoryStore``, ``ZipStore``, zarr's
+        ``ObjectStore``, wrappers) a :class:`~n5mscodecs.n5.zarr_backed.ZarrBackedStore`; each
+        is read-only when the zarr store is. A store is returned as it is (read-only when ``read_only``).
     storage_options : Mapping, optional
         fsspec's options for a URL (endpoint, credentials, ``anon``); never shown in messages.
     read_only : bool
@@ -96,15 +96,15 @@ def open_store(location: Where, storage_options: StorageOptions = None, *, read_
     """
     if isinstance(location, Store):
         return location.read_only_view() if read_only else location
-    zarr_store = None
     if not isinstance(location, (str, os.PathLike)):
         if not is_zarr_store(location):
             raise InputTypeError(f"location: expected a path, a URL or a store (this package's or zarr-python's), "
                                  f"got {type(location).__module__}.{type(location).__qualname__}")
         zarr_store, read_only = location, read_only or bool(location.read_only)
-        location, storage_options = _zarr_location(zarr_store)
-        if location is None:
+        reached = _zarr_location(zarr_store)
+        if reached is None:
             return ZarrBackedStore(zarr_store, read_only=read_only)
+        location, storage_options = reached
     location = os.fspath(location)
     if storage.is_url(location):
         return UrlStore(location, storage_options, read_only=read_only)
@@ -112,13 +112,23 @@ def open_store(location: Where, storage_options: StorageOptions = None, *, read_
 
 
 def open_target(location: Where, storage_options: StorageOptions = None,
-                container: PathLike | Store | None = None, *, read_outside: bool = False) -> Store:
+                container: PathLike | Store | None = None, *, read_outside: bool = False,
+                source: PathLike | None = None) -> Store:
     """The store of a group, dataset or writer's target: ``location`` when it is a store (a
     group's child), else opened here, once, a local one confined to the container root
     (``container`` when given, else the nearest ``*.n5`` of ``location`` and its parents,
-    else ``location``); ``read_outside`` lets its reads follow links out of that root."""
+    else ``location``); ``read_outside`` lets its reads follow links out of that root.
+
+    ``source``: what a writer writes there from (a location, see
+    :func:`~n5mscodecs.n5.create.source_file`): a target that is, contains or lies inside it
+    is a ConfigurationError naming both (an overwrite would remove the source under the writer)."""
     if isinstance(container, Store):
         container = container.location
-    path = isinstance(location, (str, os.PathLike))  # zarr's stores keep their own rules
-    boundary = storage.confinement_root(location, container) if path else None
-    return open_store(location, storage_options, boundary=boundary, read_outside=read_outside and path)
+    boundary = None
+    if isinstance(location, (str, os.PathLike)):  # zarr's stores keep their own rules
+        boundary = storage.confinement_root(location, container)
+    else:
+        read_outside = False
+    store = open_store(location, storage_options, boundary=boundary, read_outside=read_outside)
+    storage.refuse_overlap(store.location, source)
+    return store

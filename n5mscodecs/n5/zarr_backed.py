@@ -1,5 +1,5 @@
 """N5 containers in zarr-python's stores that this package's own stores cannot reach
-(``MemoryStore``, ``ZipStore``, ``ObjectStore``, wrappers): read and written through the zarr
+(``MemoryStore``, ``ZipStore``, ``zarr.storage.ObjectStore``, wrappers): read and written through the zarr
 store's own async API. :func:`~n5mscodecs.n5.stores.open_store` picks this store for them (a
 ``LocalStore`` or an ``FsspecStore`` gets a :class:`~n5mscodecs.n5.disk_store.DiskStore` or a
 :class:`~n5mscodecs.n5.url_store.UrlStore` instead), so that every entry point that takes a
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._threads import default_threads
 from ..errors import StorageError
-from .store import Store, _parts
+from .store import ObjectStore, _parts
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine, Iterator
@@ -38,7 +38,7 @@ class _Loop:
         return asyncio.run_coroutine_threadsafe(coroutine, cls._loop).result()
 
 
-class ZarrBackedStore(Store):
+class ZarrBackedStore(ObjectStore):
     """The keys below ``prefix`` of a zarr-python store (``MemoryStore``, ``ZipStore``, ...).
 
     Parameters
@@ -115,9 +115,6 @@ class ZarrBackedStore(Store):
             self._run(key, "remove", self.zarr_store.delete_dir(self._key(key)))
         else:
             self._run(key, "remove", self.zarr_store.clear())
-
-    def _make_directory(self, key: str = "") -> None:
-        return None  # keys need no directories
 
     def _is_object(self, key: str) -> bool:
         return bool(self._key(key)) and self._run(key, "look up", self.zarr_store.exists(self._key(key)))

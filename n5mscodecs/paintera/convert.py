@@ -17,13 +17,14 @@ from ..errors import ConfigurationError
 from ..multiset import BACKGROUND
 from ..multiset.array import RESERVED_RULES, check_keep
 from ..n5 import storage
-from ..n5.create import source_file, write_container_version
+from ..n5.create import source_file
 from ..n5.writing import (
     LOCK_NAME,
     WriterLock,
     incomplete_marker,
     mark_complete,
     mark_datasets_below,
+    write_container_version,
     write_marked,
 )
 from .cluster import LOCAL, engine_for, progress_bar, run_tasks
