@@ -27,6 +27,10 @@ ATTRIBUTES = "attributes.json"
 #: The zarr v3 metadata beside it (``n5ms zarr-json``: an N5 container plain zarr opens too).
 ZARR_JSON = "zarr.json"
 TEMPORARY_PREFIX = ".tmp-"  # atomic local writes: a temporary file, renamed over the target
+#: The writer lock a writer holds in the location it writes (see :mod:`~n5mscodecs.n5.writing`).
+LOCK_NAME = ".n5ms-lock"
+#: The attribute of a dataset being written, from before its first block until after its last.
+INCOMPLETE_KEY = "n5mscodecs:incomplete"
 #: Requests in flight by default when reading or writing many blocks of a URL.
 REMOTE_REQUESTS = 16
 #: Attempts of a URL request that fails in a way that may pass (5xx, dropped connections,

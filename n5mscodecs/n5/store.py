@@ -8,7 +8,8 @@ its methods, so a location becomes a store once (:func:`~n5mscodecs.n5.stores.op
 and the rest is calls on it. The back ends, one class each:
 
 - :class:`~n5mscodecs.n5.disk_store.DiskStore` for local paths (and ``file://``);
-- the :class:`ObjectStore` kinds, keys without directories, links or local files:
+- stores of objects under keys, without directories, links or local files
+  (:class:`ObjectStoreMixin`):
   :class:`~n5mscodecs.n5.url_store.UrlStore` for URLs (fsspec: the ``remote`` extra) and
   :class:`~n5mscodecs.n5.zarr_backed.ZarrBackedStore` for zarr-python's own stores.
 
@@ -27,7 +28,7 @@ import json
 import posixpath
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import ConfigurationError, ReadOnlyError
+from ..errors import ConfigurationError, N5msCodecsError, ReadOnlyError
 from . import storage
 
 if TYPE_CHECKING:
@@ -268,6 +269,32 @@ class Store(abc.ABC):
             store = store.parent()
         return store
 
+    def mark_datasets_below(self, marker: Mapping[str, str]) -> list[str]:
+        """Mark every N5 dataset at or below this store incomplete (its attributes get
+        ``storage.INCOMPLETE_KEY``: ``marker``, see :mod:`~n5mscodecs.n5.writing`) before an
+        overwrite removes or rewrites any of them; returns their keys, depth first. Symbolic links
+        are not followed (an overwrite removes a link, never what it leads to), and a directory
+        whose attributes cannot be read is not a dataset any reader opens: it is left as it is."""
+        found: list[str] = []
+        pending = [""]
+        while pending:
+            key = pending.pop()
+            try:
+                attributes = self.get_attributes(key)
+            except N5msCodecsError:  # garbage, or not a regular file: no reader takes it for data
+                continue
+            if "dimensions" in attributes:
+                if storage.INCOMPLETE_KEY not in attributes:
+                    self.set_attributes(key, {**attributes, storage.INCOMPLETE_KEY: dict(marker)})
+                found.append(key)
+                continue
+            children = [posixpath.join(key, name) if key else name for name in self.list_dir(key)
+                        if name not in (storage.ATTRIBUTES, storage.LOCK_NAME)
+                        and not name.startswith(storage.TEMPORARY_PREFIX)]
+            pending.extend(reversed([child for child in children
+                                     if not self.is_link(child) and self.is_directory(child)]))
+        return found
+
     def resolved(self) -> str:
         """The location as locations are compared (see :func:`~n5mscodecs.n5.storage.resolved`):
         what tells two stores of one place apart from stores of two places."""
@@ -291,9 +318,9 @@ class Store(abc.ABC):
         return removed
 
 
-class ObjectStore(Store):
-    """A store of objects under keys, as object stores and zarr's stores keep them: no
-    directories (nothing to create), no symbolic links, no local files."""
+class ObjectStoreMixin:
+    """What the stores of objects under keys share (object stores, zarr's stores), mixed in
+    before :class:`Store`: no directories (nothing to create), no symbolic links, no local files."""
 
     def local_file(self, key: str = "") -> None:
         return None

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .._threads import default_threads
 from ..errors import ConfigurationError, MissingExtraError, N5msCodecsError, StorageError
 from . import storage
-from .store import ObjectStore, _parts
+from .store import ObjectStoreMixin, Store, _parts
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -197,7 +197,7 @@ def _walk(listing: Callable[[str], tuple[list[str], list[str]] | None],
         yield from _walk(listing, f"{key}/{name}" if key else name)
 
 
-class UrlStore(ObjectStore):
+class UrlStore(ObjectStoreMixin, Store):
     """A location of an fsspec file system (``s3://``, ``gs://``, ``http(s)://``, ``memory://``, ...).
 
     Parameters

@@ -6,7 +6,7 @@
   label-to-block lookup's included) refuse it with :class:`~n5mscodecs.IncompleteError`
   (a killed writer would otherwise leave blocks that read as fill values without a
   word). An overwrite marks *every* dataset it is about to change (for a Paintera
-  source, every dataset below it, see ``mark_datasets_below``) *before* removing
+  source, every dataset below it, see :meth:`~n5mscodecs.n5.store.Store.mark_datasets_below`) *before* removing
   anything, and a stage that rewrites a dataset (the label-to-block lookup) marks it
   before its first byte changes; the marks are removed last. So an interruption leaves
   either the old data or a marked dataset, never a silently partial one. Java and other
@@ -58,9 +58,10 @@ import uuid
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigurationError, IncompleteError, N5msCodecsError, TargetInUseError
+from ..errors import ConfigurationError, IncompleteError, TargetInUseError
 from . import storage
 from .metadata import N5_VERSION
+from .storage import INCOMPLETE_KEY, LOCK_NAME
 from .store import Store
 from .stores import open_store
 
@@ -71,8 +72,6 @@ if TYPE_CHECKING:
     from .storage import PathLike, StorageOptions
     from .store import Where
 
-INCOMPLETE_KEY = "n5mscodecs:incomplete"
-LOCK_NAME = ".n5ms-lock"
 HEARTBEAT_SECONDS = 30.0
 STALE_SECONDS = 120.0
 
@@ -127,31 +126,6 @@ def write_container_version(root: Store | None) -> None:
     and any version already there. Nothing to do for ``root=None``."""
     if root is not None:
         root.update_attributes(defaults={"n5": N5_VERSION})
-
-
-def mark_datasets_below(store: Store, marker: Mapping[str, str]) -> list[str]:
-    """Mark every N5 dataset at or below ``store`` incomplete (``marker``), before an overwrite
-    removes or rewrites any of them; returns their keys, depth first. Symbolic links are not
-    followed (an overwrite removes a link, never what it leads to), and a directory whose
-    attributes cannot be read is not a dataset any reader opens: it is left as it is."""
-    found: list[str] = []
-    pending = [""]
-    while pending:
-        key = pending.pop()
-        try:
-            attributes = store.get_attributes(key)
-        except N5msCodecsError:  # garbage, or not a regular file: no reader takes it for data
-            continue
-        if "dimensions" in attributes:
-            if INCOMPLETE_KEY not in attributes:
-                store.set_attributes(key, {**attributes, INCOMPLETE_KEY: dict(marker)})
-            found.append(key)
-            continue
-        children = [f"{key}/{name}" if key else name for name in store.list_dir(key)
-                    if name not in (storage.ATTRIBUTES, LOCK_NAME) and not name.startswith(storage.TEMPORARY_PREFIX)]
-        pending.extend(reversed([child for child in children
-                                 if not store.is_link(child) and store.is_directory(child)]))
-    return found
 
 
 @contextmanager
@@ -559,5 +533,5 @@ def _file_lock_owner(path: str) -> Any:
 
 
 __all__ = ["INCOMPLETE_KEY", "LOCK_NAME", "WriterLock", "break_lock", "check_complete", "dataset_writer",
-           "incomplete_marker", "lock_held", "mark_complete", "mark_datasets_below", "marked", "rewrite_hint",
+           "incomplete_marker", "lock_held", "mark_complete", "marked", "rewrite_hint",
            "write_container_version", "write_marked"]

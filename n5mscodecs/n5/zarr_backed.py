@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._threads import default_threads
 from ..errors import StorageError
-from .store import ObjectStore, _parts
+from .store import ObjectStoreMixin, Store, _parts
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine, Iterator
@@ -38,7 +38,7 @@ class _Loop:
         return asyncio.run_coroutine_threadsafe(coroutine, cls._loop).result()
 
 
-class ZarrBackedStore(ObjectStore):
+class ZarrBackedStore(ObjectStoreMixin, Store):
     """The keys below ``prefix`` of a zarr-python store (``MemoryStore``, ``ZipStore``, ...).
 
     Parameters

@@ -23,7 +23,6 @@ from ..n5.writing import (
     WriterLock,
     incomplete_marker,
     mark_complete,
-    mark_datasets_below,
     write_container_version,
     write_marked,
 )
@@ -160,7 +159,7 @@ def _start(store, parameters, overwrite, resume):
     if exists and overwrite:
         if not attributes:
             raise ConfigurationError(f"{name}: refusing to overwrite something that is not an N5 container")
-        mark_datasets_below(store, incomplete_marker("n5ms convert (an overwrite)", FINISH_HINT))
+        store.mark_datasets_below(incomplete_marker("n5ms convert (an overwrite)", FINISH_HINT))
         store.set_attributes("", unfinished)
         store.clear("", {storage.ATTRIBUTES, LOCK_NAME})
         return False
