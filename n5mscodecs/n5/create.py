@@ -122,6 +122,12 @@ def source_file(data: object) -> str | os.PathLike[str] | None:
     return None
 
 
+def _array_metadata(shape: Iterable[int], chunks: int | Iterable[int], dtype: DTypeLike,
+                    compression: CompressorConfig, attributes: Mapping[str, Any] | None) -> DatasetMetadata:
+    shape = [int(n) for n in shape]
+    return DatasetMetadata.array(shape, block_size(chunks, len(shape)), dtype, compression, attributes=attributes)
+
+
 def _write_blocks(dataset, data, threads, **options):
     """Write every block of ``data`` in parallel; each block is written by one worker."""
     def write_one(grid_position):
@@ -204,9 +210,7 @@ def create_array_dataset(
     ``incomplete``: for a writer that fills the dataset block by block, its name; the
     dataset is then marked incomplete (readers refuse it) until
     :func:`~n5mscodecs.n5.writing.mark_complete` is called after the last block."""
-    shape = [int(n) for n in shape]
-    metadata = DatasetMetadata.array(shape, block_size(chunks, len(shape)), dtype, compression,
-                                     attributes=attributes)
+    metadata = _array_metadata(shape, chunks, dtype, compression, attributes)
     marker = None if incomplete is None else incomplete_marker(incomplete, rewrite_hint(incomplete))
     store = open_target(path, storage_options, container)
     with dataset_writer(store, metadata.to_json(), marker, overwrite=overwrite, container=container,
@@ -232,8 +236,7 @@ def write_array(
     marked incomplete until its last block is written, as there."""
     store = open_target(path, storage_options, container, source=source_file(data))
     data = np.asarray(data)
-    metadata = DatasetMetadata.array(data.shape, block_size(chunks, data.ndim), data.dtype, compression,
-                                     attributes=attributes)
+    metadata = _array_metadata(data.shape, chunks, data.dtype, compression, attributes)
     marker = incomplete_marker("n5mscodecs.n5.write_array", rewrite_hint("n5mscodecs.n5.write_array"))
     with dataset_writer(store, metadata.to_json(), marker, overwrite=overwrite, container=container):
         dataset = ArrayDataset(store, metadata)

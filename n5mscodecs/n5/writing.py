@@ -6,9 +6,10 @@
   label-to-block lookup's included) refuse it with :class:`~n5mscodecs.IncompleteError`
   (a killed writer would otherwise leave blocks that read as fill values without a
   word). An overwrite marks *every* dataset it is about to change (for a Paintera
-  source, every dataset below it, see :meth:`~n5mscodecs.n5.store.Store.mark_datasets_below`) *before* removing
-  anything, and a stage that rewrites a dataset (the label-to-block lookup) marks it
-  before its first byte changes; the marks are removed last. So an interruption leaves
+  source, every dataset below it, see :meth:`~n5mscodecs.n5.store.Store.mark_datasets_below`)
+  *before* removing anything, and a stage that rewrites a dataset (the label-to-block
+  lookup) marks it before its first byte changes; the marks are removed last (for the
+  dataset writers, :func:`dataset_writer` does all of this). So an interruption leaves
   either the old data or a marked dataset, never a silently partial one. Java and other
   N5 readers ignore the attribute.
 - **The writer lock.** Every writer holds ``.n5ms-lock`` in the location it writes
@@ -308,7 +309,7 @@ class WriterLock:
 
     @functools.cached_property
     def _key(self) -> str:
-        """What tells this lock apart from others in this process (see :data:`_HELD`)."""
+        """What tells this lock's target apart from other locations: the key of the locks this process holds."""
         return self.store.resolved()
 
     def __enter__(self) -> WriterLock:
