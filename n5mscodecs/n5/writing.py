@@ -163,8 +163,7 @@ def dataset_writer(store: Store, document: Mapping[str, Any], marker: Mapping[st
             else:
                 store.make_directory()
             store.set_attributes("", marked(document, marker))
-            if root is not None:
-                root.update_attributes(defaults={"n5": N5_VERSION})  # as write_container_version
+            write_container_version(root)
             yield
             if complete:  # re-read: the root's version may sit in the same file
                 store.update_attributes(remove=[INCOMPLETE_KEY])
