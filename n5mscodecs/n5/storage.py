@@ -3,9 +3,10 @@
 A *location* is a local path or a URL (``s3://bucket/data.n5/labels``, ``gs://...``,
 ``http(s)://...``; ``file://`` URLs are local paths). This module holds what is decided on
 location strings before or beside a store: display without credentials, container roots,
-overlaps between a source and a target, a location's parent and name; and the numbers the
+overlaps between a source and a target, a location's parent and name; the numbers the
 stores follow: the time-outs, attempts and backoff of URL requests, the bounds of what is
-read. Nothing here opens, writes, lists or removes anything, and nothing here knows a store:
+read; and the names this package keeps in a store (attributes, temporary files, the writer
+lock, the incomplete marker). Nothing here opens, writes, lists or removes anything, and nothing here knows a store:
 the stores (:mod:`~n5mscodecs.n5.store` and its back ends) build on it.
 """
 
