@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 class ArrayDataset(_Dataset):
     """A plain numeric N5 dataset (default-mode blocks; varlength blocks read as 1-d arrays)."""
 
-    def __init__(self, path: PathLike, attributes: Mapping[str, Any] | DatasetMetadata, *,
+    def __init__(self, path: PathLike | Store, attributes: Mapping[str, Any] | DatasetMetadata, *,
                  fill_value: int | float = 0, storage_options: StorageOptions = None,
                  allow_outside_root: bool = False, read_only: bool = False, store: Store | None = None) -> None:
         super().__init__(path, attributes, storage_options=storage_options, allow_outside_root=allow_outside_root,

@@ -6,23 +6,21 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ArgumentError, ConfigurationError
 from ..multiset import LabelMultisetArray
-from . import storage
 from .array_dataset import ArrayDataset
 from .label_dataset import LabelMultisetDataset
 from .metadata import DatasetMetadata, max_id
 from .store import Store
 from .stores import open_target
-from .writing import LOCK_NAME, WriterLock, incomplete_marker, mark_complete, write_container_version, write_marked
+from .writing import dataset_writer, incomplete_marker, rewrite_hint
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable
 
     from numpy.typing import ArrayLike, DTypeLike
 
@@ -111,45 +109,6 @@ def check_fill_value(**given: Any) -> None:
                                       f"is accepted, got {value!r}")
 
 
-def _finish_hint(writer):
-    return f"finish it by writing it again ({writer} with overwrite=True)"
-
-
-def _prepare(store, document, marker, overwrite, container):
-    """The container root (or None) of the dataset ``store``, whose attributes ``document`` are
-    written, marked incomplete when ``marker`` is given. The root is found (or ``container``
-    checked) first; an existing dataset is replaced only with ``overwrite``, and its attributes
-    are replaced by the marked new ones *before* its blocks are removed, so that an
-    interruption leaves a dataset every reader refuses, never old attributes over new blocks."""
-    root = store.container_root(container)
-    present = set(store.list_dir()) - {LOCK_NAME}  # the lock of a writer calling us
-    if present:
-        if not overwrite:
-            raise FileExistsError(f"{store.display()} exists (pass overwrite=True to replace it)")
-        if "dimensions" not in store.get_attributes():
-            raise ConfigurationError(f"{store.display()}: refusing to overwrite something that is not an N5 dataset")
-        write_marked(store, document, marker or incomplete_marker("an overwrite", _finish_hint("the writer")))
-        store.clear("", {storage.ATTRIBUTES, LOCK_NAME})
-    else:
-        store.make_directory()
-    write_marked(store, document, marker)
-    return root
-
-
-@contextmanager
-def writer_lock(store: Store) -> Iterator[None]:
-    """The writer lock of the dataset ``store`` held (see :mod:`n5mscodecs.n5.writing`: a
-    dataset writer locks the dataset's own location); a directory made only to hold the lock
-    is removed again when nothing else was written there."""
-    created = not store.exists()
-    try:
-        with WriterLock(store, reuse=True):  # a writer calling us (argmax) holds it already
-            yield
-    finally:
-        if created and store.is_directory() and not store.list_dir():
-            store.delete_tree("")
-
-
 def source_file(data: object) -> str | os.PathLike[str] | None:
     """The file ``data`` reads from: an ``np.memmap``'s (also of a view or an array made on
     top of one: its ``base`` chain is followed), a dataset's or a label source's path; None
@@ -163,12 +122,10 @@ def source_file(data: object) -> str | os.PathLike[str] | None:
     return None
 
 
-def _refuse_source_overlap(path, data):
-    """An ``np.memmap`` (or a dataset) being written to a location that holds it would be
-    removed under the writer by an overwrite."""
-    source = source_file(data)
-    if source is not None:
-        storage.refuse_overlap(path, source)
+def _array_metadata(shape: Iterable[int], chunks: int | Iterable[int], dtype: DTypeLike,
+                    compression: CompressorConfig, attributes: Mapping[str, Any] | None) -> DatasetMetadata:
+    shape = [int(n) for n in shape]
+    return DatasetMetadata.array(shape, block_size(chunks, len(shape)), dtype, compression, attributes=attributes)
 
 
 def _write_blocks(dataset, data, threads, **options):
@@ -222,20 +179,15 @@ def write(
     nearest of ``path`` and its parents whose name ends with ``.n5``. With
     neither, no root attribute is written; pass ``container=`` then.
     """
-    store = open_target(path, storage_options, container)
-    _refuse_source_overlap(store.location, data)
+    store = open_target(path, storage_options, container, source=source_file(data))
     data = LabelMultisetArray.coerce(data, reserved=reserved)
     chunks = block_size(chunks, data.ndim)
     metadata = DatasetMetadata.label_multisets(data.shape, chunks, compression,
                                                max_id=max_id(data.unique_labels()), attributes=attributes)
-    document = metadata.to_json()
-    marker = incomplete_marker("n5mscodecs.n5.write", _finish_hint("n5.write"))
-    with writer_lock(store):
-        root = _prepare(store, document, marker, overwrite, container)
-        write_container_version(root)
-        dataset = LabelMultisetDataset(store.location, metadata, store=store)
+    marker = incomplete_marker("n5mscodecs.n5.write", rewrite_hint("n5.write"))
+    with dataset_writer(store, metadata.to_json(), marker, overwrite=overwrite, container=container):
+        dataset = LabelMultisetDataset(store, metadata)
         _write_blocks(dataset, data, threads, write_background=write_background_blocks)
-        mark_complete(store)  # re-read: the root version may sit in the same file
     return dataset
 
 
@@ -258,16 +210,13 @@ def create_array_dataset(
     ``incomplete``: for a writer that fills the dataset block by block, its name; the
     dataset is then marked incomplete (readers refuse it) until
     :func:`~n5mscodecs.n5.writing.mark_complete` is called after the last block."""
-    shape = [int(n) for n in shape]
-    metadata = DatasetMetadata.array(shape, block_size(chunks, len(shape)), dtype, compression,
-                                     attributes=attributes)
-    document = metadata.to_json()
-    marker = None if incomplete is None else incomplete_marker(incomplete, _finish_hint(incomplete))
+    metadata = _array_metadata(shape, chunks, dtype, compression, attributes)
+    marker = None if incomplete is None else incomplete_marker(incomplete, rewrite_hint(incomplete))
     store = open_target(path, storage_options, container)
-    with writer_lock(store):
-        root = _prepare(store, document, marker, overwrite, container)
-        write_container_version(root)
-    return ArrayDataset(store.location, metadata, store=store)
+    with dataset_writer(store, metadata.to_json(), marker, overwrite=overwrite, container=container,
+                        complete=False):
+        pass  # no blocks: a missing block reads as 0
+    return ArrayDataset(store, metadata)
 
 
 def write_array(
@@ -285,13 +234,11 @@ def write_array(
     """Write a plain numeric N5 dataset (default-mode, truncated boundary blocks); the
     container root gets the N5 version attribute as in :func:`write`, and the dataset is
     marked incomplete until its last block is written, as there."""
-    store = open_target(path, storage_options, container)
-    _refuse_source_overlap(store.location, data)
+    store = open_target(path, storage_options, container, source=source_file(data))
     data = np.asarray(data)
-    with writer_lock(store):  # held from the creation to the last block (create_array_dataset reuses it)
-        dataset = create_array_dataset(store, data.shape, chunks, data.dtype, compression=compression,
-                                       attributes=attributes, overwrite=overwrite, container=container,
-                                       incomplete="n5mscodecs.n5.write_array")
+    metadata = _array_metadata(data.shape, chunks, data.dtype, compression, attributes)
+    marker = incomplete_marker("n5mscodecs.n5.write_array", rewrite_hint("n5mscodecs.n5.write_array"))
+    with dataset_writer(store, metadata.to_json(), marker, overwrite=overwrite, container=container):
+        dataset = ArrayDataset(store, metadata)
         _write_blocks(dataset, data, threads)
-        mark_complete(store)
     return dataset

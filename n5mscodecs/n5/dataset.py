@@ -20,7 +20,7 @@ from .block import ArrayBlockCodec, LabelMultisetBlockCodec
 from .header import MODE_DEFAULT, N5BlockHeader
 from .metadata import RESERVED_KEYS, DatasetMetadata, shape_argument
 from .store import READ_ONLY_MODE, Store
-from .stores import open_store
+from .stores import open_store, open_target
 from .writing import INCOMPLETE_KEY, WriterLock, incomplete_marker, mark_complete, write_marked
 
 if TYPE_CHECKING:
@@ -100,8 +100,7 @@ class _Dataset:
         self.shape, self.chunks, self.compressor = self.metadata.shape, self.metadata.chunks, self.metadata.compressor
         self.allow_outside_root = bool(allow_outside_root)
         # block reads stay inside the container root (the dataset itself outside any *.n5)
-        store = store or open_store(self.path, storage_options, boundary=storage.confinement_root(self.path),
-                                    read_outside=self.allow_outside_root)
+        store = store or open_target(self.path, storage_options, read_outside=self.allow_outside_root)
         self.store = store.read_only_view(READ_ONLY_MODE) if read_only else store
         self.storage_options = self.store.storage_options  # the store's (fsspec's for a URL); never printed
         self.read_only = self.store.read_only

@@ -29,7 +29,6 @@ dataset (:class:`~n5mscodecs.n5.LabelMultisetDataset` or
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -46,8 +45,8 @@ from .dataset import _Dataset
 from .label_dataset import LabelMultisetDataset
 from .metadata import N5_VERSION, shape_argument
 from .store import READ_ONLY_MODE, Store
-from .stores import open_store
-from .writing import LOCK_NAME, WriterLock, check_complete, incomplete_marker, mark_datasets_below
+from .stores import open_store, open_target
+from .writing import LOCK_NAME, WriterLock, check_complete, incomplete_marker
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -224,11 +223,8 @@ class Group(Mapping[str, "Group | Dataset"]):
         if found is None:
             raise KeyError(key)
         store, attributes = found
-        if "dimensions" in attributes:
-            return _open_dataset(store, attributes, read_only=self.read_only,
-                                 **self.dataset_options)
-        return Group(store, read_only=self.read_only,
-                     container=self.container, dataset_options=self.dataset_options)
+        return _opened(store, attributes, read_only=self.read_only, container=self.container,
+                       dataset_options=self.dataset_options)
 
     def __contains__(self, key: object) -> bool:
         try:
@@ -435,8 +431,8 @@ class Group(Mapping[str, "Group | Dataset"]):
                 if below and LOCK_NAME in files:  # a writer below (began before ours): refused while it runs
                     with WriterLock(store.child(below), reuse=True):  # (a stale lock is taken and dropped)
                         pass
-            mark_datasets_below(store, incomplete_marker(f"del group[{name!r}]",
-                                                         "it was being removed; remove it again (del group[name])"))
+            store.mark_datasets_below(incomplete_marker(f"del group[{name!r}]",
+                                                        "it was being removed; remove it again (del group[name])"))
             store.delete_tree("")
 
     def create_label_multiset_dataset(self, name: str, data: MultisetsLike, chunks: int | Iterable[int], *,
@@ -452,6 +448,15 @@ class Group(Mapping[str, "Group | Dataset"]):
 _Dataset.group_class = Group  # a dataset's .parent
 
 
+def _opened(store: Store, attributes: dict[str, Any], *, read_only: bool, container: Store | str | None,
+            dataset_options: Mapping[str, Any]) -> Group | Dataset:
+    """What ``store`` holds: a dataset when its ``attributes`` have ``dimensions``, else a group
+    (``container``: its container root)."""
+    if "dimensions" not in attributes:
+        return Group(store, read_only=read_only, container=container, dataset_options=dataset_options)
+    return _open_dataset(store, attributes, read_only=read_only, **dataset_options)
+
+
 def _open_dataset(store: Store, attributes: dict[str, Any], *, read_only: bool = False,
                   fill_label: int = BACKGROUND, multisets: str = "elements", rule: Rule = "spec",
                   allow_incomplete: bool = False, allow_outside_root: bool = False) -> Dataset:
@@ -462,47 +467,6 @@ def _open_dataset(store: Store, attributes: dict[str, Any], *, read_only: bool =
         return LabelMultisetDataset(store.url(), attributes, fill_label=fill_label, multisets=multisets, rule=rule,
                                     **common)
     return ArrayDataset(store.url(), attributes, **common)
-
-
-def _named_container(path: str) -> bool:
-    """Whether ``path`` is named as a container root (``*.n5``)."""
-    return os.path.basename(path.rstrip("/")).lower().endswith(".n5")
-
-
-def _plain_group(store: Store, path: str) -> bool:
-    """Whether the directory ``store`` without attributes (or with ``{}``) is a group: it has an
-    ``attributes.json`` (``create_group`` writes ``{}``) or lies in a container (z5py and Java
-    write plain groups without one), and it is not inside a dataset (a block directory)."""
-    root = store.container_root()
-    if not store.is_directory() or not (store.exists(storage.ATTRIBUTES) or root is not None):
-        return False
-    above = store
-    while root is not None and above.url() != root.url():  # the container_root() walk, again
-        above = above.parent()
-        if "dimensions" in above.get_attributes():
-            return False
-    return True
-
-
-def _new_container(store: Store) -> None:
-    store.make_directory()
-    store.set_attributes("", {"n5": N5_VERSION})
-
-
-def _empty(store: Store) -> None:
-    """Mode ``w`` on an existing location: only an N5 container, group or dataset is emptied,
-    every dataset below it marked incomplete and its attributes replaced by a bare container's
-    *first*, so that an interruption leaves an empty-looking container and marked datasets,
-    never a dataset over missing blocks that reads as complete."""
-    if not store.get_attributes() and not _named_container(store.url()):
-        raise ConfigurationError(f"{store.display()}: refusing to empty (mode 'w') something that is not N5 "
-                                 "(no attributes.json, not named *.n5)")
-    if store.exists(LOCK_NAME):
-        raise ConfigurationError(f"{store.display()}: a writer holds its lock ({LOCK_NAME}); refusing to empty it")
-    mark_datasets_below(store, incomplete_marker("n5.open(mode='w') (emptying the container)",
-                                                 "it was being removed; write it again"))
-    store.set_attributes("", {"n5": N5_VERSION})
-    store.clear("", {storage.ATTRIBUTES})
 
 
 def open(path: PathLike | Store, mode: str = "r", *,  # noqa: A001 - mirrors zarr.open / h5py.File naming
@@ -550,37 +514,50 @@ def open(path: PathLike | Store, mode: str = "r", *,  # noqa: A001 - mirrors zar
     if mode not in MODES:
         raise ConfigurationError(f"mode must be one of {MODES}, got {mode!r}")
     # the store is chosen here, once; reads below stay inside the container root
-    if isinstance(path, (str, os.PathLike)):
-        path = os.fspath(path)
-        path = open_store(path, storage_options, boundary=storage.confinement_root(path),
-                          read_outside=allow_outside_root)
-    elif not isinstance(path, Store):
-        path = open_store(path)  # zarr-python's stores; anything else is refused by name
-    store = path.read_only_view(READ_ONLY_MODE) if mode == "r" else path
-    path = store.location
+    store = open_target(path, storage_options, read_outside=allow_outside_root)
+    if mode == "r":
+        store = store.read_only_view(READ_ONLY_MODE)
     if store.is_file():
         raise ConfigurationError(f"{store.display()}: a file, not an N5 dataset (a directory with an attributes.json)")
-    dataset_options: dict[str, Any] = {"fill_label": fill_label, "multisets": multisets, "rule": rule,
-                                       "allow_incomplete": allow_incomplete, "allow_outside_root": allow_outside_root}
-    group_options: dict[str, Any] = {"dataset_options": dataset_options}
-    if mode in ("w", "w-"):
-        if store.is_directory() and store.list_dir():
-            if mode == "w-":
-                raise FileExistsError(f"{store.display()} exists (mode 'w-' creates a new container; use 'a' or 'r+')")
-            _empty(store)
-        else:
-            _new_container(store)
-        return Group(store, container=store, **group_options)
-    attributes = store.get_attributes()
-    if "dimensions" in attributes:
-        return _open_dataset(store, attributes, read_only=mode == "r",
-                             **dataset_options)
-    if not (attributes or _plain_group(store, path)):
-        if mode != "a":
+    creating = mode in ("w", "w-")
+    emptied = creating and store.is_directory() and bool(store.list_dir())
+    if emptied:
+        # only N5 is emptied: every dataset below marked incomplete and the attributes replaced by a
+        # bare container's *first*, so that an interruption leaves an empty-looking container and
+        # marked datasets, never a dataset over missing blocks that reads as complete
+        if mode == "w-":
+            raise FileExistsError(f"{store.display()} exists (mode 'w-' creates a new container; use 'a' or 'r+')")
+        if not store.get_attributes() and not store.name.lower().endswith(".n5"):
+            raise ConfigurationError(f"{store.display()}: refusing to empty (mode 'w') something that is not N5 "
+                                     "(no attributes.json, not named *.n5)")
+        if store.exists(LOCK_NAME):
+            raise ConfigurationError(f"{store.display()}: a writer holds its lock ({LOCK_NAME}); refusing to empty it")
+        store.mark_datasets_below(incomplete_marker("n5.open(mode='w') (emptying the container)",
+                                                    "it was being removed; write it again"))
+    attributes = {} if creating else store.get_attributes()
+    root = store if creating or "dimensions" in attributes else store.container_root()  # a dataset needs none
+    if not (creating or attributes):
+        # a directory without attributes (or with {}) is a group when it has an attributes.json
+        # (create_group writes {}) or lies in a container (z5py and Java write plain groups
+        # without one), and when it is not inside a dataset (one of its block directories)
+        group = store.is_directory() and (store.exists(storage.ATTRIBUTES) or root is not None)
+        above = store
+        while group and root is not None and above.url() != root.url():  # the container_root() walk, again
+            above = above.parent()
+            group = "dimensions" not in above.get_attributes()
+        if not group and mode != "a":
             why = "no attributes.json, not inside an *.n5 container" if store.exists() else "does not exist"
             raise ConfigurationError(f"{store.display()}: not an N5 dataset or group ({why})")
-        _new_container(store)
-    return Group(store, read_only=mode == "r", container=store.container_root() or store, **group_options)
+        creating = not group
+    if creating:
+        store.make_directory()
+        store.set_attributes("", {"n5": N5_VERSION})
+    if emptied:
+        store.clear("", {storage.ATTRIBUTES})
+    dataset_options = {"fill_label": fill_label, "multisets": multisets, "rule": rule,
+                       "allow_incomplete": allow_incomplete, "allow_outside_root": allow_outside_root}
+    return _opened(store, attributes, read_only=mode == "r", container=root or store,
+                   dataset_options=dataset_options)
 
 
 def open_dataset(path: PathLike | Store, mode: str = "r", **options: Any) -> Dataset:

@@ -55,7 +55,7 @@ class LabelMultisetDataset(_Dataset):
     :func:`~n5mscodecs.zarr.open_labels`, or ``paintera.read_assignment(path)(ds.read_labels())``.
     """
 
-    def __init__(self, path: PathLike, attributes: Mapping[str, Any] | DatasetMetadata, *,
+    def __init__(self, path: PathLike | Store, attributes: Mapping[str, Any] | DatasetMetadata, *,
                  fill_label: int = BACKGROUND, multisets: str = "elements", rule: Rule = "spec",
                  storage_options: StorageOptions = None, allow_outside_root: bool = False,
                  read_only: bool = False, store: Store | None = None) -> None:

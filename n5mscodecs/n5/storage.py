@@ -3,9 +3,10 @@
 A *location* is a local path or a URL (``s3://bucket/data.n5/labels``, ``gs://...``,
 ``http(s)://...``; ``file://`` URLs are local paths). This module holds what is decided on
 location strings before or beside a store: display without credentials, container roots,
-overlaps between a source and a target, a location's parent and name; and the numbers the
+overlaps between a source and a target, a location's parent and name; the numbers the
 stores follow: the time-outs, attempts and backoff of URL requests, the bounds of what is
-read. Nothing here opens, writes, lists or removes anything, and nothing here knows a store:
+read; and the names this package keeps in a store (attributes, temporary files, the writer
+lock, the incomplete marker). Nothing here opens, writes, lists or removes anything, and nothing here knows a store:
 the stores (:mod:`~n5mscodecs.n5.store` and its back ends) build on it.
 """
 
@@ -27,6 +28,10 @@ ATTRIBUTES = "attributes.json"
 #: The zarr v3 metadata beside it (``n5ms zarr-json``: an N5 container plain zarr opens too).
 ZARR_JSON = "zarr.json"
 TEMPORARY_PREFIX = ".tmp-"  # atomic local writes: a temporary file, renamed over the target
+#: The writer lock a writer holds in the location it writes (see :mod:`~n5mscodecs.n5.writing`).
+LOCK_NAME = ".n5ms-lock"
+#: The attribute of a dataset being written, from before its first block until after its last.
+INCOMPLETE_KEY = "n5mscodecs:incomplete"
 #: Requests in flight by default when reading or writing many blocks of a URL.
 REMOTE_REQUESTS = 16
 #: Attempts of a URL request that fails in a way that may pass (5xx, dropped connections,
@@ -120,13 +125,6 @@ def _backoff() -> float:
     return sum(RETRY_DELAY * 2**k for k in range(ATTEMPTS - 1))
 
 
-def join(location: PathLike, *names: str | int) -> str:
-    """``location`` / ``names`` (URLs keep their scheme and use "/")."""
-    if is_url(location):
-        return posixpath.join(location, *(str(n) for n in names))
-    return os.path.join(os.fspath(location), *(str(n) for n in names))
-
-
 def _lineage(location: str) -> list[str]:
     """``location`` normalized (local paths absolute), then each of its parents up to the root
     (a URL's first part, e.g. its bucket, is the last)."""
@@ -192,11 +190,12 @@ def depth_below(location: PathLike, parent: PathLike) -> int:
     return _lineage(os.fspath(location)).index(_lineage(os.fspath(parent))[0])
 
 
-def confinement_root(location: PathLike) -> str | None:
-    """The root what is opened at ``location`` is confined to: its container root, else
-    ``location`` itself (None for a URL, whose keys cannot be links)."""
+def confinement_root(location: PathLike, container: PathLike | None = None) -> str | None:
+    """The root what is opened at ``location`` is confined to: its container root (``container``
+    when given, see :func:`container_root`), else ``location`` itself (None for a URL, whose keys
+    cannot be links)."""
     if is_url(location):
         return None
-    return container_root(location) or os.path.abspath(local_path(location))
+    return container_root(location, container) or os.path.abspath(local_path(location))
 
 

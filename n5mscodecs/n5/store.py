@@ -8,8 +8,13 @@ its methods, so a location becomes a store once (:func:`~n5mscodecs.n5.stores.op
 and the rest is calls on it. The back ends, one class each:
 
 - :class:`~n5mscodecs.n5.disk_store.DiskStore` for local paths (and ``file://``);
-- :class:`~n5mscodecs.n5.url_store.UrlStore` for URLs (fsspec: the ``remote`` extra);
-- :class:`~n5mscodecs.n5.zarr_backed.ZarrBackedStore` for zarr-python's own stores.
+- stores of objects under keys, without directories, links or local files
+  (:class:`ObjectStoreMixin`):
+  :class:`~n5mscodecs.n5.url_store.UrlStore` for URLs (fsspec: the ``remote`` extra) and
+  :class:`~n5mscodecs.n5.zarr_backed.ZarrBackedStore` for zarr-python's own stores.
+
+The rules a location follows (its parent, its container root, what it overlaps) are the pure
+string functions of :mod:`~n5mscodecs.n5.storage`; a store applies them to its own location.
 
 ``store.child(key)`` is the store of a group or dataset below (sharing the file
 system and the container root), so a container opened once hands its store down.
@@ -23,7 +28,7 @@ import json
 import posixpath
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import ConfigurationError, ReadOnlyError
+from ..errors import ConfigurationError, N5msCodecsError, ReadOnlyError
 from . import storage
 
 if TYPE_CHECKING:
@@ -76,10 +81,10 @@ class Store(abc.ABC):
         """The last name of the location (``"s0"`` for a dataset ``.../data/s0``)."""
         return storage.basename(self.location)
 
+    @abc.abstractmethod
     def local_file(self, key: str = "") -> str | None:
         """The local file system path of ``key``, None for an object store: for what
         only local files can do (memory maps, file locks, TIFF readers)."""
-        return None
 
     @property
     def is_local(self) -> bool:
@@ -169,13 +174,13 @@ class Store(abc.ABC):
     def is_directory(self, key: str = "") -> bool:
         """Whether ``key`` holds other objects (a directory, or a prefix of an object store)."""
 
+    @abc.abstractmethod
     def is_file(self, key: str = "") -> bool:
         """Whether ``key`` is a local file (object stores: False, a key is not looked up for this)."""
-        return False
 
+    @abc.abstractmethod
     def is_link(self, key: str = "") -> bool:
         """Whether ``key`` is a symbolic link (object stores have none: False)."""
-        return False
 
     @abc.abstractmethod
     def list_dir(self, key: str = "") -> list[str]:
@@ -239,6 +244,16 @@ class Store(abc.ABC):
         """Write the ``attributes.json`` of ``key`` (atomically)."""
         self.set_json(posixpath.join(key, storage.ATTRIBUTES) if key else storage.ATTRIBUTES, document)
 
+    def update_attributes(self, key: str = "", *, defaults: Mapping[str, Any] | None = None,
+                          remove: Collection[str] = ()) -> None:
+        """Give the attributes of ``key`` the ``defaults`` they lack and drop the names in
+        ``remove``, keeping every other attribute; written only when that changes them (how a
+        writer adds the container's N5 version or removes its incomplete marker)."""
+        attributes = self.get_attributes(key)
+        updated = {**(defaults or {}), **{name: value for name, value in attributes.items() if name not in remove}}
+        if updated != attributes:
+            self.set_attributes(key, updated)
+
     def container_root(self, container: PathLike | Store | None = None) -> Store | None:
         """The store of the N5 container root holding this group or dataset: ``container``
         (this store's location or one above it, else ConfigurationError), by default the
@@ -253,6 +268,37 @@ class Store(abc.ABC):
         for _ in range(storage.depth_below(self.location, root)):
             store = store.parent()
         return store
+
+    def mark_datasets_below(self, marker: Mapping[str, str]) -> list[str]:
+        """Mark every N5 dataset at or below this store incomplete (its attributes get
+        ``storage.INCOMPLETE_KEY``: ``marker``, see :mod:`~n5mscodecs.n5.writing`) before an
+        overwrite removes or rewrites any of them; returns their keys, depth first. Symbolic links
+        are not followed (an overwrite removes a link, never what it leads to), and a directory
+        whose attributes cannot be read is not a dataset any reader opens: it is left as it is."""
+        found: list[str] = []
+        pending = [""]
+        while pending:
+            key = pending.pop()
+            try:
+                attributes = self.get_attributes(key)
+            except N5msCodecsError:  # garbage, or not a regular file: no reader takes it for data
+                continue
+            if "dimensions" in attributes:
+                if storage.INCOMPLETE_KEY not in attributes:
+                    self.set_attributes(key, {**attributes, storage.INCOMPLETE_KEY: dict(marker)})
+                found.append(key)
+                continue
+            children = [posixpath.join(key, name) if key else name for name in self.list_dir(key)
+                        if name not in (storage.ATTRIBUTES, storage.LOCK_NAME)
+                        and not name.startswith(storage.TEMPORARY_PREFIX)]
+            pending.extend(reversed([child for child in children
+                                     if not self.is_link(child) and self.is_directory(child)]))
+        return found
+
+    def resolved(self) -> str:
+        """The location as locations are compared (see :func:`~n5mscodecs.n5.storage.resolved`):
+        what tells two stores of one place apart from stores of two places."""
+        return storage.resolved(self.location)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.display()!r})"
@@ -270,3 +316,20 @@ class Store(abc.ABC):
                     self.delete(f"{directory}/{name}" if directory else name)
                     removed += 1
         return removed
+
+
+class ObjectStoreMixin:
+    """What the stores of objects under keys share (object stores, zarr's stores), mixed in
+    before :class:`Store`: no directories (nothing to create), no symbolic links, no local files."""
+
+    def local_file(self, key: str = "") -> None:
+        return None
+
+    def is_file(self, key: str = "") -> bool:
+        return False
+
+    def is_link(self, key: str = "") -> bool:
+        return False
+
+    def _make_directory(self, key: str) -> None:
+        return None

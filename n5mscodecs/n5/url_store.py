@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .._threads import default_threads
 from ..errors import ConfigurationError, MissingExtraError, N5msCodecsError, StorageError
 from . import storage
-from .store import Store, _parts
+from .store import ObjectStoreMixin, Store, _parts
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -197,7 +197,7 @@ def _walk(listing: Callable[[str], tuple[list[str], list[str]] | None],
         yield from _walk(listing, f"{key}/{name}" if key else name)
 
 
-class UrlStore(Store):
+class UrlStore(ObjectStoreMixin, Store):
     """A location of an fsspec file system (``s3://``, ``gs://``, ``http(s)://``, ``memory://``, ...).
 
     Parameters
@@ -308,9 +308,6 @@ class UrlStore(Store):
         named = [(e["name"].rstrip("/"), e.get("type") == "directory") for e in entries]
         return (sorted(posixpath.basename(n) for n, is_dir in named if is_dir and n != path),
                 sorted(posixpath.basename(n) for n, is_dir in named if not is_dir and n != path))  # not itself
-
-    def _make_directory(self, key: str = "") -> None:
-        return None  # object stores have no directories
 
     def total_size(self, key: str = "") -> int:
         return int(self.fs.du(self._key_path(key)))

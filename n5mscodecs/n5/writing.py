@@ -6,9 +6,10 @@
   label-to-block lookup's included) refuse it with :class:`~n5mscodecs.IncompleteError`
   (a killed writer would otherwise leave blocks that read as fill values without a
   word). An overwrite marks *every* dataset it is about to change (for a Paintera
-  source, every dataset below it, see ``mark_datasets_below``) *before* removing
-  anything, and a stage that rewrites a dataset (the label-to-block lookup) marks it
-  before its first byte changes; the marks are removed last. So an interruption leaves
+  source, every dataset below it, see :meth:`~n5mscodecs.n5.store.Store.mark_datasets_below`)
+  *before* removing anything, and a stage that rewrites a dataset (the label-to-block
+  lookup) marks it before its first byte changes; the marks are removed last (for the
+  dataset writers, :func:`dataset_writer` does all of this). So an interruption leaves
   either the old data or a marked dataset, never a silently partial one. Java and other
   N5 readers ignore the attribute.
 - **The writer lock.** Every writer holds ``.n5ms-lock`` in the location it writes
@@ -47,6 +48,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import socket
@@ -54,23 +56,23 @@ import stat
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigurationError, IncompleteError, N5msCodecsError, TargetInUseError
+from ..errors import ConfigurationError, IncompleteError, TargetInUseError
 from . import storage
 from .metadata import N5_VERSION
+from .storage import INCOMPLETE_KEY, LOCK_NAME
 from .store import Store
 from .stores import open_store
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterator, Mapping
     from typing import Any
 
-    from .storage import StorageOptions
+    from .storage import PathLike, StorageOptions
     from .store import Where
 
-INCOMPLETE_KEY = "n5mscodecs:incomplete"
-LOCK_NAME = ".n5ms-lock"
 HEARTBEAT_SECONDS = 30.0
 STALE_SECONDS = 120.0
 
@@ -93,12 +95,22 @@ def check_complete(attributes: Mapping[str, Any], name: str) -> None:
         f"write would read as fill values); {finish}")
 
 
-def write_marked(store: Store, document: Mapping[str, Any], marker: Mapping[str, str] | None) -> None:
-    """Write the attributes ``document`` of ``store``, with the incomplete marker when given."""
+def rewrite_hint(writer: str) -> str:
+    """How a user finishes a dataset that ``writer`` left incomplete: the ``finish`` of its marker."""
+    return f"finish it by writing it again ({writer} with overwrite=True)"
+
+
+def marked(document: Mapping[str, Any], marker: Mapping[str, str] | None) -> dict[str, Any]:
+    """The attributes ``document`` with the incomplete marker ``marker`` (None: without one)."""
     document = {k: v for k, v in document.items() if k != INCOMPLETE_KEY}
     if marker is not None:
         document[INCOMPLETE_KEY] = dict(marker)
-    store.set_attributes("", document)
+    return document
+
+
+def write_marked(store: Store, document: Mapping[str, Any], marker: Mapping[str, str] | None) -> None:
+    """Write the attributes ``document`` of ``store``, with the incomplete marker when given."""
+    store.set_attributes("", marked(document, marker))
 
 
 def mark_complete(location: Where, *, storage_options: StorageOptions = None) -> None:
@@ -106,48 +118,58 @@ def mark_complete(location: Where, *, storage_options: StorageOptions = None) ->
     store) after its last block."""
     store = open_store(location, storage_options)
     store.check_writable("", "mark complete")
-    attributes = store.get_attributes()
-    if INCOMPLETE_KEY in attributes:
-        write_marked(store, attributes, None)
+    store.update_attributes(remove=[INCOMPLETE_KEY])
 
 
 def write_container_version(root: Store | None) -> None:
     """Give the container root ``root`` the attribute ``{"n5": N5_VERSION}``, as Java's N5 writers
     do (other N5 readers, e.g. z5py, refuse a container without it), keeping its other attributes
     and any version already there. Nothing to do for ``root=None``."""
-    if root is None:
-        return
-    attributes = root.get_attributes()
-    if "n5" not in attributes:
-        root.set_attributes("", {"n5": N5_VERSION, **attributes})
+    if root is not None:
+        root.update_attributes(defaults={"n5": N5_VERSION})
 
 
-def mark_datasets_below(store: Store, marker: Mapping[str, str]) -> list[str]:
-    """Mark every N5 dataset at or below ``store`` incomplete (``marker``), before an overwrite
-    removes or rewrites any of them; returns their keys. Symbolic links are not followed (an
-    overwrite removes a link, never what it leads to), and a directory whose attributes cannot
-    be read is not a dataset any reader opens: it is left as it is."""
-    marked: list[str] = []
+@contextmanager
+def dataset_writer(store: Store, document: Mapping[str, Any], marker: Mapping[str, str] | None, *,
+                   overwrite: bool = False, container: PathLike | Store | None = None,
+                   complete: bool = True) -> Iterator[None]:
+    """What every writer of one dataset does around its blocks (a context manager): it holds the
+    dataset's own writer lock (a writer calling it, ``n5ms argmax`` say, holds it already: it
+    is reused; a directory made only to hold the lock is removed again when nothing else was
+    written there); it writes the attributes ``document``, marked incomplete when ``marker``
+    is given, and gives the container root its N5 version (:func:`write_container_version`)
+    before the body writes the blocks; after a body that raised nothing it removes the marker
+    (unless not ``complete``: the caller then calls :func:`mark_complete` after its own last
+    block).
 
-    def visit(key: str) -> None:
-        try:
-            attributes = store.get_attributes(key)
-        except N5msCodecsError:  # garbage, or not a regular file: no reader takes it for data
-            return
-        if "dimensions" in attributes:
-            if INCOMPLETE_KEY not in attributes:
-                write_marked(store.child(key) if key else store, attributes, marker)
-            marked.append(key)
-            return
-        for name in store.list_dir(key):
-            child = f"{key}/{name}" if key else name
-            if name in (storage.ATTRIBUTES, LOCK_NAME) or name.startswith(storage.TEMPORARY_PREFIX):
-                continue
-            if not store.is_link(child) and store.is_directory(child):
-                visit(child)
-
-    visit("")
-    return marked
+    The container root (``container``, else the nearest ``*.n5`` of the dataset and its
+    parents) is found, or ``container`` checked, before anything is written. An existing
+    dataset is replaced only with ``overwrite``: its attributes are replaced by the marked new
+    ones *before* its blocks are removed, so that an interruption leaves a dataset every reader
+    refuses, never old attributes over new blocks; anything else there is refused."""
+    created = not store.is_directory()
+    try:
+        with WriterLock(store, reuse=True):
+            root = store.container_root(container)
+            if set(store.list_dir()) - {LOCK_NAME}:  # the lock of a writer calling us is no content
+                if not overwrite:
+                    raise FileExistsError(f"{store.display()} exists (pass overwrite=True to replace it)")
+                if "dimensions" not in store.get_attributes():
+                    raise ConfigurationError(
+                        f"{store.display()}: refusing to overwrite something that is not an N5 dataset")
+                store.set_attributes("", marked(document, marker or incomplete_marker(
+                    "an overwrite", rewrite_hint("the writer"))))
+                store.clear("", {storage.ATTRIBUTES, LOCK_NAME})
+            else:
+                store.make_directory()
+            store.set_attributes("", marked(document, marker))
+            write_container_version(root)
+            yield
+            if complete:  # re-read: the root's version may sit in the same file
+                store.update_attributes(remove=[INCOMPLETE_KEY])
+    finally:
+        if created and store.is_directory() and not store.list_dir():
+            store.delete_tree("")
 
 
 def _owner() -> dict[str, Any]:
@@ -227,10 +249,6 @@ _HELD: dict[str, list[int]] = {}
 _HELD_LOCK = threading.Lock()
 
 
-def _lock_key(location: str, local: str | None) -> str:
-    return os.path.realpath(local) if local is not None else storage.resolved(location)
-
-
 def _held_by_this_thread(key: str) -> bool:
     with _HELD_LOCK:
         holder = _HELD.get(key)
@@ -257,20 +275,41 @@ class WriterLock:
 
     def __init__(self, target: Where, options: StorageOptions = None, *, reuse: bool = False,
                  wait: float = 0.0) -> None:
-        """``target``: the target's location (``options``: its storage options) or store."""
+        """``target``: the target's location (``options``: its storage options) or store; a
+        location is opened when the lock is first taken."""
         self.reuse = reuse
         self.wait = wait
-        self.store = target if isinstance(target, Store) else open_store(target, options)
-        self.target = self.store.location
-        self.path = self.store.url(LOCK_NAME)
-        # a local target is locked with flock, an object store with a heartbeat object
-        self._lock_file = self.store.local_file(LOCK_NAME)
-        self._key = _lock_key(self.target, self.store.local_file())
+        self._target = (target, options)
         self._fd: int | None = None
         self._owner: dict[str, Any] | None = None
         self._nested = False
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
+
+    @functools.cached_property
+    def store(self) -> Store:
+        """The target's store."""
+        return open_store(*self._target)
+
+    @property
+    def target(self) -> str:
+        """The target's location."""
+        return self.store.location
+
+    @property
+    def path(self) -> str:
+        """The location of the lock (file or object)."""
+        return self.store.url(LOCK_NAME)
+
+    @functools.cached_property
+    def _lock_file(self) -> str | None:
+        """The local lock file, locked with flock; None: an object store's lock is a heartbeat object."""
+        return self.store.local_file(LOCK_NAME)
+
+    @functools.cached_property
+    def _key(self) -> str:
+        """What tells this lock's target apart from other locations: the key of the locks this process holds."""
+        return self.store.resolved()
 
     def __enter__(self) -> WriterLock:
         self.acquire()
@@ -328,7 +367,7 @@ class WriterLock:
             directory = os.path.abspath(local)
             while os.path.dirname(directory) != directory:
                 directory = os.path.dirname(directory)
-                if self.reuse and _held_by_this_thread(_lock_key(directory, directory)):
+                if self.reuse and _held_by_this_thread(os.path.realpath(directory)):
                     return
                 owner = _file_lock_owner(os.path.join(directory, LOCK_NAME))
                 if owner is not False:
@@ -338,7 +377,7 @@ class WriterLock:
         root = storage.container_root(self.target)  # its location: the walk below goes up once
         for _ in range(0 if root is None else storage.depth_below(self.target, root)):
             store = store.parent()
-            if self.reuse and _held_by_this_thread(_lock_key(store.location, None)):
+            if self.reuse and _held_by_this_thread(store.resolved()):
                 return
             owner = store.get_json(LOCK_NAME)
             if _beating(owner):
@@ -493,5 +532,6 @@ def _file_lock_owner(path: str) -> Any:
     return False
 
 
-__all__ = ["INCOMPLETE_KEY", "LOCK_NAME", "WriterLock", "break_lock", "check_complete", "incomplete_marker",
-           "lock_held", "mark_complete", "mark_datasets_below", "write_marked"]
+__all__ = ["INCOMPLETE_KEY", "LOCK_NAME", "WriterLock", "break_lock", "check_complete", "dataset_writer",
+           "incomplete_marker", "lock_held", "mark_complete", "marked", "rewrite_hint",
+           "write_container_version", "write_marked"]

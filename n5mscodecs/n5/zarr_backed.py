@@ -1,64 +1,24 @@
-"""N5 containers in zarr-python's stores: what :func:`~n5mscodecs.n5.stores.open_store` makes of a
-``zarr.storage`` store (zarr's ``StoreLike``), so that every entry point that takes a
-store takes zarr's too.
-
-- ``zarr.storage.LocalStore`` becomes a :class:`~n5mscodecs.n5.disk_store.DiskStore` of its
-  root (atomic writes, confinement, only regular files read);
-- ``zarr.storage.FsspecStore`` becomes a :class:`~n5mscodecs.n5.url_store.UrlStore` of its URL
-  and file system options (bounded time-outs, retries, no credentials in messages);
-- any other zarr store (``MemoryStore``, ``ZipStore``, ``ObjectStore``, wrappers) is read
-  and written through its own async API by :class:`ZarrBackedStore`.
-
-zarr itself is imported only when it was imported already: a zarr store cannot exist
-without it.
+"""N5 containers in zarr-python's stores that this package's own stores cannot reach
+(``MemoryStore``, ``ZipStore``, ``zarr.storage.ObjectStore``, wrappers): read and written through the zarr
+store's own async API. :func:`~n5mscodecs.n5.stores.open_store` picks this store for them (a
+``LocalStore`` or an ``FsspecStore`` gets a :class:`~n5mscodecs.n5.disk_store.DiskStore` or a
+:class:`~n5mscodecs.n5.url_store.UrlStore` instead), so that every entry point that takes a
+store takes zarr's too. zarr itself is imported only when a zarr store is used.
 """
 
 from __future__ import annotations
 
 import asyncio
 import posixpath
-import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
 from .._threads import default_threads
 from ..errors import StorageError
-from .disk_store import DiskStore
-from .store import Store, _parts
-from .url_store import UrlStore
+from .store import ObjectStoreMixin, Store, _parts
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine, Iterator
-
-
-def is_zarr_store(obj: object) -> bool:
-    """Whether ``obj`` is one of zarr-python 3's stores (``zarr.abc.store.Store``)."""
-    if "zarr" not in sys.modules:
-        return False
-    try:
-        from zarr.abc.store import Store as ZarrStore
-    except ImportError:  # zarr 2 has no store classes of that kind
-        return False
-    return isinstance(obj, ZarrStore)
-
-
-def from_zarr_store(zarr_store: Any, read_only: bool = False) -> Store | None:
-    """This package's store for the zarr store ``zarr_store`` (see the module docs); None
-    when ``zarr_store`` is no zarr store."""
-    if not is_zarr_store(zarr_store):
-        return None
-    read_only = read_only or bool(zarr_store.read_only)
-    name = type(zarr_store).__name__
-    if name == "LocalStore":
-        return DiskStore(str(zarr_store.root), read_only=read_only)
-    if name == "FsspecStore":
-        fs = getattr(zarr_store.fs, "sync_fs", zarr_store.fs)  # zarr wraps synchronous file systems
-        protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
-        if protocols & {"file", "local"}:
-            return DiskStore(zarr_store.path, read_only=read_only)
-        options = {k: v for k, v in fs.storage_options.items() if k != "asynchronous"}
-        return UrlStore(fs.unstrip_protocol(zarr_store.path), options, read_only=read_only)
-    return ZarrBackedStore(zarr_store, read_only=read_only)
 
 
 class _Loop:
@@ -78,7 +38,7 @@ class _Loop:
         return asyncio.run_coroutine_threadsafe(coroutine, cls._loop).result()
 
 
-class ZarrBackedStore(Store):
+class ZarrBackedStore(ObjectStoreMixin, Store):
     """The keys below ``prefix`` of a zarr-python store (``MemoryStore``, ``ZipStore``, ...).
 
     Parameters
@@ -155,9 +115,6 @@ class ZarrBackedStore(Store):
             self._run(key, "remove", self.zarr_store.delete_dir(self._key(key)))
         else:
             self._run(key, "remove", self.zarr_store.clear())
-
-    def _make_directory(self, key: str = "") -> None:
-        return None  # keys need no directories
 
     def _is_object(self, key: str) -> bool:
         return bool(self._key(key)) and self._run(key, "look up", self.zarr_store.exists(self._key(key)))

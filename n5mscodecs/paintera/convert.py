@@ -17,13 +17,13 @@ from ..errors import ConfigurationError
 from ..multiset import BACKGROUND
 from ..multiset.array import RESERVED_RULES, check_keep
 from ..n5 import storage
-from ..n5.create import source_file, write_container_version
+from ..n5.create import source_file
 from ..n5.writing import (
     LOCK_NAME,
     WriterLock,
     incomplete_marker,
     mark_complete,
-    mark_datasets_below,
+    write_container_version,
     write_marked,
 )
 from .cluster import LOCAL, engine_for, progress_bar, run_tasks
@@ -159,7 +159,7 @@ def _start(store, parameters, overwrite, resume):
     if exists and overwrite:
         if not attributes:
             raise ConfigurationError(f"{name}: refusing to overwrite something that is not an N5 container")
-        mark_datasets_below(store, incomplete_marker("n5ms convert (an overwrite)", FINISH_HINT))
+        store.mark_datasets_below(incomplete_marker("n5ms convert (an overwrite)", FINISH_HINT))
         store.set_attributes("", unfinished)
         store.clear("", {storage.ATTRIBUTES, LOCK_NAME})
         return False

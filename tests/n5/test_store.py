@@ -76,6 +76,36 @@ def test_json_and_attributes(store):
         store.get_attributes("list")
 
 
+def test_update_attributes_adds_what_is_missing_and_drops_what_is_named(store, monkeypatch):
+    store.set_attributes("d", {"a": 1, "n5mscodecs:incomplete": {"writer": "w"}})
+    store.update_attributes("d", defaults={"n5": "4.0.0", "a": 2}, remove=["n5mscodecs:incomplete"])
+    assert store.get_attributes("d") == {"n5": "4.0.0", "a": 1}
+    writes = []
+    monkeypatch.setattr(type(store), "_set", lambda self, key, data: writes.append(key))
+    store.update_attributes("d", defaults={"n5": "9"}, remove=["absent"])  # nothing changes: nothing written
+    assert writes == []
+
+
+def test_mark_datasets_below_marks_every_dataset_once_and_skips_the_rest(store):
+    for key in ("g/a", "g/h/b", "c"):
+        store.set_attributes(key, {"dimensions": [1], "dataType": "uint8"})
+    store.set_attributes("g/h", {})
+    store.set("g/a/0", b"block")
+    store.set("bad/attributes.json", b"{trunc")
+    store.set_attributes("marked", {"dimensions": [1], "n5mscodecs:incomplete": {"writer": "earlier"}})
+    assert store.mark_datasets_below({"writer": "w"}) == ["c", "g/a", "g/h/b", "marked"]  # not "bad": unreadable
+    assert store.get_attributes("g/h/b")["n5mscodecs:incomplete"] == {"writer": "w"}
+    assert store.get_attributes("marked")["n5mscodecs:incomplete"] == {"writer": "earlier"}
+    assert "n5mscodecs:incomplete" not in store.get_attributes("g/h")
+
+
+def test_a_writers_target_is_refused_where_it_overlaps_its_source(tmp_path):
+    source = tmp_path / "c.n5" / "raw"
+    with pytest.raises(ConfigurationError, match="overlaps the source"):
+        n5.open_target(tmp_path / "c.n5", source=source)
+    assert n5.open_target(tmp_path / "c.n5" / "labels", source=source).location == str(tmp_path / "c.n5" / "labels")
+
+
 def test_keys_never_leave_the_store(store):
     with pytest.raises(ConfigurationError, match="'..' are not keys"):
         store.get("../outside")
