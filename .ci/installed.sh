@@ -17,7 +17,7 @@ echo "=== installed: $("$py" --version) ==="
 wheel=$(ci_wheel "$py")
 sdist=$(ls "$(dirname "$wheel")"/n5mscodecs-*.tar.gz 2>/dev/null | head -1 || true)
 ci_venv "$work/venv" "$py"
-ci_install "$work/venv" "$wheel[test]"
+ci_install "$work/venv" "$wheel[test]" pytest-xdist  # xdist: CI's own, for -n 2 below (not in the extras)
 "$N5MS_UV" pip check --python "$work/venv/bin/python"
 echo "installed: $(basename "$wheel") and the test extra in $((SECONDS - started)) s"
 
@@ -33,6 +33,7 @@ rm -r n5mscodecs
 ci_shared
 "$work/venv/bin/python" -c 'import n5mscodecs, n5mscodecs.zarr; print("installed:", n5mscodecs.__file__, n5mscodecs.__version__)'
 "$work/venv/bin/n5ms" demo --quiet
-"$work/venv/bin/python" -m pytest -p no:cacheprovider -q -m "not slow" tests  # the slow ones: once, in the README step
+# two workers (the machines have two cores; much of the suite waits on servers, children and time-outs)
+"$work/venv/bin/python" -m pytest -p no:cacheprovider -q -m "not slow" -n 2 tests  # the slow ones: once, in the README step
 "$work/venv/bin/python" -m pytest -p no:cacheprovider -q --pyargs n5mscodecs  # doctests (addopts)
 echo "installed: all tests passed in $((SECONDS - started)) s"

@@ -28,7 +28,8 @@ print("\n".join(requirement for requirement in test if not requirement.startswit
 PY
 
 ci_venv "$work/venv" "$py"
-ci_install "$work/venv" -c "$repo/.ci/oldest-constraints.txt" -r "$work/test-requirements.txt" "$wheel"
+# pytest-xdist: CI's own, for -n 2 below (not in the extras)
+ci_install "$work/venv" -c "$repo/.ci/oldest-constraints.txt" -r "$work/test-requirements.txt" "$wheel" pytest-xdist
 "$N5MS_UV" pip check --python "$work/venv/bin/python"
 "$work/venv/bin/python" - "$repo/.ci/oldest-constraints.txt" <<'PY'
 """Every pin of the constraints file is what got installed."""
@@ -48,6 +49,7 @@ rm -r n5mscodecs
 ci_shared
 "$work/venv/bin/python" -c 'import n5mscodecs, n5mscodecs.zarr; print("installed:", n5mscodecs.__file__, n5mscodecs.__version__)'
 "$work/venv/bin/n5ms" --help >/dev/null
-"$work/venv/bin/python" -m pytest -p no:cacheprovider -q -m "not slow" tests  # the slow ones: once, in the README step
+# two workers (the machines have two cores; much of the suite waits on servers, children and time-outs)
+"$work/venv/bin/python" -m pytest -p no:cacheprovider -q -m "not slow" -n 2 tests  # the slow ones: once, in the README step
 "$work/venv/bin/python" -m pytest -p no:cacheprovider -q --pyargs n5mscodecs  # doctests (addopts)
 echo "oldest: all tests passed in $((SECONDS - started)) s"

@@ -38,6 +38,7 @@ if ! "${pip[@]}" -e ".[test]" >"$work/install.log" 2>&1; then
             || echo "py313: SKIPPED requirement '$requirement': no Python 3.13 wheel or build (its tests skip)"
     done <"$work/requirements"
 fi
+"${pip[@]}" pytest-xdist  # CI's own, for -n 2 below (not in the extras)
 echo "py313: installed in $((SECONDS - started)) s"
 "$work/venv/bin/python" - <<'EOF'
 import importlib.metadata as md
@@ -54,5 +55,6 @@ names = ["numpy", "numcodecs", "zstandard", "lz4", "zarr", "dask", "imagecodecs"
 print("py313:", ", ".join(f"{name} {version(name)}" for name in names))
 EOF
 
-"$work/venv/bin/python" -m pytest -p no:cacheprovider -q -m "not slow"  # the slow ones: once, in the README step
+# two workers (the machines have two cores; much of the suite waits on servers, children and time-outs)
+"$work/venv/bin/python" -m pytest -p no:cacheprovider -q -m "not slow" -n 2  # the slow ones: once, in the README step
 echo "py313: passed in $((SECONDS - started)) s"
