@@ -3,12 +3,12 @@
 # -fsanitize=fuzzer-no-link,address so native code is both coverage-guided and checked.
 # The step is bounded by its budget: BUDGET seconds of wall time for all targets, two fuzzed at a
 # time (libFuzzer is single-threaded; the machines have two cores), so each target gets
-# BUDGET * 2 / targets seconds (fuzz/run.py --budget: 26 s each for the 9 targets at the default 120).
-# Usage: .ci/fuzz.sh [BUDGET]   (default 120). Findings fail the run.
+# BUDGET * 2 / targets seconds (fuzz/run.py --budget: 20 s each for the 9 targets at the default 90).
+# Usage: .ci/fuzz.sh [BUDGET]   (default 90). Findings fail the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source .ci/lib.sh
-budget=${1:-120}
+budget=${1:-90}
 jobs=2
 
 if ! command -v clang-14 >/dev/null 2>&1; then
