@@ -9,7 +9,7 @@ and the rest is calls on it. The back ends, one class each:
 
 - :class:`~n5mscodecs.n5.disk_store.DiskStore` for local paths (and ``file://``);
 - stores of objects under keys, without directories, links or local files
-  (:class:`ObjectStoreMixin`):
+  (``ObjectStoreMixin``):
   :class:`~n5mscodecs.n5.url_store.UrlStore` for URLs (fsspec: the ``remote`` extra) and
   :class:`~n5mscodecs.n5.zarr_backed.ZarrBackedStore` for zarr-python's own stores.
 
@@ -296,7 +296,7 @@ class Store(abc.ABC):
         return found
 
     def resolved(self) -> str:
-        """The location as locations are compared (see :func:`~n5mscodecs.n5.storage.resolved`):
+        """The location as locations are compared (see ``n5mscodecs.n5.storage.resolved``):
         what tells two stores of one place apart from stores of two places."""
         return storage.resolved(self.location)
 

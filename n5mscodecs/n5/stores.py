@@ -120,7 +120,7 @@ def open_target(location: Where, storage_options: StorageOptions = None,
     else ``location``); ``read_outside`` lets its reads follow links out of that root.
 
     ``source``: what a writer writes there from (a location, see
-    :func:`~n5mscodecs.n5.create.source_file`): a target that is, contains or lies inside it
+    ``n5mscodecs.n5.create.source_file``): a target that is, contains or lies inside it
     is a ConfigurationError naming both (an overwrite would remove the source under the writer)."""
     if isinstance(container, Store):
         container = container.location

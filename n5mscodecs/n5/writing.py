@@ -137,7 +137,7 @@ def dataset_writer(store: Store, document: Mapping[str, Any], marker: Mapping[st
     dataset's own writer lock (a writer calling it, ``n5ms argmax`` say, holds it already: it
     is reused; a directory made only to hold the lock is removed again when nothing else was
     written there); it writes the attributes ``document``, marked incomplete when ``marker``
-    is given, and gives the container root its N5 version (:func:`write_container_version`)
+    is given, and gives the container root its N5 version (``write_container_version``)
     before the body writes the blocks; after a body that raised nothing it removes the marker
     (unless not ``complete``: the caller then calls :func:`mark_complete` after its own last
     block).
