@@ -18,7 +18,7 @@ rm -rf build n5mscodecs/*.so n5mscodecs/*/*.so n5mscodecs/*.c n5mscodecs/*/*.c
 ci_venv "$work/venv" "$python"
 "$python" -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print("\n".join(p["dependencies"] + p["optional-dependencies"]["test"]))' \
     >"$work/requirements.txt"
-ci_install "$work/venv" -r "$work/requirements.txt"
+ci_install "$work/venv" -r "$work/requirements.txt" pytest-xdist  # xdist: CI's own, for -n 2 below
 
 # Python itself is not instrumented, so the ASan runtime is preloaded; UBSan
 # errors are made fatal at compile time (-fno-sanitize-recover) so none slips by.
@@ -40,7 +40,8 @@ for kernel in n5mscodecs/*/_*.so; do
         *) printf 'kernel %s is not instrumented:\n%s\n' "$kernel" "$linked" >&2; exit 1 ;;
     esac
 done
-LD_PRELOAD="$asan_runtime" "$work/venv/bin/python" -m pytest -q -p no:cacheprovider -k "not tensorstore" \
+# two workers (the machines have two cores); they inherit LD_PRELOAD and the options above
+LD_PRELOAD="$asan_runtime" "$work/venv/bin/python" -m pytest -q -p no:cacheprovider -n 2 -k "not tensorstore" \
     tests/payload tests/multiset tests/czi tests/n5 tests/zarr_integration \
     tests/test_properties.py tests/test_hostile.py tests/test_robustness.py tests/test_fuzz_targets.py \
     tests/test_concurrency.py tests/test_java_oracle.py tests/test_codec_contract.py \
