@@ -272,12 +272,8 @@ def _write_blocks(engine, job, progress, store) -> int:
     failure clears the target (its lock kept until the caller releases it)."""
     try:
         with progress_bar(progress, "argmax", None) as bar, engine.shared(job) as shared:
-            def count(total, exported):
-                bar.update(exported)
-                return total + exported
-
             prefixes = subtrees(job.dataset, spread_depth(job.dataset.grid_shape, EXPORT_BLOCKS, engine.workers))
-            return run_tasks(engine, _export_subtree, shared, prefixes, reduce=count)
+            return run_tasks(engine, _export_subtree, shared, prefixes, bar=bar, steps=int)
     except (Exception, KeyboardInterrupt):
         store.clear("", {LOCK_NAME})
         raise

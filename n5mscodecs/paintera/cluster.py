@@ -200,6 +200,7 @@ def run_tasks(
     reduce: Callable[[Total, Result], Total] = _add,
     initial: Total = 0,  # type: ignore[assignment]
     bar: ProgressBar = NO_PROGRESS,
+    steps: Callable[[Result], int] | None = None,
     window: int | None = None,
 ) -> Total:
     """Run ``fn(shared, item)`` for every item of ``items`` on ``engine``, and return
@@ -212,7 +213,8 @@ def run_tasks(
     submitting, and its exception is raised here once no task of this call runs any more
     (those not started are cancelled, those running finish: a caller may then clean up what
     they wrote); an interrupt (``KeyboardInterrupt``) cancels every task in flight and is
-    raised at once. ``bar`` is updated once per task finished (and not closed).
+    raised at once. ``bar`` is updated once per task finished, by ``steps(result)`` when given
+    (a task of several blocks), and not closed.
     """
     window = max(1, window or 4 * engine.workers)
     total = initial
@@ -223,8 +225,9 @@ def run_tasks(
         while len(pending) > until:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
-                total = reduce(total, future.result())
-                bar.update(1)
+                result = future.result()
+                total = reduce(total, result)
+                bar.update(1 if steps is None else steps(result))
 
     try:
         for item in items:

@@ -156,9 +156,10 @@ def _old_ids(job, level, grid) -> np.ndarray:
     return np.zeros(0, np.uint64) if stored is None else np.asarray(stored, np.uint64)
 
 
-def _stage(work: CommitWork, level, grid, block, labels) -> Made:
+def _stage(work: CommitWork, level, grid, block, labels, reads: int = 0) -> Made:
     """``block`` (``labels``: its ids, when its table holds lists no voxel uses) staged, as the
-    converter writes a block: unique-labels then data, nothing for an all-background block."""
+    converter writes a block: unique-labels then data, nothing for an all-background block;
+    returns what the task reports (``reads``: the stored blocks it read)."""
     job = work.job
     if work.plain:
         stored = True
@@ -175,7 +176,7 @@ def _stage(work: CommitWork, level, grid, block, labels) -> Made:
             work.staged("data", level).write_block(grid, block, write_background=True)
     old_ids = _old_ids(job, level, grid)
     top = max_id(new_ids, job.rule) if new_ids.size else None
-    return grid, stored, np.setdiff1d(old_ids, new_ids), np.setdiff1d(new_ids, old_ids), 0, top
+    return grid, stored, np.setdiff1d(old_ids, new_ids), np.setdiff1d(new_ids, old_ids), reads, top
 
 
 def edit_task(work: CommitWork, grid) -> Made | None:
@@ -212,8 +213,7 @@ def remake_task(work: CommitWork, item) -> Made:
         labels = None
     else:
         block, labels, reads = remake_block(work.job, level, grid, work.max_num_entries[level], changed)
-    made = _stage(work, level, grid, block, labels)
-    return made[:4] + (reads,) + made[5:]
+    return _stage(work, level, grid, block, labels, reads)
 
 
 def check_lookup_task(work: CommitWork, item) -> int:

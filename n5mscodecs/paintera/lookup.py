@@ -106,26 +106,21 @@ def mapping_files(labels: np.ndarray, grids: np.ndarray, block_size: Sequence[in
 
 def patch_label_to_block_mapping(
     store: Store, level: int, changes: dict[int, tuple[set, set]], unique_labels: ArrayDataset,
-    lookup_block_size: int, compression: dict[str, Any], files: dict[int, dict[int, bytes]] | None = None,
+    lookup_block_size: int, compression: dict[str, Any],
 ) -> int:
     """Patch ``label-to-block-mapping/s{level}`` for the ids whose blocks changed:
     ``changes`` maps an id to ``(grid positions it left, grid positions it entered)``.
     Only the files holding those ids are read and rewritten (a file left without ids is
     removed), each as :func:`~n5mscodecs.paintera.label_to_block_mapping_blocks` would write it from scratch:
     ids ascending, each id's blocks in grid order; the entries of other ids are kept as
-    bytes. ``files``: entries ``read_mapping_files`` read already (others are read
-    here). Returns the number of files touched."""
+    bytes. Returns the number of files touched."""
     mapping = _mapping_dataset(store, level, lookup_block_size, compression)
     ndim = unique_labels.ndim
     block = np.array(unique_labels.chunks, np.int64)
     shape = np.array(unique_labels.shape, np.int64)
     by_file = _files_of(changes, lookup_block_size)
     for number, labels in by_file.items():
-        if files is not None and number in files:
-            entries = dict(files[number])
-        else:
-            body = mapping.read_block((number,))
-            entries = {} if body is None else _mapping_entries(body.tobytes(), ndim, mapping.block_name((number,)))
+        entries = _file_entries(mapping, number, ndim)
         for label in labels:
             left, entered = changes[label]
             entry = entries.pop(label, None)
@@ -161,15 +156,16 @@ def read_mapping_files(store: Store, level: int, labels, ndim: int, lookup_block
                        compression: dict[str, Any]) -> dict[int, dict[int, bytes]]:
     """``{file number: {id: entry bytes}}`` of the files of ``label-to-block-mapping/s{level}``
     that hold ``labels`` (a missing file: no entries), read and parsed as
-    :func:`patch_label_to_block_mapping` reads them (pass the result as its ``files``): a file
-    it could not patch raises here, naming it, so that a commit refuses before it marks or
-    writes anything."""
+    :func:`patch_label_to_block_mapping` reads them: a file it could not patch raises here,
+    naming it, so that a commit refuses before it marks or writes anything."""
     mapping = _mapping_dataset(store, level, lookup_block_size, compression)
-    files = {}
-    for number in sorted(_files_of(labels, lookup_block_size)):
-        body = mapping.read_block((number,))
-        files[number] = {} if body is None else _mapping_entries(body.tobytes(), ndim, mapping.block_name((number,)))
-    return files
+    return {number: _file_entries(mapping, number, ndim) for number in sorted(_files_of(labels, lookup_block_size))}
+
+
+def _file_entries(mapping, number: int, ndim: int) -> dict[int, bytes]:
+    """``{id: entry bytes}`` of lookup file ``number`` (none when it is missing)."""
+    body = mapping.read_block((number,))
+    return {} if body is None else _mapping_entries(body.tobytes(), ndim, mapping.block_name((number,)))
 
 
 def _mapping_entries(body: bytes, ndim: int, name: str) -> dict[int, bytes]:

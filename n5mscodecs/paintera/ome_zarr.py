@@ -504,6 +504,14 @@ def _write_batch(shared, regions) -> tuple[int, int]:
     return sum(_write_unit(shared, region) for region in regions), len(regions)
 
 
+def _add_written(written: int, result: tuple[int, int]) -> int:
+    return written + result[0]
+
+
+def _units_done(result: tuple[int, int]) -> int:
+    return result[1]
+
+
 def _write_level(engine, array, dataset, chunks, shards, multisets, resuming, progress, description,
                  lookup=None):
     """Write every chunk or shard of one level that holds a stored block, as tasks on
@@ -516,12 +524,9 @@ def _write_level(engine, array, dataset, chunks, shards, multisets, resuming, pr
     # the level (its zarr array, its dataset) goes to each worker once, not with every task
     with progress_bar(progress, description, total) as bar, \
             engine.shared(_LevelExport(array, dataset, unit, multisets, resuming)) as level:
-        def count(written, result):
-            bar.update(result[1])
-            return written + result[0]
-
         written = run_tasks(engine, _write_batch, (level, lookup),
-                            batches(_write_units(array.shape, chunks, shards), per_task), reduce=count)
+                            batches(_write_units(array.shape, chunks, shards), per_task),
+                            reduce=_add_written, bar=bar, steps=_units_done)
     return written, total
 
 
